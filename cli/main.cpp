@@ -1,0 +1,80 @@
+// The loom executable: parses the subcommand, runs it, and is the only place that turns
+// loom::Error into one line on stderr and an exit code.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "common/version.hpp"
+
+namespace {
+
+int fail(const std::string& message, loom::ExitCode code) {
+  std::cerr << "loom: error: " << message << "\n";
+  return static_cast<int>(code);
+}
+
+// CLI11 says "The following arguments were not expected"; add the closest real flag.
+std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) {
+  std::string message = e.what();
+  const CLI::App* app = &root;
+  for (const CLI::App* sub : root.get_subcommands()) app = sub;
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app->get_options()) {
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+  }
+  for (const auto& extra : app->remaining()) {
+    if (extra.rfind("--", 0) == 0) {
+      std::string flag = extra.substr(0, extra.find('='));
+      std::string suggestion = loom::did_you_mean(flag, names);
+      return fmt::format("unknown flag '{}'{}; see `loom {} --help`", flag,
+                         suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                         app->get_name());
+    }
+  }
+  for (auto& c : message)
+    if (c == '\n') c = ' ';
+  return message;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App root{
+      "loom: discrete-event cluster simulator and memory/communication cost model "
+      "for distributed deep-learning training"};
+  root.set_version_flag("--version", std::string("loom ") + loom::VERSION);
+  root.require_subcommand(1);
+  std::vector<loom::cli::Command> commands = {
+      loom::cli::add_simulate_command(root),   loom::cli::add_memory_command(root),
+      loom::cli::add_collective_command(root), loom::cli::add_topo_command(root),
+      loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
+  };
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return root.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return root.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(explain_parse_error(e, root), loom::ExitCode::BAD_INPUT);
+  } catch (const loom::Error& e) {
+    return fail(e.what(), e.exit_code());
+  }
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return fail("no subcommand given; see `loom --help`", loom::ExitCode::BAD_INPUT);
+  } catch (const loom::Error& e) {
+    return fail(e.what(), e.exit_code());
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error (a bug in loom): ") + e.what(),
+                loom::ExitCode::INTERNAL);
+  }
+}

@@ -1,0 +1,18 @@
+#pragma once
+// The versioned JSON document every `--format json` prints (DESIGN.md "Contracts"):
+// {schema_version, tool, version, context, results}. Include only from .cpp files.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace loom {
+
+using OrderedJson = nlohmann::ordered_json;
+
+/// Wraps `context` and `results` in the schema-versioned envelope.
+OrderedJson make_document(OrderedJson context, OrderedJson results);
+
+/// The document serialised with two-space indent and a trailing newline.
+std::string render_document(const OrderedJson& document);
+
+}  // namespace loom

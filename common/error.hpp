@@ -1,0 +1,95 @@
+#pragma once
+// The loom error hierarchy. Library code throws these; only cli/main.cpp turns them into
+// one line on stderr and an exit code (0 ok, 1 internal bug, 2 bad input, 3 infeasible).
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+/// Exit codes of the loom executable.
+enum class ExitCode : int { OK = 0, INTERNAL = 1, BAD_INPUT = 2, INFEASIBLE = 3 };
+
+/// Base of every error loom reports; carries the process exit code.
+class Error : public std::runtime_error {
+ public:
+  Error(std::string message, ExitCode code) : std::runtime_error(std::move(message)), code_(code) {}
+  /// The exit code the CLI returns for this error.
+  ExitCode exit_code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+/// An input file is unreadable or holds something invalid; names the file and JSON pointer.
+class ConfigError : public Error {
+ public:
+  ConfigError(std::string file, std::string pointer, std::string message);
+  const std::string& file() const { return file_; }
+  const std::string& pointer() const { return pointer_; }
+
+  static ConfigError file_not_found(const std::string& file, std::string_view what);
+  static ConfigError parse_error(const std::string& file, int line, int column,
+                                 std::string_view detail);
+  static ConfigError unknown_key(const std::string& file, const std::string& pointer,
+                                 std::string_view key, std::string_view suggestion);
+  static ConfigError missing_key(const std::string& file, const std::string& pointer,
+                                 std::string_view key);
+  static ConfigError bad_value(const std::string& file, const std::string& pointer,
+                               std::string_view value, std::string_view allowed);
+
+ private:
+  std::string file_;
+  std::string pointer_;
+};
+
+/// A flag or plan value breaks a rule (divisibility, batch arithmetic, GPU count, ...).
+class ValidationError : public Error {
+ public:
+  ValidationError(std::string field, std::string message);
+  const std::string& field() const { return field_; }
+
+  /// "--field: value 'v' is not valid; allowed: ...".
+  static ValidationError bad_value(std::string_view field, std::string_view value,
+                                   std::string_view allowed);
+  /// An unknown name among a registry of names (presets, algorithms, ...), with did-you-mean.
+  static ValidationError unknown_name(std::string_view field, std::string_view value,
+                                      const std::vector<std::string>& valid);
+  /// A size or count that must be positive.
+  static ValidationError not_positive(std::string_view field, std::string_view value);
+
+ private:
+  std::string field_;
+};
+
+/// A model specification is inconsistent or unsupported.
+class ModelError : public Error {
+ public:
+  explicit ModelError(std::string message) : Error(std::move(message), ExitCode::BAD_INPUT) {}
+};
+
+/// A calibration profile or measurement log cannot be used.
+class CalibrationError : public Error {
+ public:
+  explicit CalibrationError(std::string message) : Error(std::move(message), ExitCode::BAD_INPUT) {}
+};
+
+/// The configuration is valid but cannot run (e.g. does not fit with --require-fit).
+class InfeasibleError : public Error {
+ public:
+  explicit InfeasibleError(std::string message) : Error(std::move(message), ExitCode::INFEASIBLE) {}
+};
+
+/// A broken internal invariant: a bug in loom.
+class InternalError : public Error {
+ public:
+  explicit InternalError(std::string message) : Error(std::move(message), ExitCode::INTERNAL) {}
+};
+
+/// Throws InternalError with `what` when `condition` is false.
+inline void check_invariant(bool condition, const char* what) {
+  if (!condition) throw InternalError(std::string("internal invariant broken: ") + what);
+}
+
+}  // namespace loom

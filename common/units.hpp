@@ -1,0 +1,53 @@
+#pragma once
+// Units: every quantity in an input carries its unit ("80GiB", "900GBps", "400Gbps",
+// "1.5us", "989TFLOPS"); this is the one parser for them. Values are returned in base SI
+// units as doubles: bytes, bytes per second, seconds, FLOP/s.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace loom {
+
+/// The kinds of quantity the unit parser understands.
+enum class Unit { BYTES, BANDWIDTH, TIME, FLOP_RATE, FLOPS };
+
+/// Parses "<number><unit>" for the given kind; returns the value in base units (bytes,
+/// bytes/s, seconds, FLOP/s, FLOPs). Throws ValidationError naming `field` when the unit
+/// is missing or wrong, or the number is negative or not finite.
+double parse_quantity(std::string_view text, Unit unit, std::string_view field = "value");
+
+/// Bytes from "80GiB", "1.5 GB", "4096B"; SI prefixes are powers of 1000, IEC of 1024.
+inline double parse_bytes(std::string_view text, std::string_view field = "value") {
+  return parse_quantity(text, Unit::BYTES, field);
+}
+/// Bytes per second from "900GBps", "900GB/s" (bytes) or "400Gbps", "400Gb/s" (bits).
+inline double parse_bandwidth(std::string_view text, std::string_view field = "value") {
+  return parse_quantity(text, Unit::BANDWIDTH, field);
+}
+/// Seconds from "1.5us", "2ns", "3ms", "10s", "500ps", "2min", "3h", "1d".
+inline double parse_time(std::string_view text, std::string_view field = "value") {
+  return parse_quantity(text, Unit::TIME, field);
+}
+/// FLOP/s from "989TFLOPS", "989 TFLOP/s".
+inline double parse_flop_rate(std::string_view text, std::string_view field = "value") {
+  return parse_quantity(text, Unit::FLOP_RATE, field);
+}
+
+/// "74.53 GiB" style, IEC prefixes, `digits` decimals.
+std::string format_bytes(double bytes, int digits = 2);
+/// "450.0 GB/s" style, SI prefixes on bytes per second.
+std::string format_bandwidth(double bytes_per_s, int digits = 1);
+/// "1.23 ms" style: picks ps/ns/us/ms/s.
+std::string format_time(double seconds, int digits = 2);
+/// "989.0 TFLOP/s" style.
+std::string format_flop_rate(double flop_per_s, int digits = 1);
+/// "7.50B" style count (K, M, B, T) for parameter counts.
+std::string format_count(double count, int digits = 2);
+
+inline constexpr double KiB = 1024.0;
+inline constexpr double MiB = 1024.0 * KiB;
+inline constexpr double GiB = 1024.0 * MiB;
+inline constexpr double TiB = 1024.0 * GiB;
+inline constexpr double GB = 1e9;
+
+}  // namespace loom

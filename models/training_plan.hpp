@@ -1,0 +1,74 @@
+#pragma once
+// The training plan as data: parallel degrees, batch arithmetic, precision, optimizer,
+// ZeRO stage, recompute and schedule. It says nothing about hardware; the memory model
+// (models/) reads it and the planner (strategies/) lowers it. Parsing and validation
+// against a model and a cluster live with their callers.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::models {
+
+enum class Precision { FP32, BF16, FP16, FP8 };
+enum class Optimizer { ADAM, SGD, SGD_MOMENTUM };
+enum class Recompute { NONE, SELECTIVE, FULL };
+enum class Schedule { NAIVE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE };
+enum class GradDtype { FP32, BF16 };
+
+/// A fully resolved plan. Defaults are Megatron-LM's where it has one.
+struct TrainingPlan {
+  int tp = 1;               ///< tensor-parallel size
+  int pp = 1;               ///< pipeline-parallel size (stages)
+  int dp = 1;               ///< data-parallel size
+  int cp = 1;               ///< context-parallel size
+  int ep = 1;               ///< expert-parallel size (carved out of dp x cp, as Megatron-core does)
+  int vpp = 1;              ///< virtual pipeline stages per rank (interleaved schedule)
+  std::int64_t mbs = 1;     ///< micro-batch size, in sequences
+  std::int64_t gbs = 0;     ///< global batch size, in sequences; 0 means mbs x dp
+  std::int64_t seq = 2048;  ///< sequence length, in tokens
+  int zero = 0;             ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP)
+  Recompute recompute = Recompute::NONE;
+  bool sp = false;  ///< sequence parallelism (with TP)
+  Schedule schedule = Schedule::ONE_F_ONE_B;
+  Precision precision = Precision::BF16;
+  Optimizer optimizer = Optimizer::ADAM;
+  GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool flash_attention = true;        ///< attention scores never materialised (no s^2 terms)
+  double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
+  std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
+  double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
+  double fragmentation_fraction = 0.05;  ///< allocator reserve as a fraction of the rest
+
+  /// tp x pp x dp x cp: the GPUs this plan occupies.
+  std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
+  /// Effective global batch (gbs, or mbs x dp when unset), in sequences.
+  std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
+  /// Micro-batches per step per pipeline (gradient accumulation steps).
+  std::int64_t micro_batches() const { return global_batch() / (mbs * dp); }
+};
+
+/// Names as the CLI spells them ("bf16", "1f1b", "selective", ...).
+std::string to_string(Precision value);
+std::string to_string(Optimizer value);
+std::string to_string(Recompute value);
+std::string to_string(Schedule value);
+std::string to_string(GradDtype value);
+
+/// Parsers from the CLI spelling; throw ValidationError naming `field` and the valid names.
+Precision parse_precision(std::string_view text, std::string_view field = "--precision");
+Optimizer parse_optimizer(std::string_view text, std::string_view field = "--optimizer");
+Recompute parse_recompute(std::string_view text, std::string_view field = "--recompute");
+Schedule parse_schedule(std::string_view text, std::string_view field = "--schedule");
+GradDtype parse_grad_dtype(std::string_view text, std::string_view field = "--grad-dtype");
+
+/// The valid CLI spellings of each enum, in a fixed order.
+const std::vector<std::string>& precision_names();
+const std::vector<std::string>& optimizer_names();
+const std::vector<std::string>& recompute_names();
+const std::vector<std::string>& schedule_names();
+const std::vector<std::string>& grad_dtype_names();
+
+}  // namespace loom::models

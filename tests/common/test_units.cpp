@@ -1,0 +1,46 @@
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "common/units.hpp"
+
+using namespace loom;
+
+TEST_CASE("common::units: bytes with SI and IEC prefixes") {
+  CHECK(parse_bytes("80GiB") == 80.0 * 1024 * 1024 * 1024);
+  CHECK(parse_bytes("80GB") == 80e9);
+  CHECK(parse_bytes("1.5 kB") == 1500.0);
+  CHECK(parse_bytes("4096B") == 4096.0);
+  CHECK(parse_bytes("2KiB") == 2048.0);
+}
+
+TEST_CASE("common::units: bandwidth in bits and bytes") {
+  CHECK(parse_bandwidth("400Gbps") == doctest::Approx(50e9));
+  CHECK(parse_bandwidth("400Gb/s") == doctest::Approx(50e9));
+  CHECK(parse_bandwidth("900GBps") == doctest::Approx(900e9));
+  CHECK(parse_bandwidth("900GB/s") == doctest::Approx(900e9));
+}
+
+TEST_CASE("common::units: times and FLOP rates") {
+  CHECK(parse_time("1.5us") == doctest::Approx(1.5e-6));
+  CHECK(parse_time("20ns") == doctest::Approx(20e-9));
+  CHECK(parse_time("3ms") == doctest::Approx(3e-3));
+  CHECK(parse_time("2h") == doctest::Approx(7200.0));
+  CHECK(parse_flop_rate("989TFLOPS") == doctest::Approx(989e12));
+  CHECK(parse_flop_rate("312 TFLOP/s") == doctest::Approx(312e12));
+}
+
+TEST_CASE("common::units: a missing or wrong unit is a ValidationError naming the field") {
+  CHECK_THROWS_WITH_AS(parse_bytes("80", "hbm"), doctest::Contains("hbm: '80' has no unit"),
+                       ValidationError);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("80GiB", "bw"), doctest::Contains("unknown unit 'GiB'"),
+                       ValidationError);
+  CHECK_THROWS_AS(parse_time("fast"), ValidationError);
+  CHECK_THROWS_AS(parse_bytes("-1GB"), ValidationError);
+}
+
+TEST_CASE("common::units: formatting picks a readable prefix") {
+  CHECK(format_bytes(80.0 * GiB) == "80.00 GiB");
+  CHECK(format_bandwidth(450e9) == "450.0 GB/s");
+  CHECK(format_time(1.5e-6) == "1.50 us");
+  CHECK(format_count(8.03e9) == "8.03B");
+}
