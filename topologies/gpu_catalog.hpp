@@ -1,0 +1,37 @@
+#pragma once
+// The GPU catalog: datasheet figures per GPU model (dense peak FLOP/s per dtype, HBM size
+// and bandwidth, NVLink bandwidth, PCIe generation, TDP), overridable from JSON.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::topo {
+
+/// One GPU model's datasheet. Peak rates are dense (no 2:4 sparsity); 0 means unsupported.
+struct GpuSpec {
+  std::string name;          ///< catalog key, e.g. "h100-sxm"
+  std::string display_name;  ///< e.g. "H100 SXM5 80GB"
+  std::string vendor;        ///< "nvidia" or "amd"
+  double fp32_flops = 0;     ///< FLOP/s, non-tensor fp32
+  double tf32_flops = 0;     ///< FLOP/s, tensor-core tf32
+  double bf16_flops = 0;     ///< FLOP/s, tensor-core bf16
+  double fp16_flops = 0;     ///< FLOP/s, tensor-core fp16
+  double fp8_flops = 0;      ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
+  double hbm_bytes = 0;      ///< memory capacity in bytes (datasheet GB, i.e. 1e9)
+  double hbm_bandwidth_Bps = 0;     ///< memory bandwidth in bytes per second
+  double nvlink_bandwidth_Bps = 0;  ///< NVLink per GPU per direction, bytes/s (0: none)
+  int nvlink_generation = 0;        ///< 3, 4, 5; 0 when the GPU has no NVLink
+  int pcie_generation = 4;          ///< host PCIe generation (x16)
+  double tdp_watts = 0;             ///< board power in watts
+  std::string source;               ///< datasheet citation
+};
+
+/// Every GPU in the catalog, in a fixed order.
+const std::vector<GpuSpec>& gpu_catalog();
+/// The names users may type (catalog keys and aliases), sorted.
+std::vector<std::string> gpu_names();
+/// Looks up a GPU by key or alias (case-insensitive); throws ValidationError listing the
+/// valid names, with did-you-mean, naming `field` (e.g. "--gpu").
+const GpuSpec& find_gpu(std::string_view name, std::string_view field = "--gpu");
+
+}  // namespace loom::topo
