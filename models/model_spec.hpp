@@ -1,0 +1,126 @@
+#pragma once
+// The workload as data: one ModelSpec describes a dense or mixture-of-experts decoder
+// transformer (GQA/MQA, SwiGLU or GELU MLP, DeepSeek MLA attention) or a plain deep MLP.
+// Sizes are element counts; nothing here knows about hardware or parallelism. Parameter
+// counts are exact (every weight, bias and norm the architecture has).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom::models {
+
+/// What family of network the spec describes.
+enum class ModelKind { TRANSFORMER, MLP };
+/// The feed-forward block: gated SwiGLU (three matrices) or a plain GELU MLP (two).
+enum class MlpKind { SWIGLU, GELU };
+/// The normalisation layer: RMSNorm has a scale only, LayerNorm a scale and a bias.
+enum class NormKind { RMSNORM, LAYERNORM };
+/// Attention flavour: multi-head with optional grouped KV heads, or DeepSeek's MLA.
+enum class AttentionKind { MHA, MLA };
+
+/// Mixture-of-experts settings; experts == 0 means a dense model.
+struct MoeSpec {
+  int experts = 0;               ///< routed experts per MoE layer
+  int top_k = 0;                 ///< routed experts each token goes to
+  std::int64_t expert_ffn = 0;   ///< FFN (intermediate) size of one routed expert
+  int shared_experts = 0;        ///< always-on shared experts per MoE layer
+  std::int64_t shared_ffn = 0;   ///< FFN size of one shared expert (0: same as expert_ffn)
+  int first_k_dense = 0;         ///< the first k layers use the dense MLP (spec.ffn)
+  double capacity_factor = 1.0;  ///< tokens per expert relative to a perfectly even split
+  bool router_bias = false;      ///< a per-expert bias in the router (DeepSeek-V3's
+                                 ///< e_score_correction_bias)
+};
+
+/// DeepSeek multi-head latent attention sizes (used when attention == MLA).
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;       ///< query down-projection rank (0: no query compression)
+  std::int64_t kv_lora_rank = 0;      ///< key/value latent rank
+  std::int64_t qk_rope_head_dim = 0;  ///< per-head dims carrying RoPE (shared key part)
+  std::int64_t qk_nope_head_dim = 0;  ///< per-head dims without RoPE
+  std::int64_t v_head_dim = 0;        ///< per-head value dims
+};
+
+/// One model. For MLP models: `hidden` is the width, `layers` the depth (square
+/// width x width linear layers with bias and an activation), `vocab` the output classes;
+/// each sample is one token.
+struct ModelSpec {
+  std::string name;  ///< preset name or file stem, for output
+  ModelKind kind = ModelKind::TRANSFORMER;
+  int layers = 0;             ///< transformer layers (or MLP depth)
+  std::int64_t hidden = 0;    ///< model width h
+  int heads = 0;              ///< attention (query) heads a
+  int kv_heads = 0;           ///< key/value heads (== heads: MHA; 1: MQA; else GQA)
+  std::int64_t head_dim = 0;  ///< per-head dimension (usually hidden / heads)
+  std::int64_t ffn = 0;       ///< dense MLP intermediate size
+  MlpKind mlp = MlpKind::SWIGLU;
+  std::int64_t vocab = 0;        ///< vocabulary size V
+  bool tied_embeddings = false;  ///< LM head shares the input embedding matrix
+  NormKind norm = NormKind::RMSNORM;
+  bool linear_bias = false;                  ///< every linear layer has a bias (GPT-2/3 style)
+  bool qkv_bias = false;                     ///< only the QKV projection has a bias (Qwen2 style)
+  bool qk_norm = false;                      ///< per-head RMSNorm on queries and keys (Qwen3 style)
+  std::int64_t max_position_embeddings = 0;  ///< learned absolute positions (0: RoPE, none)
+  bool dropout = false;                      ///< dropout after attention softmax, attention and MLP
+                                             ///< (stores 1-byte masks; GPT-3 style)
+  AttentionKind attention = AttentionKind::MHA;
+  MlaSpec mla;
+  MoeSpec moe;
+  std::int64_t default_seq = 2048;  ///< sequence length the model was trained with, tokens
+
+  bool is_moe() const { return moe.experts > 0; }
+  /// True when layer `layer_index` (0-based) uses routed experts.
+  bool is_moe_layer(int layer_index) const { return is_moe() && layer_index >= moe.first_k_dense; }
+  /// Width of all query heads together (heads x head_dim; MLA: heads x (nope + rope)).
+  std::int64_t q_width() const;
+  /// Width of all key heads together (kv_heads x head_dim; MLA: heads x (nope + rope)).
+  std::int64_t k_width() const;
+  /// Width of all value heads together (kv_heads x head_dim; MLA: heads x v_head_dim).
+  std::int64_t v_width() const;
+  /// Width of the attention output before the output projection (heads x value dim).
+  std::int64_t attn_out_width() const;
+  /// FFN size of one shared expert.
+  std::int64_t shared_ffn() const { return moe.shared_ffn > 0 ? moe.shared_ffn : moe.expert_ffn; }
+};
+
+/// Throws ValidationError naming the field ("model.hidden", ...) when a size is zero or
+/// negative or the sizes contradict each other (kv_heads not dividing heads, top_k > experts).
+void validate_model(const ModelSpec& model);
+
+/// Parameter counts, in parameters (not bytes), by where they live.
+struct ParameterCounts {
+  double embedding = 0;   ///< input token (+ learned position) embedding
+  double lm_head = 0;     ///< output projection; 0 when tied to the embedding
+  double final_norm = 0;  ///< the norm before the LM head
+  double layers = 0;      ///< all transformer layers (or MLP layers)
+  double total = 0;       ///< everything
+  double active = 0;      ///< touched per token (MoE: top-k routed + shared experts)
+  double expert = 0;      ///< routed-expert weights in all layers (split by EP)
+};
+
+/// Parameters of one layer's pieces (full, unsharded), in parameters.
+struct LayerParameters {
+  double attention = 0;        ///< QKV (or MLA projections), output projection, their biases
+  double attention_norms = 0;  ///< MLA latent norms and QK norms (replicated under TP)
+  double mlp = 0;              ///< dense MLP, or the shared experts of an MoE layer
+  double router = 0;           ///< MoE router (replicated under TP)
+  double routed_experts = 0;   ///< all routed experts of the layer
+  double one_expert = 0;       ///< one routed expert
+  double norms = 0;            ///< the layer's pre-attention and pre-MLP norms
+  /// Everything in the layer.
+  double total() const {
+    return attention + attention_norms + mlp + router + routed_experts + norms;
+  }
+};
+
+/// The parameters of layer `layer_index` (0-based; MoE layers differ from dense ones).
+LayerParameters layer_parameters(const ModelSpec& model, int layer_index);
+/// Total, active and per-part parameter counts of the whole model.
+ParameterCounts count_parameters(const ModelSpec& model);
+
+/// Names as JSON and output spell them ("swiglu", "rmsnorm", "mla", "transformer").
+std::string to_string(ModelKind value);
+std::string to_string(MlpKind value);
+std::string to_string(NormKind value);
+std::string to_string(AttentionKind value);
+
+}  // namespace loom::models
