@@ -9,15 +9,15 @@ namespace loom::topo {
 
 /// One GPU model's datasheet. Peak rates are dense (no 2:4 sparsity); 0 means unsupported.
 struct GpuSpec {
-  std::string name;          ///< catalog key, e.g. "h100-sxm"
-  std::string display_name;  ///< e.g. "H100 SXM5 80GB"
-  std::string vendor;        ///< "nvidia" or "amd"
-  double fp32_flops = 0;     ///< FLOP/s, non-tensor fp32
-  double tf32_flops = 0;     ///< FLOP/s, tensor-core tf32
-  double bf16_flops = 0;     ///< FLOP/s, tensor-core bf16
-  double fp16_flops = 0;     ///< FLOP/s, tensor-core fp16
-  double fp8_flops = 0;      ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
-  double hbm_bytes = 0;      ///< memory capacity in bytes (datasheet GB, i.e. 1e9)
+  std::string name;                 ///< catalog key, e.g. "h100-sxm"
+  std::string display_name;         ///< e.g. "H100 SXM5 80GB"
+  std::string vendor;               ///< "nvidia" or "amd"
+  double fp32_flops = 0;            ///< FLOP/s, non-tensor fp32
+  double tf32_flops = 0;            ///< FLOP/s, tensor-core tf32
+  double bf16_flops = 0;            ///< FLOP/s, tensor-core bf16
+  double fp16_flops = 0;            ///< FLOP/s, tensor-core fp16
+  double fp8_flops = 0;             ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
+  double hbm_bytes = 0;             ///< memory capacity in bytes (datasheet GB, i.e. 1e9)
   double hbm_bandwidth_Bps = 0;     ///< memory bandwidth in bytes per second
   double nvlink_bandwidth_Bps = 0;  ///< NVLink per GPU per direction, bytes/s (0: none)
   int nvlink_generation = 0;        ///< 3, 4, 5; 0 when the GPU has no NVLink
@@ -33,5 +33,9 @@ std::vector<std::string> gpu_names();
 /// Looks up a GPU by key or alias (case-insensitive); throws ValidationError listing the
 /// valid names, with did-you-mean, naming `field` (e.g. "--gpu").
 const GpuSpec& find_gpu(std::string_view name, std::string_view field = "--gpu");
+/// A catalog GPU by name, or, when `name_or_path` ends in ".json", a GPU JSON file holding a
+/// catalog "base" plus overrides (see topologies/gpu_json.hpp and docs/clusters.md). Throws
+/// ValidationError on an unknown name, ConfigError on a bad file.
+GpuSpec load_gpu(std::string_view name_or_path, std::string_view field = "--gpu");
 
 }  // namespace loom::topo

@@ -1,0 +1,203 @@
+#include "topologies/gpu_catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+#include "common/strings.hpp"
+#include "topologies/gpu_json.hpp"
+
+namespace loom::topo {
+namespace {
+
+constexpr double T = 1e12;  // TFLOP/s
+constexpr double G = 1e9;   // GB, GB/s (datasheet units are SI)
+
+// Citations, one per datasheet. Peak rates are dense (datasheets print 2:4-sparse rates, 2x,
+// with an asterisk); NVLink figures are per GPU per direction = the datasheet's
+// bidirectional figure / 2.
+constexpr const char* SRC_A100 =
+    "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)";
+constexpr const char* SRC_H100 =
+    "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)";
+constexpr const char* SRC_H200 =
+    "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200)";
+constexpr const char* SRC_B200 =
+    "NVIDIA Blackwell datasheet / DGX B200 product page (HGX B200 column, 1000 W)";
+constexpr const char* SRC_GB200 =
+    "NVIDIA Blackwell datasheet / GB200 NVL72 product page (B200 in GB200, 1200 W)";
+constexpr const char* SRC_L40S =
+    "NVIDIA L40S datasheet (resources.nvidia.com/en-us-l40s/l40s-datasheet-28413)";
+constexpr const char* SRC_4090 =
+    "NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix table: GeForce RTX 4090";
+constexpr const char* SRC_MI300X = "AMD Instinct MI300X data sheet (amd.com)";
+
+GpuSpec spec(const char* name, const char* display, const char* vendor, double fp32, double tf32,
+             double bf16, double fp16, double fp8, double hbm_gb, double hbm_bw_gbps,
+             double nvlink_bidir_gbps, int nvlink_gen, int pcie_gen, double tdp, const char* src) {
+  GpuSpec s;
+  s.name = name;
+  s.display_name = display;
+  s.vendor = vendor;
+  s.fp32_flops = fp32 * T;
+  s.tf32_flops = tf32 * T;
+  s.bf16_flops = bf16 * T;
+  s.fp16_flops = fp16 * T;
+  s.fp8_flops = fp8 * T;
+  s.hbm_bytes = hbm_gb * G;
+  s.hbm_bandwidth_Bps = hbm_bw_gbps * G;
+  s.nvlink_bandwidth_Bps = nvlink_bidir_gbps / 2 * G;
+  s.nvlink_generation = nvlink_gen;
+  s.pcie_generation = pcie_gen;
+  s.tdp_watts = tdp;
+  s.source = src;
+  return s;
+}
+
+std::vector<GpuSpec> build_catalog() {
+  // Columns: fp32, tf32, bf16, fp16, fp8 (dense TFLOP/s); HBM GB, HBM GB/s; NVLink GB/s
+  // bidirectional per GPU (halved into per direction); NVLink gen; PCIe gen; TDP W.
+  return {
+      // A100 datasheet, SXM4 40GB: 19.5 / 156 / 312 / 312 TF, 40 GB HBM2 at 1,555 GB/s,
+      // NVLink 600 GB/s, PCIe Gen4, 400 W.
+      spec("a100-sxm-40gb", "A100 SXM4 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555, 600, 3, 4,
+           400, SRC_A100),
+      // A100 datasheet, SXM4 80GB: 80 GB HBM2e at 2,039 GB/s, otherwise as above.
+      spec("a100-sxm-80gb", "A100 SXM4 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 2039, 600, 3, 4,
+           400, SRC_A100),
+      // A100 datasheet, PCIe 40GB: 1,555 GB/s, NVLink bridge for 2 GPUs 600 GB/s, 250 W.
+      spec("a100-pcie-40gb", "A100 PCIe 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555, 600, 3,
+           4, 250, SRC_A100),
+      // A100 datasheet, PCIe 80GB: 1,935 GB/s, NVLink bridge 600 GB/s, 300 W.
+      spec("a100-pcie-80gb", "A100 PCIe 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 1935, 600, 3,
+           4, 300, SRC_A100),
+      // H100 datasheet, SXM5: 67 / 494.7 / 989.4 / 989.4 / 1978.9 TF dense, 80 GB HBM3 at
+      // 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5, up to 700 W.
+      spec("h100-sxm", "H100 SXM5 80GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 80, 3350, 900,
+           4, 5, 700, SRC_H100),
+      // H100 datasheet (2022 PCIe column): 51 / 378 / 756 / 756 / 1513 TF, 80 GB HBM2e at
+      // 2.0 TB/s, NVLink bridge 600 GB/s, 300-350 W (upper bound kept).
+      spec("h100-pcie", "H100 PCIe 80GB", "nvidia", 51, 378, 756, 756, 1513, 80, 2000, 600, 4, 5,
+           350, SRC_H100),
+      // H100 datasheet, NVL column: 60 / 417.5 / 835 / 835 / 1670.5 TF, 94 GB HBM3 at
+      // 3.9 TB/s, NVLink bridge 600 GB/s, 350-400 W (upper bound kept).
+      spec("h100-nvl", "H100 NVL 94GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 94, 3900, 600, 4, 5,
+           400, SRC_H100),
+      // H200 datasheet, SXM: H100 SXM compute, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s, 700 W.
+      spec("h200", "H200 SXM 141GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 141, 4800, 900, 4,
+           5, 700, SRC_H200),
+      // H200 datasheet, NVL column: 60 / 417.5 / 835 / 835 / 1670.5 TF, 141 GB at 4.8 TB/s,
+      // NVLink bridge 900 GB/s, up to 600 W.
+      spec("h200-nvl", "H200 NVL 141GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 141, 4800, 900, 4,
+           5, 600, SRC_H200),
+      // HGX B200 (1000 W): 80 / 1100 / 2250 / 2250 / 4500 TF dense, 180 GB usable HBM3e
+      // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5.
+      spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500, 180, 8000, 1800, 5, 5,
+           1000, SRC_B200),
+      // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
+      // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
+      // PCIe Gen5, which is what pcie_generation records.
+      spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500, 5000, 186, 8000, 1800, 5,
+           5, 1200, SRC_GB200),
+      // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
+      // no NVLink, PCIe Gen4 x16, 350 W.
+      spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0, 4, 350,
+           SRC_L40S),
+      // Ada whitepaper, RTX 4090 (fp32 accumulate): 82.6 / 82.6 / 165.2 / 165.2 / 330.3 TF,
+      // 24 GB GDDR6X at 1,008 GB/s, no NVLink, PCIe Gen4, 450 W.
+      spec("rtx4090", "GeForce RTX 4090", "nvidia", 82.6, 82.6, 165.2, 165.2, 330.3, 24, 1008, 0, 0,
+           4, 450, SRC_4090),
+      // MI300X data sheet: 163.4 / 653.7 / 1307.4 / 1307.4 / 2614.9 TF dense, 192 GB HBM3 at
+      // 5.3 TB/s, 750 W, PCIe Gen5. Its GPU-to-GPU fabric is Infinity Fabric (7 links x
+      // 128 GB/s bidirectional = 896 GB/s), stored in the nvlink field; generation 0 (not NVLink).
+      spec("mi300x", "AMD Instinct MI300X", "amd", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 192, 5300,
+           896, 0, 5, 750, SRC_MI300X),
+  };
+}
+
+// Short names users type, mapped to catalog keys.
+const std::vector<std::pair<std::string, std::string>>& aliases() {
+  static const std::vector<std::pair<std::string, std::string>> a = {
+      {"a100", "a100-sxm-80gb"}, {"a100-40gb", "a100-sxm-40gb"}, {"a100-80gb", "a100-sxm-80gb"},
+      {"h100", "h100-sxm"},      {"h200-sxm", "h200"},           {"4090", "rtx4090"},
+  };
+  return a;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> catalog = build_catalog();
+  return catalog;
+}
+
+std::vector<std::string> gpu_names() {
+  std::vector<std::string> names;
+  for (const auto& g : gpu_catalog()) names.push_back(g.name);
+  for (const auto& [alias, key] : aliases()) names.push_back(alias);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const GpuSpec& find_gpu(std::string_view name, std::string_view field) {
+  std::string key = to_lower(name);
+  for (const auto& [alias, target] : aliases()) {
+    if (alias == key) {
+      key = target;
+      break;
+    }
+  }
+  for (const auto& g : gpu_catalog())
+    if (g.name == key) return g;
+  throw ValidationError::unknown_name(field, name, gpu_names());
+}
+
+GpuSpec read_gpu_spec(ObjectReader& r) {
+  GpuSpec s;
+  try {
+    s = find_gpu(r.get_string("base"), fmt::format("{}: {}", r.file(), r.pointer_of("base")));
+  } catch (const ValidationError& e) {
+    throw ConfigError(r.file(), r.pointer_of("base"), e.what());
+  }
+  const bool overridden = r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") ||
+                          r.has("fp8") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
+                          r.has("nvlink_bandwidth") || r.has("nvlink_generation") ||
+                          r.has("pcie_generation") || r.has("tdp_watts");
+  s.display_name =
+      r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
+  s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
+  s.tf32_flops = r.get_quantity_or("tf32", Unit::FLOP_RATE, s.tf32_flops);
+  s.bf16_flops = r.get_quantity_or("bf16", Unit::FLOP_RATE, s.bf16_flops);
+  s.fp16_flops = r.get_quantity_or("fp16", Unit::FLOP_RATE, s.fp16_flops);
+  s.fp8_flops = r.get_quantity_or("fp8", Unit::FLOP_RATE, s.fp8_flops);
+  s.hbm_bytes = r.get_quantity_or("hbm_capacity", Unit::BYTES, s.hbm_bytes);
+  s.hbm_bandwidth_Bps = r.get_quantity_or("hbm_bandwidth", Unit::BANDWIDTH, s.hbm_bandwidth_Bps);
+  s.nvlink_bandwidth_Bps =
+      r.get_quantity_or("nvlink_bandwidth", Unit::BANDWIDTH, s.nvlink_bandwidth_Bps);
+  s.nvlink_generation = static_cast<int>(r.get_count_or("nvlink_generation", s.nvlink_generation));
+  s.pcie_generation = static_cast<int>(r.get_positive_int_or("pcie_generation", s.pcie_generation));
+  s.tdp_watts = r.get_number_or("tdp_watts", s.tdp_watts);
+  if (s.bf16_flops <= 0) r.fail("bf16", "0", "a positive FLOP rate, e.g. \"989TFLOPS\"");
+  if (s.hbm_bytes <= 0) r.fail("hbm_capacity", "0", "a positive size, e.g. \"80GB\"");
+  if (s.hbm_bandwidth_Bps <= 0)
+    r.fail("hbm_bandwidth", "0", "a positive bandwidth, e.g. \"3.35TBps\"");
+  if (overridden) s.source += " + overrides from " + r.file();
+  r.finish();
+  return s;
+}
+
+GpuSpec load_gpu(std::string_view name_or_path, std::string_view field) {
+  const std::string text(name_or_path);
+  if (text.size() > 5 && text.substr(text.size() - 5) == ".json") {
+    nlohmann::json doc = load_json_file(text, "GPU");
+    ObjectReader r(doc, text, "");
+    return read_gpu_spec(r);
+  }
+  return find_gpu(name_or_path, field);
+}
+
+}  // namespace loom::topo
