@@ -20,15 +20,16 @@ enum class AttentionKind { MHA, MLA };
 
 /// Mixture-of-experts settings; experts == 0 means a dense model.
 struct MoeSpec {
-  int experts = 0;               ///< routed experts per MoE layer
-  int top_k = 0;                 ///< routed experts each token goes to
-  std::int64_t expert_ffn = 0;   ///< FFN (intermediate) size of one routed expert
-  int shared_experts = 0;        ///< always-on shared experts per MoE layer
-  std::int64_t shared_ffn = 0;   ///< FFN size of one shared expert (0: same as expert_ffn)
-  int first_k_dense = 0;         ///< the first k layers use the dense MLP (spec.ffn)
-  double capacity_factor = 1.0;  ///< tokens per expert relative to a perfectly even split
-  bool router_bias = false;      ///< a per-expert bias in the router (DeepSeek-V3's
-                                 ///< e_score_correction_bias)
+  int experts = 0;                  ///< routed experts per MoE layer
+  int top_k = 0;                    ///< routed experts each token goes to
+  std::int64_t expert_ffn = 0;      ///< FFN (intermediate) size of one routed expert
+  int shared_experts = 0;           ///< always-on shared experts per MoE layer
+  std::int64_t shared_ffn = 0;      ///< FFN size of one shared expert (0: same as expert_ffn)
+  int first_k_dense = 0;            ///< the first k layers use the dense MLP (spec.ffn)
+  double capacity_factor = 1.0;     ///< tokens per expert relative to a perfectly even split
+  bool router_bias = false;         ///< a per-expert bias in the router (DeepSeek-V3's
+                                    ///< e_score_correction_bias)
+  bool shared_expert_gate = false;  ///< a hidden -> 1 gate on the shared experts (Qwen2-MoE)
 };
 
 /// DeepSeek multi-head latent attention sizes (used when attention == MLA).

@@ -1,0 +1,256 @@
+#include "models/model_loader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+#include "common/strings.hpp"
+
+namespace loom::models {
+namespace {
+
+std::string stem_of(const std::string& path) {
+  std::filesystem::path p(path);
+  std::string stem = p.stem().string();
+  // "config.json" says nothing; name it after its folder.
+  if (stem == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return stem;
+}
+
+bool looks_like_hf(const nlohmann::json& j) {
+  return j.is_object() && (j.contains("model_type") || j.contains("architectures"));
+}
+
+int to_int(std::int64_t v, ObjectReader& r, std::string_view key) {
+  if (v > (std::int64_t{1} << 30)) r.fail(key, std::to_string(v), "a count below 2^30");
+  return static_cast<int>(v);
+}
+
+// Reads a loom model object. Keys not present keep the values of `m` (a preset when "base"
+// is given, else defaults); without a base, the core sizes are required.
+ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
+  ModelSpec m;
+  r.allow({"comment", "$schema"});
+  bool from_base = false;
+  if (r.has("base")) {
+    m = model_preset(r.get_string("base"), r.pointer_of("base"));
+    from_base = true;
+  }
+  m.name = r.get_string_or("name", from_base ? m.name : stem_of(origin));
+  std::string kind = r.get_enum_or("kind", {"transformer", "mlp"}, to_string(m.kind));
+  m.kind = kind == "mlp" ? ModelKind::MLP : ModelKind::TRANSFORMER;
+  auto size = [&](std::string_view key, std::int64_t current) {
+    return (from_base || r.has(key) ? r.get_positive_int_or(key, current)
+                                    : r.get_positive_int(key));
+  };
+  if (m.kind == ModelKind::MLP) {
+    m.layers = to_int(size("depth", m.layers), r, "depth");
+    m.hidden = size("width", m.hidden);
+    m.vocab = size("classes", m.vocab);
+    m.default_seq = 1;
+    r.finish();
+    return m;
+  }
+  m.layers = to_int(size("layers", m.layers), r, "layers");
+  m.hidden = size("hidden", m.hidden);
+  m.heads = to_int(size("heads", m.heads), r, "heads");
+  m.kv_heads =
+      to_int(r.get_positive_int_or("kv_heads", from_base ? m.kv_heads : m.heads), r, "kv_heads");
+  m.head_dim = r.get_positive_int_or("head_dim", from_base ? m.head_dim : m.hidden / m.heads);
+  m.vocab = size("vocab", m.vocab);
+  m.mlp = r.get_enum_or("mlp", {"swiglu", "gelu"}, to_string(m.mlp)) == "gelu" ? MlpKind::GELU
+                                                                               : MlpKind::SWIGLU;
+  m.norm = r.get_enum_or("norm", {"rmsnorm", "layernorm"}, to_string(m.norm)) == "layernorm"
+               ? NormKind::LAYERNORM
+               : NormKind::RMSNORM;
+  m.tied_embeddings = r.get_bool_or("tied_embeddings", m.tied_embeddings);
+  m.linear_bias = r.get_bool_or("linear_bias", m.linear_bias);
+  m.qkv_bias = r.get_bool_or("qkv_bias", m.qkv_bias);
+  m.qk_norm = r.get_bool_or("qk_norm", m.qk_norm);
+  m.dropout = r.get_bool_or("dropout", m.dropout);
+  m.max_position_embeddings = r.get_count_or("max_position_embeddings", m.max_position_embeddings);
+  m.default_seq = r.get_positive_int_or("seq", m.default_seq);
+  if (r.has("mla")) {
+    ObjectReader a = r.child("mla");
+    m.attention = AttentionKind::MLA;
+    m.mla.q_lora_rank = a.get_count_or("q_lora_rank", m.mla.q_lora_rank);
+    m.mla.kv_lora_rank = a.get_positive_int("kv_lora_rank");
+    m.mla.qk_rope_head_dim = a.get_positive_int("qk_rope_head_dim");
+    m.mla.qk_nope_head_dim = a.get_positive_int("qk_nope_head_dim");
+    m.mla.v_head_dim = a.get_positive_int("v_head_dim");
+    a.finish();
+    m.kv_heads = m.heads;
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  }
+  if (r.has("moe")) {
+    ObjectReader e = r.child("moe");
+    m.moe.experts = to_int(e.get_positive_int("experts"), e, "experts");
+    m.moe.top_k = to_int(e.get_positive_int("top_k"), e, "top_k");
+    m.moe.expert_ffn = e.get_positive_int("expert_ffn");
+    m.moe.shared_experts = to_int(e.get_count_or("shared_experts", 0), e, "shared_experts");
+    m.moe.shared_ffn = e.get_count_or("shared_ffn", 0);
+    m.moe.first_k_dense = to_int(e.get_count_or("first_k_dense", 0), e, "first_k_dense");
+    m.moe.capacity_factor = e.get_number_or("capacity_factor", 1.0);
+    if (!(m.moe.capacity_factor > 0))
+      e.fail("capacity_factor", fmt::format("{}", m.moe.capacity_factor), "a positive number");
+    m.moe.router_bias = e.get_bool_or("router_bias", false);
+    m.moe.shared_expert_gate = e.get_bool_or("shared_expert_gate", false);
+    e.finish();
+  }
+  const bool needs_ffn = !m.is_moe() || m.moe.first_k_dense > 0;
+  if (needs_ffn)
+    m.ffn = size("ffn", m.ffn);
+  else
+    m.ffn = r.get_count_or("ffn", m.ffn);
+  r.finish();
+  return m;
+}
+
+// Foreign-format readers: HF configs carry many keys loom does not need, so unknown keys
+// are ignored here (the translator is the boundary), but the keys loom reads are checked.
+struct HfReader {
+  const nlohmann::json& j;
+  const std::string& origin;
+
+  bool has(const char* key) const { return j.contains(key) && !j.at(key).is_null(); }
+  std::int64_t integer(const char* key) const {
+    if (!has(key)) throw ConfigError::missing_key(origin, "/", key);
+    const auto& v = j.at(key);
+    if (!v.is_number_integer())
+      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "an integer");
+    return v.get<std::int64_t>();
+  }
+  std::int64_t integer_or(const char* key, std::int64_t fallback) const {
+    return has(key) ? integer(key) : fallback;
+  }
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const auto& v = j.at(key);
+    if (!v.is_boolean())
+      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "true or false");
+    return v.get<bool>();
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& hf_model_types() {
+  static const std::vector<std::string> types = {
+      "deepseek_v3", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
+  return types;
+}
+
+ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
+  nlohmann::json j = parse_json_text(text, origin);
+  if (!j.is_object()) throw ConfigError::bad_value(origin, "/", j.dump(), "a JSON object");
+  if (!j.contains("model_type") || !j.at("model_type").is_string())
+    throw ConfigError::missing_key(origin, "/", "model_type");
+  const std::string type = j.at("model_type").get<std::string>();
+  const auto& types = hf_model_types();
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    throw ValidationError(
+        "model_type",
+        fmt::format("{}: /model_type: unsupported HuggingFace model_type '{}'; supported: {}",
+                    origin, type, join(types, ", ")));
+  }
+  HfReader r{j, origin};
+  auto narrow = [&](std::int64_t v, const char* key) {
+    if (v <= 0 || v > (std::int64_t{1} << 30))
+      throw ValidationError::not_positive(fmt::format("{}: /{}", origin, key), std::to_string(v));
+    return static_cast<int>(v);
+  };
+  ModelSpec m;
+  m.name = stem_of(origin);
+  m.layers = narrow(r.integer("num_hidden_layers"), "num_hidden_layers");
+  m.hidden = r.integer("hidden_size");
+  m.heads = narrow(r.integer("num_attention_heads"), "num_attention_heads");
+  m.kv_heads = narrow(r.integer_or("num_key_value_heads", m.heads), "num_key_value_heads");
+  m.head_dim = r.integer_or("head_dim", m.heads > 0 ? m.hidden / m.heads : 0);
+  m.ffn = r.integer_or("intermediate_size", 0);
+  m.vocab = r.integer("vocab_size");
+  m.mlp = MlpKind::SWIGLU;
+  m.norm = NormKind::RMSNORM;
+  m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  m.default_seq = 4096;
+  if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;
+  if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
+  if (r.boolean_or("attention_bias", false)) m.qkv_bias = true;
+  if (type == "mixtral") {
+    m.moe.experts = narrow(r.integer("num_local_experts"), "num_local_experts");
+    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.expert_ffn = m.ffn;
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    m.moe.experts = narrow(r.integer("num_experts"), "num_experts");
+    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.expert_ffn = r.integer("moe_intermediate_size");
+    if (r.integer_or("decoder_sparse_step", 1) != 1 ||
+        (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())) {
+      throw ValidationError(
+          "decoder_sparse_step",
+          fmt::format("{}: /decoder_sparse_step: only configs where every layer is MoE "
+                      "(decoder_sparse_step 1, mlp_only_layers []) are supported",
+                      origin));
+    }
+    std::int64_t shared = r.integer_or("shared_expert_intermediate_size", 0);
+    if (shared > 0) {
+      m.moe.shared_experts = 1;
+      m.moe.shared_ffn = shared;
+      m.moe.shared_expert_gate = true;
+    }
+  } else if (type == "deepseek_v3") {
+    m.attention = AttentionKind::MLA;
+    m.mla.q_lora_rank = r.integer_or("q_lora_rank", 0);
+    m.mla.kv_lora_rank = r.integer("kv_lora_rank");
+    m.mla.qk_rope_head_dim = r.integer("qk_rope_head_dim");
+    m.mla.qk_nope_head_dim = r.integer("qk_nope_head_dim");
+    m.mla.v_head_dim = r.integer("v_head_dim");
+    m.kv_heads = m.heads;
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    m.moe.experts = narrow(r.integer("n_routed_experts"), "n_routed_experts");
+    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.expert_ffn = r.integer("moe_intermediate_size");
+    m.moe.shared_experts = static_cast<int>(r.integer_or("n_shared_experts", 0));
+    m.moe.first_k_dense = static_cast<int>(r.integer_or("first_k_dense_replace", 0));
+    m.moe.router_bias = j.value("topk_method", std::string()) == "noaux_tc";
+  }
+  validate_model(m);
+  return m;
+}
+
+ModelSpec parse_model_json(const std::string& text, const std::string& origin) {
+  nlohmann::json j = parse_json_text(text, origin);
+  if (looks_like_hf(j)) return import_hf_config(text, origin);
+  ObjectReader r(j, origin, "");
+  ModelSpec m = read_loom_model(r, origin);
+  validate_model(m);
+  return m;
+}
+
+ModelSpec load_model_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError::file_not_found(path, "model");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_model_json(buffer.str(), path);
+}
+
+ModelSpec load_model(const std::string& arg) {
+  const auto names = model_preset_names();
+  if (std::find(names.begin(), names.end(), arg) != names.end()) {
+    ModelSpec m = model_preset(arg);
+    validate_model(m);
+    return m;
+  }
+  const bool is_path = arg.find('/') != std::string::npos ||
+                       (arg.size() > 5 && arg.ends_with(".json")) || std::filesystem::exists(arg);
+  if (is_path) return load_model_file(arg);
+  return model_preset(arg);
+}
+
+}  // namespace loom::models

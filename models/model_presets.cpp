@@ -1,0 +1,182 @@
+// Built-in model presets. Each architecture number comes from the cited paper or the
+// model's published HuggingFace config.json; the parameter-count tests check the totals.
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "common/error.hpp"
+#include "models/model_loader.hpp"
+
+namespace loom::models {
+namespace {
+
+ModelSpec llama(std::string name, int layers, std::int64_t hidden, int heads, int kv_heads,
+                std::int64_t ffn, std::int64_t vocab, std::int64_t seq) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = hidden / heads;
+  m.ffn = ffn;
+  m.mlp = MlpKind::SWIGLU;
+  m.vocab = vocab;
+  m.norm = NormKind::RMSNORM;
+  m.default_seq = seq;
+  return m;
+}
+
+// GPT-2/3 / Megatron GPT: LayerNorm, biases everywhere, GELU 4h MLP, learned positions,
+// tied embeddings, dropout.
+ModelSpec gpt(std::string name, int layers, std::int64_t hidden, int heads, std::int64_t vocab) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn = 4 * hidden;
+  m.mlp = MlpKind::GELU;
+  m.vocab = vocab;
+  m.tied_embeddings = true;
+  m.norm = NormKind::LAYERNORM;
+  m.linear_bias = true;
+  m.max_position_embeddings = 2048;
+  m.dropout = true;
+  m.default_seq = 2048;
+  return m;
+}
+
+ModelSpec mixtral(std::string name, int layers, std::int64_t hidden, int heads, std::int64_t ffn,
+                  std::int64_t vocab) {
+  ModelSpec m = llama(std::move(name), layers, hidden, heads, 8, 0, vocab, 4096);
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn = ffn;
+  return m;
+}
+
+ModelSpec qwen3_30b_a3b() {
+  // Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads, 4 KV heads, head_dim
+  // 128, 128 experts top-8 with moe_intermediate_size 768, vocab 151936, untied, QK norm.
+  ModelSpec m = llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 4096);
+  m.head_dim = 128;
+  m.qk_norm = true;
+  m.moe.experts = 128;
+  m.moe.top_k = 8;
+  m.moe.expert_ffn = 768;
+  return m;
+}
+
+ModelSpec deepseek_v3() {
+  // deepseek-ai/DeepSeek-V3 config.json (and DeepSeek-V3 technical report, Sec 4.2): 61
+  // layers, hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v
+  // 128, first 3 layers dense (18432), 256 routed experts (2048) top-8 plus 1 shared,
+  // vocab 129280, untied. The multi-token-prediction module is not counted (671B).
+  ModelSpec m = llama("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096);
+  m.attention = AttentionKind::MLA;
+  m.head_dim = 192;
+  m.mla = {1536, 512, 64, 128, 128};
+  m.moe.experts = 256;
+  m.moe.top_k = 8;
+  m.moe.expert_ffn = 2048;
+  m.moe.shared_experts = 1;
+  m.moe.first_k_dense = 3;
+  m.moe.router_bias = true;
+  return m;
+}
+
+ModelSpec deep_mlp() {
+  ModelSpec m;
+  m.name = "deep-mlp";
+  m.kind = ModelKind::MLP;
+  m.layers = 32;
+  m.hidden = 8192;
+  m.vocab = 1000;
+  m.default_seq = 1;
+  return m;
+}
+
+struct Preset {
+  PresetInfo info;
+  std::function<ModelSpec()> make;
+};
+
+const std::vector<Preset>& presets() {
+  // Narayanan et al. 2021 (SC21, arXiv:2104.04473) Table 1: layers, hidden, heads; vocab
+  // 51200 and sequence 2048 per the Megatron-LM README of April 2021.
+  static const std::vector<Preset> list = [] {
+    std::vector<Preset> v;
+    auto add = [&v](std::string name, std::string description, std::function<ModelSpec()> make) {
+      v.push_back({{std::move(name), std::move(description)}, std::move(make)});
+    };
+    add("gpt3-175b", "GPT-3 175B: 96 layers, h 12288, 96 heads, vocab 50257 (Brown et al. 2020)",
+        [] { return gpt("gpt3-175b", 96, 12288, 96, 50257); });
+    struct Row {
+      const char* name;
+      int layers;
+      int hidden;
+      int heads;
+    };
+    static constexpr Row rows[] = {
+        {"gpt-1.7b", 24, 2304, 24},  {"gpt-3.6b", 30, 3072, 32},   {"gpt-7.5b", 36, 4096, 32},
+        {"gpt-18b", 40, 6144, 48},   {"gpt-39b", 48, 8192, 64},    {"gpt-76b", 60, 10240, 80},
+        {"gpt-145b", 80, 12288, 96}, {"gpt-310b", 96, 16384, 128}, {"gpt-530b", 105, 20480, 128},
+        {"gpt-1t", 128, 25600, 160},
+    };
+    for (const Row& r : rows) {
+      add(r.name,
+          fmt::format("GPT {} layers, h {}, {} heads, vocab 51200 (Narayanan et al. 2021 Table 1)",
+                      r.layers, r.hidden, r.heads),
+          [r] { return gpt(r.name, r.layers, r.hidden, r.heads, 51200); });
+    }
+    add("llama2-7b", "Llama 2 7B: 32 layers, h 4096, MHA, SwiGLU 11008 (Touvron et al. 2023)",
+        [] { return llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096); });
+    add("llama2-13b", "Llama 2 13B: 40 layers, h 5120, MHA, SwiGLU 13824 (Touvron et al. 2023)",
+        [] { return llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096); });
+    add("llama2-70b", "Llama 2 70B: 80 layers, h 8192, GQA 8, SwiGLU 28672 (Touvron et al. 2023)",
+        [] { return llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096); });
+    add("llama3-8b", "Llama 3 8B: 32 layers, h 4096, GQA 8, vocab 128256 (Meta config.json)",
+        [] { return llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192); });
+    add("llama3-70b", "Llama 3 70B: 80 layers, h 8192, GQA 8, vocab 128256 (Meta config.json)",
+        [] { return llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192); });
+    add("llama3-405b", "Llama 3.1 405B: 126 layers, h 16384, GQA 8 (Dubey et al. 2024 Table 3)",
+        [] { return llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192); });
+    add("mixtral-8x7b", "Mixtral 8x7B: 32 layers, h 4096, 8 experts top-2 (Jiang et al. 2024)",
+        [] { return mixtral("mixtral-8x7b", 32, 4096, 32, 14336, 32000); });
+    add("mixtral-8x22b", "Mixtral 8x22B: 56 layers, h 6144, 8 experts top-2 (Mistral config.json)",
+        [] { return mixtral("mixtral-8x22b", 56, 6144, 48, 16384, 32768); });
+    add("qwen3-30b-a3b", "Qwen3 30B-A3B: 48 layers, h 2048, 128 experts top-8 (Qwen config.json)",
+        qwen3_30b_a3b);
+    add("deepseek-v3", "DeepSeek-V3 671B: 61 layers, MLA, 256 experts top-8 + 1 shared (report)",
+        deepseek_v3);
+    add("deep-mlp", "plain deep MLP: 32 layers of 8192 x 8192 with bias, 1000 classes", deep_mlp);
+    return v;
+  }();
+  return list;
+}
+
+}  // namespace
+
+std::vector<PresetInfo> model_presets() {
+  std::vector<PresetInfo> out;
+  for (const auto& p : presets()) out.push_back(p.info);
+  return out;
+}
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : presets()) out.push_back(p.info.name);
+  return out;
+}
+
+ModelSpec model_preset(const std::string& name, const std::string& field) {
+  for (const auto& p : presets()) {
+    if (p.info.name == name) return p.make();
+  }
+  throw ValidationError::unknown_name(field, name, model_preset_names());
+}
+
+}  // namespace loom::models

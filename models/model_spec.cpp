@@ -1,0 +1,178 @@
+#include "models/model_spec.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace loom::models {
+
+std::int64_t ModelSpec::q_width() const {
+  if (attention == AttentionKind::MLA) return heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+  return heads * head_dim;
+}
+std::int64_t ModelSpec::k_width() const {
+  if (attention == AttentionKind::MLA) return heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+  return kv_heads * head_dim;
+}
+std::int64_t ModelSpec::v_width() const {
+  if (attention == AttentionKind::MLA) return heads * mla.v_head_dim;
+  return kv_heads * head_dim;
+}
+std::int64_t ModelSpec::attn_out_width() const {
+  if (attention == AttentionKind::MLA) return heads * mla.v_head_dim;
+  return heads * head_dim;
+}
+
+std::string to_string(ModelKind value) {
+  return value == ModelKind::MLP ? "mlp" : "transformer";
+}
+std::string to_string(MlpKind value) {
+  return value == MlpKind::GELU ? "gelu" : "swiglu";
+}
+std::string to_string(NormKind value) {
+  return value == NormKind::LAYERNORM ? "layernorm" : "rmsnorm";
+}
+std::string to_string(AttentionKind value) {
+  return value == AttentionKind::MLA ? "mla" : "mha";
+}
+
+namespace {
+
+void require_positive(std::int64_t value, const char* field) {
+  if (value <= 0) throw ValidationError::not_positive(field, std::to_string(value));
+}
+
+double norm_params(const ModelSpec& m, std::int64_t width) {
+  return m.norm == NormKind::LAYERNORM ? 2.0 * width : 1.0 * width;
+}
+
+// One MLP block of intermediate size f: SwiGLU has gate, up and down; GELU has up and down.
+double mlp_params(const ModelSpec& m, std::int64_t f) {
+  const double h = static_cast<double>(m.hidden);
+  if (m.mlp == MlpKind::SWIGLU) return 3.0 * h * f + (m.linear_bias ? 2.0 * f + h : 0.0);
+  return 2.0 * h * f + (m.linear_bias ? 1.0 * f + h : 0.0);
+}
+
+}  // namespace
+
+void validate_model(const ModelSpec& m) {
+  require_positive(m.layers, "model.layers");
+  require_positive(m.hidden, "model.hidden");
+  require_positive(m.vocab, "model.vocab");
+  if (m.kind == ModelKind::MLP) return;
+  require_positive(m.heads, "model.heads");
+  if (m.max_position_embeddings < 0)
+    throw ValidationError::not_positive("model.max_position_embeddings",
+                                        std::to_string(m.max_position_embeddings));
+  if (m.attention == AttentionKind::MLA) {
+    require_positive(m.mla.kv_lora_rank, "model.mla.kv_lora_rank");
+    require_positive(m.mla.qk_rope_head_dim, "model.mla.qk_rope_head_dim");
+    require_positive(m.mla.qk_nope_head_dim, "model.mla.qk_nope_head_dim");
+    require_positive(m.mla.v_head_dim, "model.mla.v_head_dim");
+    if (m.mla.q_lora_rank < 0)
+      throw ValidationError::not_positive("model.mla.q_lora_rank",
+                                          std::to_string(m.mla.q_lora_rank));
+  } else {
+    require_positive(m.kv_heads, "model.kv_heads");
+    require_positive(m.head_dim, "model.head_dim");
+    if (m.heads % m.kv_heads != 0) {
+      throw ValidationError("model.kv_heads",
+                            fmt::format("model.kv_heads: {} does not divide model.heads {}; use a "
+                                        "divisor of the head count (1 = MQA, heads = MHA)",
+                                        m.kv_heads, m.heads));
+    }
+  }
+  const bool has_dense_layer = !m.is_moe() || m.moe.first_k_dense > 0;
+  if (has_dense_layer) require_positive(m.ffn, "model.ffn");
+  if (m.moe.experts < 0)
+    throw ValidationError::not_positive("model.moe.experts", std::to_string(m.moe.experts));
+  if (m.is_moe()) {
+    require_positive(m.moe.top_k, "model.moe.top_k");
+    require_positive(m.moe.expert_ffn, "model.moe.expert_ffn");
+    if (m.moe.top_k > m.moe.experts) {
+      throw ValidationError("model.moe.top_k",
+                            fmt::format("model.moe.top_k: {} exceeds model.moe.experts {}; route "
+                                        "each token to at most all experts",
+                                        m.moe.top_k, m.moe.experts));
+    }
+    if (m.moe.shared_experts < 0 || m.moe.shared_ffn < 0)
+      throw ValidationError::not_positive("model.moe.shared_experts",
+                                          std::to_string(m.moe.shared_experts));
+    if (m.moe.first_k_dense < 0 || m.moe.first_k_dense > m.layers) {
+      throw ValidationError("model.moe.first_k_dense",
+                            fmt::format("model.moe.first_k_dense: {} must lie in [0, layers {}]",
+                                        m.moe.first_k_dense, m.layers));
+    }
+    if (!(m.moe.capacity_factor > 0))
+      throw ValidationError::not_positive("model.moe.capacity_factor",
+                                          fmt::format("{}", m.moe.capacity_factor));
+  }
+  if (m.default_seq <= 0)
+    throw ValidationError::not_positive("model.seq", std::to_string(m.default_seq));
+}
+
+LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
+  LayerParameters p;
+  const double h = static_cast<double>(m.hidden);
+  if (m.kind == ModelKind::MLP) {
+    p.mlp = h * h + h;  // one width x width linear layer with bias
+    return p;
+  }
+  if (m.attention == AttentionKind::MLA) {
+    const auto& a = m.mla;
+    const double q_head = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    if (a.q_lora_rank > 0) {
+      p.attention += h * a.q_lora_rank + 1.0 * a.q_lora_rank * m.heads * q_head;
+      p.attention_norms += static_cast<double>(a.q_lora_rank);
+    } else {
+      p.attention += h * m.heads * q_head;
+    }
+    p.attention += h * (a.kv_lora_rank + a.qk_rope_head_dim);
+    p.attention_norms += static_cast<double>(a.kv_lora_rank);
+    p.attention += 1.0 * a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim);
+    p.attention += 1.0 * m.heads * a.v_head_dim * h;
+  } else {
+    const double qkv = static_cast<double>(m.q_width() + m.k_width() + m.v_width());
+    p.attention = h * qkv + static_cast<double>(m.attn_out_width()) * h;
+    if (m.linear_bias)
+      p.attention += qkv + h;
+    else if (m.qkv_bias)
+      p.attention += qkv;
+    if (m.qk_norm) p.attention_norms = 2.0 * m.head_dim;
+  }
+  p.norms = 2 * norm_params(m, m.hidden);
+  if (m.is_moe_layer(layer_index)) {
+    p.router = h * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0) +
+               (m.moe.shared_expert_gate ? h : 0.0);
+    p.one_expert = mlp_params(m, m.moe.expert_ffn);
+    p.routed_experts = p.one_expert * m.moe.experts;
+    p.mlp = m.moe.shared_experts * mlp_params(m, m.shared_ffn());
+  } else {
+    p.mlp = mlp_params(m, m.ffn);
+  }
+  return p;
+}
+
+ParameterCounts count_parameters(const ModelSpec& m) {
+  ParameterCounts c;
+  const double h = static_cast<double>(m.hidden);
+  if (m.kind == ModelKind::MLP) {
+    c.lm_head = h * m.vocab + m.vocab;  // classifier with bias
+  } else {
+    c.embedding = h * m.vocab + h * m.max_position_embeddings;
+    c.lm_head = m.tied_embeddings ? 0.0 : h * m.vocab;
+    c.final_norm = norm_params(m, m.hidden);
+  }
+  c.total = c.embedding + c.lm_head + c.final_norm;
+  c.active = c.total;
+  for (int l = 0; l < m.layers; ++l) {
+    LayerParameters p = layer_parameters(m, l);
+    c.layers += p.total();
+    c.expert += p.routed_experts;
+    c.active += p.total() - p.routed_experts + p.one_expert * m.moe.top_k;
+  }
+  c.total += c.layers;
+  return c;
+}
+
+}  // namespace loom::models

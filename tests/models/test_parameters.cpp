@@ -1,0 +1,93 @@
+// Parameter counts against published totals. Each total is quoted at the precision its
+// source prints, so the checks allow half a unit of the last printed digit.
+#include <doctest/doctest.h>
+
+#include "models/model_loader.hpp"
+#include "models/model_spec.hpp"
+
+using namespace loom::models;
+
+namespace {
+double total_b(const char* name) {
+  return count_parameters(model_preset(name)).total / 1e9;
+}
+double active_b(const char* name) {
+  return count_parameters(model_preset(name)).active / 1e9;
+}
+}  // namespace
+
+TEST_CASE("models::Parameters: Llama 3 and 3.1 totals match Meta's published sizes") {
+  // HuggingFace meta-llama/Meta-Llama-3-8B model page: "Model size 8.03B params".
+  CHECK(total_b("llama3-8b") == doctest::Approx(8.03).epsilon(0.005 / 8.03));
+  // HuggingFace meta-llama/Meta-Llama-3-70B model page: "Model size 70.6B params".
+  CHECK(total_b("llama3-70b") == doctest::Approx(70.6).epsilon(0.05 / 70.6));
+  // HuggingFace meta-llama/Llama-3.1-405B model page: "Model size 406B params" (405.9B in
+  // the safetensors index: 405,853,388,800 parameters).
+  CHECK(total_b("llama3-405b") == doctest::Approx(405.9).epsilon(0.05 / 405.9));
+}
+
+TEST_CASE("models::Parameters: Llama 2 7B is 6.74B") {
+  // HuggingFace meta-llama/Llama-2-7b-hf model page: "Model size 6.74B params".
+  CHECK(total_b("llama2-7b") == doctest::Approx(6.74).epsilon(0.005 / 6.74));
+  // Touvron et al. 2023 Table 1 names 13B and 70B; HF pages: 13.0B and 69.0B.
+  CHECK(total_b("llama2-13b") == doctest::Approx(13.0).epsilon(0.05 / 13.0));
+  CHECK(total_b("llama2-70b") == doctest::Approx(69.0).epsilon(0.05 / 69.0));
+}
+
+TEST_CASE("models::Parameters: Mixtral 8x7B has 46.7B total and 12.9B active") {
+  // Mistral AI, "Mixtral of experts" announcement (Dec 2023): "46.7B total parameters but
+  // only uses 12.9B parameters per token".
+  CHECK(total_b("mixtral-8x7b") == doctest::Approx(46.7).epsilon(0.05 / 46.7));
+  CHECK(active_b("mixtral-8x7b") == doctest::Approx(12.9).epsilon(0.05 / 12.9));
+  // Mistral AI, "Cheaper, Better, Faster, Stronger" (Apr 2024): 141B total, 39B active.
+  CHECK(total_b("mixtral-8x22b") == doctest::Approx(141).epsilon(0.5 / 141));
+  CHECK(active_b("mixtral-8x22b") == doctest::Approx(39).epsilon(0.5 / 39));
+}
+
+TEST_CASE("models::Parameters: DeepSeek-V3 has 671B total and 37B active") {
+  // DeepSeek-V3 Technical Report (arXiv:2412.19437), abstract: "671B total parameters with
+  // 37B activated for each token" (main model, without the MTP module).
+  CHECK(total_b("deepseek-v3") == doctest::Approx(671).epsilon(0.5 / 671));
+  // The report's 37B leaves out the input-embedding table (a lookup, not a matmul): loom
+  // counts 36.6B that way and 37.6B with the embedding, which Mistral does count above.
+  const ParameterCounts c = count_parameters(model_preset("deepseek-v3"));
+  CHECK((c.active - c.embedding) / 1e9 == doctest::Approx(37).epsilon(0.5 / 37));
+  CHECK(c.active / 1e9 == doctest::Approx(37.55).epsilon(0.01 / 37.55));
+}
+
+TEST_CASE("models::Parameters: Qwen3-30B-A3B has 30.5B total and 3.3B active") {
+  // Qwen3 model card (HuggingFace Qwen/Qwen3-30B-A3B): "Number of Parameters: 30.5B in
+  // total and 3.3B activated".
+  CHECK(total_b("qwen3-30b-a3b") == doctest::Approx(30.5).epsilon(0.05 / 30.5));
+  CHECK(active_b("qwen3-30b-a3b") == doctest::Approx(3.3).epsilon(0.05 / 3.3));
+}
+
+TEST_CASE("models::Parameters: GPT-3 is 175B and the Narayanan models match P = 12lh^2(...)") {
+  // Brown et al. 2020, Table 2.1: GPT-3 175B (96 layers, d_model 12288).
+  CHECK(total_b("gpt3-175b") == doctest::Approx(175).epsilon(0.5 / 175));
+  // Narayanan et al. 2021 Sec 5.1: P = 12lh^2 (1 + 13/(12h) + (V + s)/(12lh)); loom also
+  // counts the final LayerNorm (2h), which the formula omits. Table 1 prints 145.6B for
+  // l=80, h=12288 and 1008.0B for l=128, h=25600.
+  const ModelSpec m = model_preset("gpt-145b");
+  const double l = m.layers, h = static_cast<double>(m.hidden), V = 51200, s = 2048;
+  const double paper = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+  CHECK(count_parameters(m).total == doctest::Approx(paper + 2 * h).epsilon(1e-12));
+  CHECK(total_b("gpt-145b") == doctest::Approx(145.6).epsilon(0.05 / 145.6));
+  CHECK(total_b("gpt-1t") == doctest::Approx(1008.0).epsilon(0.05 / 1008.0));
+  CHECK(total_b("gpt-1.7b") == doctest::Approx(1.7).epsilon(0.05 / 1.7));
+}
+
+TEST_CASE("models::Parameters: the parts add up and tied embeddings count once") {
+  const ModelSpec m = model_preset("llama3-8b");
+  const ParameterCounts c = count_parameters(m);
+  // By hand: embedding and LM head are 128256 x 4096 each; a layer has q,o 4096^2, k,v
+  // 4096 x 1024, SwiGLU 3 x 4096 x 14336 and two RMSNorm scales of 4096.
+  CHECK(c.embedding == 128256.0 * 4096);
+  CHECK(c.lm_head == 128256.0 * 4096);
+  const double layer = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096;
+  CHECK(layer_parameters(m, 0).total() == layer);
+  CHECK(c.total == c.embedding + c.lm_head + 4096 + 32 * layer);
+  CHECK(c.active == c.total);
+  const ParameterCounts g = count_parameters(model_preset("gpt3-175b"));
+  CHECK(g.lm_head == 0);
+}
