@@ -1,0 +1,459 @@
+#include "models/flops.hpp"
+
+#include <algorithm>
+
+namespace loom::models {
+namespace {
+
+enum class Parallel { COLUMN, ROW, REPLICATED };
+
+// The per-GPU quantities every op builder needs.
+struct Ctx {
+  const ModelSpec& m;
+  const TrainingPlan& p;
+  double T;        // tokens per GPU per micro-batch (b x s / cp)
+  double b;        // micro-batch, sequences
+  double sq;       // local query length (s / cp)
+  double skv;      // key/value length each query sees (s)
+  double t;        // tensor-parallel size
+  double seq_div;  // t under sequence parallelism, else 1: divides the "sequence region"
+  double act;      // bytes per activation element
+  double wbytes;   // bytes per weight element read by layer matmuls
+  bool flash;
+
+  Ctx(const ModelSpec& model, const TrainingPlan& plan)
+      : m(model),
+        p(plan),
+        T(tokens_per_gpu(model, plan)),
+        b(static_cast<double>(plan.mbs)),
+        sq(static_cast<double>(plan.seq) / plan.cp),
+        skv(static_cast<double>(plan.seq)),
+        t(plan.tp),
+        seq_div(plan.sp ? plan.tp : 1),
+        act(activation_element_bytes(plan)),
+        wbytes(plan.precision == Precision::FP32  ? 4.0
+               : plan.precision == Precision::FP8 ? 1.0
+                                                  : 2.0),
+        flash(plan.flash_attention) {}
+
+  double norm_params(double width) const {
+    return m.norm == NormKind::LAYERNORM ? 2 * width : width;
+  }
+  CommKind tp_reduce() const {
+    if (p.tp == 1) return CommKind::NONE;
+    return p.sp ? CommKind::TP_REDUCE_SCATTER : CommKind::TP_ALL_REDUCE;
+  }
+};
+
+OpCost elementwise(std::string name, double in_bytes, double out_bytes, double saved,
+                   double flops) {
+  OpCost op;
+  op.name = std::move(name);
+  op.kind = OpKind::ELEMENTWISE;
+  op.input_bytes = in_bytes;
+  op.output_bytes = out_bytes;
+  op.saved_bytes = saved;
+  op.fwd_flops = flops;
+  return op;
+}
+
+// A linear layer over `tokens` rows: COLUMN splits the output features by tp, ROW the
+// input features (its bias stays whole), REPLICATED splits nothing.
+OpCost linear(const Ctx& c, std::string name, double tokens, double in, double out,
+              Parallel parallel, bool bias, double saved, double weight_bytes_per_elem) {
+  OpCost op;
+  op.name = std::move(name);
+  op.kind = OpKind::MATMUL;
+  double n = out, k = in, bias_params = bias ? out : 0;
+  if (parallel == Parallel::COLUMN) {
+    n = out / c.t;
+    bias_params /= c.t;
+  } else if (parallel == Parallel::ROW) {
+    k = in / c.t;
+  }
+  op.shape = {static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(n),
+              static_cast<std::int64_t>(k), 1};
+  op.fwd_flops = 2 * tokens * n * k;
+  op.bwd_input_flops = op.fwd_flops;
+  op.bwd_weight_flops = op.fwd_flops;
+  op.params = n * k + bias_params;
+  op.weight_bytes = n * k * weight_bytes_per_elem;
+  op.input_bytes = c.act * tokens * k;
+  op.output_bytes = c.act * tokens * n;
+  op.saved_bytes = saved;
+  return op;
+}
+
+OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
+  // Normalisation keeps its input for backward; it runs on the sequence-parallel shard.
+  double bytes = c.act * tokens * width;
+  OpCost op = elementwise(std::move(name), bytes, bytes, bytes, 5 * tokens * width);
+  op.params = c.norm_params(width);
+  return op;
+}
+
+// The attention core: scores, softmax (+ dropout), attention x V. Q, K and V themselves
+// are saved by the projection that produced them.
+void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& ops) {
+  const double heads = c.m.heads / c.t;
+  const double square = c.b * heads * c.sq * c.skv;  // score elements per GPU
+  OpCost scores;
+  scores.name = "attn_scores";
+  scores.kind = OpKind::ATTENTION;
+  scores.shape = {static_cast<std::int64_t>(c.sq), static_cast<std::int64_t>(c.skv),
+                  static_cast<std::int64_t>(d_qk), static_cast<std::int64_t>(c.b * heads)};
+  scores.fwd_flops = 2 * square * d_qk;
+  scores.bwd_input_flops = 2 * scores.fwd_flops;
+  scores.input_bytes = c.act * c.b * heads * (c.sq + c.skv) * d_qk;
+  scores.output_bytes = c.flash ? 0 : c.act * square;
+  scores.attention_core = true;
+  scores.causal = true;
+  ops.push_back(scores);
+
+  // Flash attention keeps only the fp32 log-sum-exp per query row; otherwise the softmax
+  // output (16-bit) is stored.
+  OpCost softmax =
+      elementwise("attn_softmax", c.flash ? 0 : c.act * square, c.flash ? 0 : c.act * square,
+                  c.flash ? 4 * c.b * heads * c.sq : c.act * square, 5 * square);
+  softmax.attention_core = true;
+  ops.push_back(softmax);
+  if (c.m.dropout && !c.flash) {
+    // A 1-byte mask and the dropped-out probabilities that attention x V reads in backward.
+    OpCost drop = elementwise("attn_dropout", c.act * square, c.act * square,
+                              square + c.act * square, square);
+    drop.attention_core = true;
+    ops.push_back(drop);
+  }
+
+  OpCost av;
+  av.name = "attn_v";
+  av.kind = OpKind::ATTENTION;
+  av.shape = {static_cast<std::int64_t>(c.sq), static_cast<std::int64_t>(d_v),
+              static_cast<std::int64_t>(c.skv), static_cast<std::int64_t>(c.b * heads)};
+  av.fwd_flops = 2 * square * d_v;
+  av.bwd_input_flops = 2 * av.fwd_flops;
+  av.input_bytes = (c.flash ? 0 : c.act * square) + c.act * c.b * heads * c.skv * d_v;
+  av.output_bytes = c.act * c.b * heads * c.sq * d_v;
+  av.attention_core = true;
+  av.causal = true;
+  ops.push_back(av);
+}
+
+void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
+  const ModelSpec& m = c.m;
+  const double h = static_cast<double>(m.hidden);
+  const double T = c.T, seq_in = c.act * T * h / c.seq_div;
+  OpCost ln = norm(c, "attn_norm", T / c.seq_div, h);
+  if (c.p.sp && c.p.tp > 1) {
+    ln.comm = CommKind::TP_ALL_GATHER;
+    ln.comm_bytes = c.act * T * h;
+  }
+  ops.push_back(ln);
+  const double qw = static_cast<double>(m.q_width()), kw = static_cast<double>(m.k_width()),
+               vw = static_cast<double>(m.v_width());
+  const double kv_local = c.act * T * (kw + vw) / c.t;
+  if (m.attention == AttentionKind::MLA) {
+    const auto& a = m.mla;
+    const double qr = static_cast<double>(a.q_lora_rank), kvr = static_cast<double>(a.kv_lora_rank);
+    // Megatron's MLA keeps the down-projections whole on every TP rank; the up-projections
+    // are column-parallel.
+    if (a.q_lora_rank > 0) {
+      ops.push_back(linear(c, "q_down", T, h, qr, Parallel::REPLICATED, false, 0, c.wbytes));
+      ops.push_back(norm(c, "q_norm", T, qr));
+      ops.push_back(linear(c, "q_up", T, qr, qw, Parallel::COLUMN, false,
+                           c.act * T * qr + c.act * T * qw / c.t, c.wbytes));
+    } else {
+      ops.push_back(
+          linear(c, "q_proj", T, h, qw, Parallel::COLUMN, false, c.act * T * qw / c.t, c.wbytes));
+    }
+    ops.push_back(linear(c, "kv_down", T, h, kvr + a.qk_rope_head_dim, Parallel::REPLICATED, false,
+                         seq_in, c.wbytes));
+    ops.push_back(norm(c, "kv_norm", T, kvr));
+    OpCost up = linear(c, "kv_up", T, kvr, m.heads * (a.qk_nope_head_dim + a.v_head_dim),
+                       Parallel::COLUMN, false, c.act * T * kvr + kv_local, c.wbytes);
+    ops.push_back(up);
+  } else {
+    const bool bias = m.linear_bias || m.qkv_bias;
+    ops.push_back(linear(c, "qkv_proj", T, h, qw + kw + vw, Parallel::COLUMN, bias,
+                         seq_in + c.act * T * (qw + kw + vw) / c.t, c.wbytes));
+    if (m.qk_norm) {
+      double bytes = c.act * T * (qw + kw) / c.t;
+      OpCost qk = elementwise("qk_norm", bytes, bytes, bytes, 5 * T * (qw + kw) / c.t);
+      qk.params = 2.0 * m.head_dim;
+      ops.push_back(qk);
+    }
+  }
+  if (c.p.cp > 1) {
+    ops.back().comm = CommKind::CP_KV_EXCHANGE;
+    ops.back().comm_bytes = kv_local;
+  }
+  const double d_qk = m.attention == AttentionKind::MLA
+                          ? static_cast<double>(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
+                          : static_cast<double>(m.head_dim);
+  const double d_v = m.attention == AttentionKind::MLA ? static_cast<double>(m.mla.v_head_dim)
+                                                       : static_cast<double>(m.head_dim);
+  attention_core(c, d_qk, d_v, ops);
+  const double ow = static_cast<double>(m.attn_out_width());
+  OpCost out =
+      linear(c, "out_proj", T, ow, h, Parallel::ROW, m.linear_bias, c.act * T * ow / c.t, c.wbytes);
+  out.comm = c.tp_reduce();
+  out.comm_bytes = out.comm == CommKind::NONE ? 0 : c.act * T * h;
+  ops.push_back(out);
+  if (m.dropout) {
+    ops.push_back(elementwise("attn_residual_dropout", c.act * T * h / c.seq_div,
+                              c.act * T * h / c.seq_div, T * h / c.seq_div, 2 * T * h / c.seq_div));
+  }
+}
+
+// A (possibly gated) MLP of intermediate size f over `tokens` rows, column- then row-parallel.
+void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f, bool bias,
+               double input_saved, bool expert, double batch, std::vector<OpCost>& ops) {
+  const double h = static_cast<double>(c.m.hidden);
+  const bool gated = c.m.mlp == MlpKind::SWIGLU;
+  const double up_width = gated ? 2 * f : f;
+  OpCost up =
+      linear(c, prefix + "_up", tokens, h, up_width, Parallel::COLUMN, bias, input_saved, c.wbytes);
+  OpCost act =
+      elementwise(prefix + "_act", c.act * tokens * up_width / c.t, c.act * tokens * f / c.t,
+                  c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
+  OpCost down = linear(c, prefix + "_down", tokens, f, h, Parallel::ROW, bias,
+                       c.act * tokens * f / c.t, c.wbytes);
+  if (expert) {
+    for (OpCost* op : {&up, &down}) {
+      op->expert = true;
+      op->params *= batch;
+      op->weight_bytes *= batch;
+      op->shape.batch = static_cast<std::int64_t>(batch);
+      op->shape.m = static_cast<std::int64_t>(tokens / batch);
+    }
+  }
+  down.comm = c.tp_reduce();
+  down.comm_bytes = down.comm == CommKind::NONE ? 0 : c.act * tokens * h;
+  ops.push_back(up);
+  ops.push_back(act);
+  ops.push_back(down);
+}
+
+void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
+  const ModelSpec& m = c.m;
+  const double h = static_cast<double>(m.hidden);
+  const double T = c.T, seq_in = c.act * T * h / c.seq_div;
+  OpCost ln = norm(c, "mlp_norm", T / c.seq_div, h);
+  if (c.p.sp && c.p.tp > 1) {
+    ln.comm = CommKind::TP_ALL_GATHER;
+    ln.comm_bytes = c.act * T * h;
+  }
+  ops.push_back(ln);
+  if (!m.is_moe_layer(layer_index)) {
+    mlp_block(c, "mlp", T, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
+  } else {
+    const double E = m.moe.experts, k = m.moe.top_k;
+    const double local_tokens = T / c.seq_div;
+    // Routed token copies one GPU processes: each GPU sends T x top_k copies and, with
+    // balanced routing, receives as many (scaled by the capacity factor). Experts are split
+    // by tp (Megatron's default expert tensor parallelism = tp) and by ep.
+    const double R = T * k * m.moe.capacity_factor;
+    const double local_experts = E / c.p.ep;
+    OpCost router = linear(c, "router", local_tokens, h, E, Parallel::REPLICATED, m.moe.router_bias,
+                           c.act * local_tokens * h + 4 * local_tokens * E, c.act);
+    if (m.moe.shared_expert_gate) router.params += h;
+    ops.push_back(router);
+    OpCost dispatch = elementwise("moe_dispatch", c.act * T * h, c.act * R * h, 0, 0);
+    if (c.p.ep > 1) {
+      dispatch.comm = CommKind::EP_ALL_TO_ALL;
+      dispatch.comm_bytes = c.act * R * h;
+    }
+    ops.push_back(dispatch);
+    mlp_block(c, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
+              true, local_experts, ops);
+    // Combining weights the expert outputs by the router probabilities, so it keeps them.
+    OpCost combine =
+        elementwise("moe_combine", c.act * R * h, c.act * T * h, c.act * R * h, 2 * R * h);
+    if (c.p.ep > 1) {
+      combine.comm = CommKind::EP_ALL_TO_ALL;
+      combine.comm_bytes = c.act * R * h;
+    }
+    ops.push_back(combine);
+    if (m.moe.shared_experts > 0) {
+      mlp_block(c, "shared_expert", T, static_cast<double>(m.moe.shared_experts * m.shared_ffn()),
+                m.linear_bias, seq_in, false, 1, ops);
+    }
+  }
+  if (m.dropout) {
+    ops.push_back(elementwise("mlp_residual_dropout", c.act * T * h / c.seq_div,
+                              c.act * T * h / c.seq_div, T * h / c.seq_div, 2 * T * h / c.seq_div));
+  }
+}
+
+void apply_recompute(const TrainingPlan& plan, std::vector<OpCost>& ops) {
+  for (OpCost& op : ops) {
+    if (plan.recompute == Recompute::FULL ||
+        (plan.recompute == Recompute::SELECTIVE && op.attention_core)) {
+      op.recompute_flops = op.fwd_flops;
+    }
+  }
+}
+
+}  // namespace
+
+double activation_element_bytes(const TrainingPlan& plan) {
+  return plan.precision == Precision::FP32 ? 4.0 : 2.0;
+}
+
+double tokens_per_gpu(const ModelSpec& model, const TrainingPlan& plan) {
+  if (model.kind == ModelKind::MLP) return static_cast<double>(plan.mbs);
+  return static_cast<double>(plan.mbs) * static_cast<double>(plan.seq) / plan.cp;
+}
+
+double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan) {
+  const Ctx c(model, plan);
+  const double div = model.kind == ModelKind::MLP ? 1 : c.seq_div;
+  return c.act * c.T * static_cast<double>(model.hidden) / div;
+}
+
+std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& plan) {
+  std::vector<OpCost> ops;
+  if (model.kind == ModelKind::MLP) return ops;
+  const Ctx c(model, plan);
+  const double h = static_cast<double>(model.hidden);
+  // Vocabulary-parallel: each TP rank holds V/tp rows, looks up its own tokens and the
+  // partial results are summed across TP. Learned positions are replicated.
+  OpCost op;
+  op.name = "embedding";
+  op.kind = OpKind::EMBEDDING;
+  op.params = static_cast<double>(model.vocab) * h / c.t +
+              static_cast<double>(model.max_position_embeddings) * h;
+  op.input_bytes = 4 * c.T;
+  op.weight_bytes = c.act * c.T * h;
+  op.output_bytes = c.act * c.T * h;
+  op.saved_bytes = model.dropout ? c.T * h / c.seq_div : 0;  // the dropout mask
+  op.comm = c.tp_reduce();
+  op.comm_bytes = op.comm == CommKind::NONE ? 0 : c.act * c.T * h;
+  ops.push_back(op);
+  return ops;
+}
+
+std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
+  const Ctx c(model, plan);
+  std::vector<OpCost> ops;
+  if (model.kind == ModelKind::MLP) {
+    const double w = static_cast<double>(model.hidden);
+    OpCost fc = linear(c, "fc", c.T, w, w, Parallel::COLUMN, true, c.act * c.T * w, c.wbytes);
+    if (plan.tp > 1) {
+      fc.comm = CommKind::TP_ALL_GATHER;
+      fc.comm_bytes = c.act * c.T * w;
+    }
+    ops.push_back(fc);
+    ops.push_back(elementwise("act", c.act * c.T * w / c.t, c.act * c.T * w / c.t,
+                              c.act * c.T * w / c.t, 8 * c.T * w / c.t));
+  } else {
+    attention_ops(c, ops);
+    mlp_ops(c, layer_index, ops);
+  }
+  apply_recompute(plan, ops);
+  return ops;
+}
+
+std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
+  const Ctx c(model, plan);
+  std::vector<OpCost> ops;
+  const double h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
+  const bool mlp = model.kind == ModelKind::MLP;
+  const double div = mlp ? 1 : c.seq_div;
+  if (!mlp) {
+    OpCost ln = norm(c, "final_norm", c.T / c.seq_div, h);
+    if (plan.sp && plan.tp > 1) {
+      ln.comm = CommKind::TP_ALL_GATHER;
+      ln.comm_bytes = c.act * c.T * h;
+    }
+    ops.push_back(ln);
+  }
+  const double head_wbytes = plan.precision == Precision::FP32 ? 4.0 : 2.0;
+  OpCost head = linear(c, mlp ? "classifier" : "lm_head", c.T, h, V, Parallel::COLUMN, mlp,
+                       c.act * c.T * h / div, head_wbytes);
+  if (!mlp && model.tied_embeddings && plan.pp == 1) head.params = 0;  // shares the embedding
+  ops.push_back(head);
+  // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live
+  // for one micro-batch only (the loss backward runs right after the forward).
+  OpCost loss = elementwise("cross_entropy", c.act * c.T * V / c.t, 4 * c.T,
+                            c.act * c.T * V / c.t + 4 * c.T * V / c.t, 5 * c.T * V / c.t);
+  loss.kind = OpKind::LOSS;
+  if (plan.tp > 1) {
+    loss.comm = CommKind::TP_ALL_REDUCE;
+    loss.comm_bytes = 3 * 4 * c.T;  // max, sum of exponentials, target logit (fp32)
+  }
+  ops.push_back(loss);
+  return ops;
+}
+
+StepFlops step_flops(const ModelSpec& model, const TrainingPlan& plan, FlopConvention convention) {
+  // One "GPU" holding everything and the whole global batch as one micro-batch: the sums
+  // are then the whole step's FLOPs, independent of how the plan splits them.
+  TrainingPlan whole = plan;
+  whole.tp = whole.cp = whole.ep = whole.dp = whole.pp = 1;
+  whole.vpp = 1;
+  whole.sp = false;
+  whole.pipeline_split.clear();
+  whole.mbs = plan.global_batch();
+  whole.gbs = whole.mbs;
+  StepFlops total;
+  auto add = [&](const std::vector<OpCost>& ops) {
+    for (const OpCost& op : ops) {
+      if (!op.is_matmul() && !convention.include_memory_bound) continue;
+      double scale = (convention.causal_halving && op.causal) ? 0.5 : 1.0;
+      total.forward += scale * op.fwd_flops;
+      total.backward += scale * (op.bwd_input_flops + op.bwd_weight_flops);
+      total.recompute += scale * op.recompute_flops;
+    }
+  };
+  add(embedding_ops(model, whole));
+  for (int l = 0; l < model.layers; ++l) add(layer_ops(model, whole, l));
+  add(head_ops(model, whole));
+  return total;
+}
+
+double model_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
+                            FlopConvention convention) {
+  return step_flops(model, plan, convention).model();
+}
+
+double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
+                               FlopConvention convention) {
+  return step_flops(model, plan, convention).hardware();
+}
+
+std::string to_string(OpKind value) {
+  switch (value) {
+    case OpKind::MATMUL:
+      return "matmul";
+    case OpKind::ATTENTION:
+      return "attention";
+    case OpKind::ELEMENTWISE:
+      return "elementwise";
+    case OpKind::EMBEDDING:
+      return "embedding";
+    case OpKind::LOSS:
+      return "loss";
+  }
+  return "?";
+}
+
+std::string to_string(CommKind value) {
+  switch (value) {
+    case CommKind::NONE:
+      return "none";
+    case CommKind::TP_ALL_REDUCE:
+      return "tp_all_reduce";
+    case CommKind::TP_ALL_GATHER:
+      return "tp_all_gather";
+    case CommKind::TP_REDUCE_SCATTER:
+      return "tp_reduce_scatter";
+    case CommKind::EP_ALL_TO_ALL:
+      return "ep_all_to_all";
+    case CommKind::CP_KV_EXCHANGE:
+      return "cp_kv_exchange";
+  }
+  return "?";
+}
+
+}  // namespace loom::models

@@ -1,0 +1,128 @@
+#pragma once
+// Per-op cost of one micro-batch on one GPU: the operator list of the embedding, each
+// transformer (or MLP) layer and the LM head, with forward, backward (input and weight
+// gradients separately) and recompute FLOPs, the bytes each op moves, its matmul shape,
+// the activation bytes it keeps for backward, the parameters it holds and the collective
+// that follows it. Everything is one GPU's share: tokens are b x s / cp, column- and
+// row-parallel matmuls are split by tp, sequence-parallel regions by tp when plan.sp,
+// experts by ep. The strategy planner lowers these ops to simulator tasks; the memory
+// model sums their saved activations and parameters.
+//
+// Counting convention (Narayanan et al. 2021, Eq. 3): a matmul [m x k] x [k x n] costs
+// 2mnk FLOPs; the attention score and attention x V matmuls count the full s x s square
+// (no causal-mask halving); the backward pass costs twice the forward (input gradient =
+// forward, weight gradient = forward; weight-less attention matmuls have two input
+// gradients); norms, softmax, activations and the loss are memory-bound ops whose small
+// FLOP counts are reported but left out of the totals unless FlopConvention asks.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
+
+namespace loom::models {
+
+/// What kind of work an op is.
+enum class OpKind {
+  MATMUL,       ///< a matmul with weights (projections, MLP, experts, router, LM head)
+  ATTENTION,    ///< a weight-less batched matmul (attention scores, attention x V)
+  ELEMENTWISE,  ///< memory-bound: norms, softmax, activations, dropout, token permutation
+  EMBEDDING,    ///< a table lookup (memory-bound)
+  LOSS,         ///< cross-entropy over the vocabulary (memory-bound)
+};
+
+/// The collective that follows an op in the forward pass (its mirror runs in backward).
+enum class CommKind {
+  NONE,
+  TP_ALL_REDUCE,      ///< row-parallel output without sequence parallelism
+  TP_ALL_GATHER,      ///< gathers sequence-parallel activations before a column-parallel op
+  TP_REDUCE_SCATTER,  ///< row-parallel output with sequence parallelism
+  EP_ALL_TO_ALL,      ///< MoE token dispatch or combine
+  CP_KV_EXCHANGE,     ///< context parallelism: keys and values passed around the CP ring
+};
+
+/// Matmul shape: `batch` independent products C[m x n] = A[m x k] B[k x n].
+struct MatmulShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+};
+
+/// One op of one micro-batch on one GPU. FLOPs in floating-point operations, bytes in bytes.
+struct OpCost {
+  std::string name;  ///< e.g. "qkv_proj", "attn_scores", "mlp_down", "lm_head"
+  OpKind kind = OpKind::ELEMENTWISE;
+  MatmulShape shape;               ///< meaningful for MATMUL and ATTENTION
+  double fwd_flops = 0;            ///< forward FLOPs
+  double bwd_input_flops = 0;      ///< backward FLOPs for the input (activation) gradient
+  double bwd_weight_flops = 0;     ///< backward FLOPs for the weight gradient
+  double recompute_flops = 0;      ///< extra forward FLOPs under plan.recompute
+  double weight_bytes = 0;         ///< weights read in forward (compute dtype), bytes
+  double input_bytes = 0;          ///< activations read in forward, bytes
+  double output_bytes = 0;         ///< activations written in forward, bytes (backward moves
+                                   ///< about twice the forward bytes)
+  double saved_bytes = 0;          ///< activations kept for backward without recompute, bytes
+  double params = 0;               ///< parameters this op holds on this GPU
+  bool expert = false;             ///< params are routed-expert weights (sharded over EP)
+  bool attention_core = false;     ///< recomputed by selective recompute
+  bool causal = false;             ///< half the work is masked (kernels may skip it)
+  CommKind comm = CommKind::NONE;  ///< collective after this op in forward
+  double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
+
+  bool is_matmul() const { return kind == OpKind::MATMUL || kind == OpKind::ATTENTION; }
+  /// Forward + both backward FLOPs (no recompute).
+  double train_flops() const { return fwd_flops + bwd_input_flops + bwd_weight_flops; }
+};
+
+/// Bytes of one activation element under the plan's precision (2, or 4 for fp32).
+double activation_element_bytes(const TrainingPlan& plan);
+/// Tokens one GPU processes per micro-batch: mbs x seq / cp (mbs for MLP models).
+double tokens_per_gpu(const ModelSpec& model, const TrainingPlan& plan);
+
+/// The input embedding ops (lookup, position add, dropout) for one micro-batch; empty for
+/// MLP models.
+std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& plan);
+/// The ops of layer `layer_index` (0-based) for one micro-batch, forward order.
+std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index);
+/// The final norm, LM head (or classifier) and cross-entropy for one micro-batch.
+/// With tied embeddings the head holds parameters only when pp > 1 (a copy on the last
+/// stage, as Megatron keeps).
+std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan);
+
+/// Activation bytes a layer keeps when fully recomputed: its input (divided by tp with SP).
+double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan);
+
+/// How totals count FLOPs; the default is Narayanan et al.'s (matmuls only, full square).
+struct FlopConvention {
+  bool include_memory_bound = false;  ///< add the FLOPs of norms, softmax, activations, loss
+  bool causal_halving = false;        ///< halve attention matmuls (causal mask)
+};
+
+/// FLOPs of one optimizer step over the global batch and all GPUs.
+struct StepFlops {
+  double forward = 0;
+  double backward = 0;   ///< input + weight gradients
+  double recompute = 0;  ///< extra forward under plan.recompute
+  /// Model FLOPs: forward + backward.
+  double model() const { return forward + backward; }
+  /// Hardware FLOPs: model FLOPs + recompute.
+  double hardware() const { return forward + backward + recompute; }
+};
+
+/// FLOPs of one step (global batch x seq tokens), summed over every op of every layer.
+StepFlops step_flops(const ModelSpec& model, const TrainingPlan& plan,
+                     FlopConvention convention = {});
+/// Model FLOPs per step (no recompute): what MFU divides by.
+double model_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
+                            FlopConvention convention = {});
+/// Hardware FLOPs per step (with recompute): what HFU divides by.
+double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
+                               FlopConvention convention = {});
+
+/// Names as output spells them ("matmul", "tp_all_reduce", ...).
+std::string to_string(OpKind value);
+std::string to_string(CommKind value);
+
+}  // namespace loom::models

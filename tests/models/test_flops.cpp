@@ -1,0 +1,164 @@
+// FLOP counts against Narayanan et al. 2021 (SC21, arXiv:2104.04473), Sec 5.1 / Eq. 3, and
+// by-hand matmul shapes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "models/flops.hpp"
+#include "models/model_loader.hpp"
+
+using namespace loom::models;
+
+namespace {
+
+// Narayanan et al. Eq. 3 (with activation recomputation): F = 96 B s l h^2 (1 + s/(6h) +
+// V/(16 l h)). Without recomputation: the forward pass is 24 B s l h^2 (1 + s/(6h)) for
+// the layers plus 2 B s h V for the LM head, the backward pass is twice the forward, and
+// recomputation adds one more forward of the layers only (not the LM head), so
+//   F_no_recompute = 3 (24 B s l h^2 (1 + s/6h) + 2 B s h V)
+//                  = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+double eq3_full(double B, double s, double l, double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+double eq3_none(double B, double s, double l, double h, double V) {
+  return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}
+
+void check_eq3(const char* preset, std::int64_t batch, int tp, int pp) {
+  const ModelSpec m = model_preset(preset);
+  TrainingPlan plan;
+  plan.tp = tp;
+  plan.pp = pp;
+  plan.seq = 2048;
+  plan.mbs = 1;
+  plan.dp = 1;
+  plan.gbs = batch;
+  const double B = static_cast<double>(batch), s = 2048, l = m.layers,
+               h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
+  plan.recompute = Recompute::FULL;
+  CHECK(hardware_flops_per_step(m, plan) ==
+        doctest::Approx(eq3_full(B, s, l, h, V)).epsilon(1e-12));
+  CHECK(model_flops_per_step(m, plan) == doctest::Approx(eq3_none(B, s, l, h, V)).epsilon(1e-12));
+  plan.recompute = Recompute::NONE;
+  CHECK(hardware_flops_per_step(m, plan) ==
+        doctest::Approx(eq3_none(B, s, l, h, V)).epsilon(1e-12));
+  CHECK(model_flops_per_step(m, plan) == doctest::Approx(eq3_none(B, s, l, h, V)).epsilon(1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("models::Flops: full recompute equals Narayanan Eq. 3, 72x form without") {
+  // GPT-3 175B (Brown et al. 2020 Table 2.1: l=96, h=12288, V=50257) at batch 1536.
+  check_eq3("gpt3-175b", 1536, 8, 8);
+  // Narayanan Table 1 row: 1T parameters, l=128, h=25600, V=51200, batch 3072.
+  check_eq3("gpt-1t", 3072, 8, 64);
+  check_eq3("gpt-1.7b", 512, 1, 1);
+}
+
+TEST_CASE("models::Flops: per-GPU op shares sum to the step total") {
+  // Splitting by tp, cp and micro-batches only divides the work: one GPU's ops times
+  // tp x cp x micro-batches x dp equals the whole step (the FLOP counts are linear in the
+  // token count and in the split dimensions).
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan plan;
+  plan.tp = 4;
+  plan.cp = 2;
+  plan.dp = 2;
+  plan.mbs = 2;
+  plan.gbs = 16;
+  plan.seq = 8192;
+  plan.sp = true;
+  double per_gpu = 0;
+  for (int l = 0; l < m.layers; ++l)
+    for (const OpCost& op : layer_ops(m, plan, l))
+      if (op.is_matmul()) per_gpu += op.train_flops();
+  for (const OpCost& op : head_ops(m, plan))
+    if (op.is_matmul()) per_gpu += op.train_flops();
+  const double gpus_share = 4.0 * 2 * 2 * static_cast<double>(plan.micro_batches());
+  CHECK(per_gpu * gpus_share == doctest::Approx(model_flops_per_step(m, plan)).epsilon(1e-12));
+}
+
+TEST_CASE("models::Flops: matmul shapes and backward split of a GQA layer") {
+  // Llama-3-8B, tp=8, mbs=1, s=8192: QKV is column-parallel, [8192 x 4096] x [4096 x
+  // (4096+1024+1024)/8]; the output projection row-parallel [8192 x 512] x [512 x 4096].
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan plan;
+  plan.tp = 8;
+  plan.seq = 8192;
+  const auto ops = layer_ops(m, plan, 0);
+  auto find = [&](const std::string& name) {
+    for (const auto& op : ops)
+      if (op.name == name) return op;
+    FAIL("op not found: " << name);
+    return OpCost{};
+  };
+  const OpCost qkv = find("qkv_proj");
+  CHECK(qkv.shape.m == 8192);
+  CHECK(qkv.shape.n == 768);
+  CHECK(qkv.shape.k == 4096);
+  CHECK(qkv.fwd_flops == 2.0 * 8192 * 768 * 4096);
+  CHECK(qkv.bwd_input_flops == qkv.fwd_flops);
+  CHECK(qkv.bwd_weight_flops == qkv.fwd_flops);
+  const OpCost out = find("out_proj");
+  CHECK(out.shape.k == 512);
+  CHECK(out.comm == CommKind::TP_ALL_REDUCE);
+  // Attention scores: 4 heads per GPU, [8192 x 128] x [128 x 8192] each; no weights, so
+  // both backward matmuls are input gradients.
+  const OpCost scores = find("attn_scores");
+  CHECK(scores.shape.batch == 4);
+  CHECK(scores.fwd_flops == 2.0 * 4 * 8192 * 8192 * 128);
+  CHECK(scores.bwd_input_flops == 2 * scores.fwd_flops);
+  CHECK(scores.bwd_weight_flops == 0);
+  CHECK(scores.attention_core);
+  // SwiGLU up projection is gate and up fused: n = 2 x 14336 / 8.
+  CHECK(find("mlp_up").shape.n == 3584);
+}
+
+TEST_CASE("models::Flops: selective recompute repeats only the attention core") {
+  const ModelSpec m = model_preset("gpt3-175b");
+  TrainingPlan plan;
+  plan.recompute = Recompute::SELECTIVE;
+  double core = 0, recompute = 0;
+  for (const OpCost& op : layer_ops(m, plan, 0)) {
+    if (op.attention_core) core += op.fwd_flops;
+    recompute += op.recompute_flops;
+  }
+  CHECK(recompute == core);
+  CHECK(recompute > 0);
+  plan.recompute = Recompute::NONE;
+  for (const OpCost& op : layer_ops(m, plan, 0)) CHECK(op.recompute_flops == 0);
+}
+
+TEST_CASE("models::Flops: MoE counts top-k experts, the router and the EP all-to-all") {
+  // Mixtral 8x7B, one micro-batch of 4096 tokens, ep=8 tp=1: each GPU processes
+  // 4096 x 2 routed token copies on its one local expert, [8192 x 4096] x [4096 x 28672].
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  TrainingPlan plan;
+  plan.seq = 4096;
+  plan.dp = 8;
+  plan.ep = 8;
+  double router = 0, experts = 0;
+  bool all_to_all = false;
+  for (const OpCost& op : layer_ops(m, plan, 0)) {
+    if (op.name == "router") router = op.fwd_flops;
+    if (op.name == "expert_up") {
+      experts = op.fwd_flops;
+      CHECK(op.shape.m == 8192);
+      CHECK(op.shape.n == 28672);
+      CHECK(op.shape.batch == 1);
+      CHECK(op.expert);
+    }
+    if (op.comm == CommKind::EP_ALL_TO_ALL) all_to_all = true;
+  }
+  CHECK(router == 2.0 * 4096 * 4096 * 8);
+  CHECK(experts == 2.0 * 4096 * 2 * 4096 * 28672);
+  CHECK(all_to_all);
+  // Model FLOPs follow active parameters: dense-equivalent 6 x tokens x active (minus the
+  // embedding lookup) plus attention, so MoE FLOPs stay far below 6 x tokens x total.
+  plan.ep = 1;
+  plan.dp = 1;
+  const double step = model_flops_per_step(m, plan);
+  const ParameterCounts c = count_parameters(m);
+  CHECK(step < 6 * 4096 * c.total / 2);
+  CHECK(step > 6 * 4096 * (c.active - c.embedding));
+}
