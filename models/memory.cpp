@@ -1,0 +1,316 @@
+#include "models/memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "models/flops.hpp"
+
+namespace loom::models {
+namespace {
+
+// NCCL allocates NCCL_BUFFSIZE (4 MiB by default, NCCL environment-variable docs) per
+// channel and direction for each communicator; loom assumes 8 channels: 2 x 8 x 4 MiB.
+constexpr double NCCL_BUFFERS_PER_GROUP_BYTES = 2.0 * 8 * 4 * 1024 * 1024;
+
+void require_positive(std::int64_t value, const char* flag) {
+  if (value < 1) throw ValidationError::not_positive(flag, std::to_string(value));
+}
+
+void require_divides(std::int64_t divisor, const char* flag, std::int64_t value, const char* what) {
+  if (value % divisor != 0) {
+    throw ValidationError(
+        flag, fmt::format("{}: {} does not divide {} {}; pick a {} that divides {}", flag, divisor,
+                          what, value, flag, value));
+  }
+}
+
+double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
+  double total = 0;
+  for (const OpCost& op : ops)
+    if (keep(op)) total += op.saved_bytes;
+  return total;
+}
+
+bool any_op(const OpCost&) {
+  return true;
+}
+bool core_op(const OpCost& op) {
+  return op.attention_core;
+}
+bool non_core_op(const OpCost& op) {
+  return !op.attention_core;
+}
+bool non_loss_op(const OpCost& op) {
+  return op.kind != OpKind::LOSS;
+}
+bool loss_op(const OpCost& op) {
+  return op.kind == OpKind::LOSS;
+}
+
+struct OpParams {
+  double dense = 0;
+  double expert = 0;
+};
+
+OpParams sum_params(const std::vector<OpCost>& ops) {
+  OpParams p;
+  for (const OpCost& op : ops) (op.expert ? p.expert : p.dense) += op.params;
+  return p;
+}
+
+}  // namespace
+
+BytesPerParameter bytes_per_parameter(const TrainingPlan& plan) {
+  BytesPerParameter b;
+  const double states = plan.optimizer == Optimizer::ADAM           ? 8.0
+                        : plan.optimizer == Optimizer::SGD_MOMENTUM ? 4.0
+                                                                    : 0.0;
+  b.states = states;
+  if (plan.precision == Precision::FP32) {
+    b.weights = 4;
+    b.gradients = 4;
+    return b;
+  }
+  // Mixed precision: a 16-bit working copy, fp32 master weights in the optimizer.
+  b.weights = 2;
+  b.master = 4;
+  b.gradients = plan.grad_dtype == GradDtype::FP32 ? 4 : 2;
+  // Transformer Engine with fp8: parameters stay bf16 (fp8_model_params off, the default);
+  // each linear weight's fp8 cast and its fp8 transpose (for the backward GEMM on Hopper)
+  // are cached across micro-batches: 2 more bytes on layer weights.
+  if (plan.precision == Precision::FP8) b.fp8_cache = 2;
+  return b;
+}
+
+BytesPerParameter sharded_bytes_per_parameter(const TrainingPlan& plan, int zero, double group) {
+  BytesPerParameter b = bytes_per_parameter(plan);
+  if (zero >= 1) {
+    b.master /= group;
+    b.states /= group;
+  }
+  if (zero >= 2) b.gradients /= group;
+  if (zero >= 3) {
+    b.weights /= group;
+    b.fp8_cache /= group;
+  }
+  return b;
+}
+
+void validate_plan(const ModelSpec& m, const TrainingPlan& p) {
+  validate_model(m);
+  require_positive(p.tp, "--tp");
+  require_positive(p.pp, "--pp");
+  require_positive(p.dp, "--dp");
+  require_positive(p.cp, "--cp");
+  require_positive(p.ep, "--ep");
+  require_positive(p.vpp, "--vpp");
+  require_positive(p.mbs, "--mbs");
+  require_positive(p.seq, "--seq");
+  if (p.zero < 0 || p.zero > 3)
+    throw ValidationError::bad_value("--zero", std::to_string(p.zero), "0, 1, 2 or 3");
+  if (m.kind == ModelKind::MLP) {
+    require_divides(p.tp, "--tp", m.hidden, "model.width");
+    if (p.cp > 1 || p.ep > 1 || p.sp) {
+      throw ValidationError("--cp",
+                            "--cp, --ep and --sp need a transformer model; an MLP has "
+                            "no sequence or experts");
+    }
+  } else {
+    require_divides(p.tp, "--tp", m.heads, "model.heads");
+    if (m.attention == AttentionKind::MHA)
+      require_divides(p.tp, "--tp", m.kv_heads, "model.kv_heads");
+    if (!m.is_moe() || m.moe.first_k_dense > 0) require_divides(p.tp, "--tp", m.ffn, "model.ffn");
+    if (m.is_moe()) require_divides(p.tp, "--tp", m.moe.expert_ffn, "model.moe.expert_ffn");
+  }
+  const int stages = p.pp * p.vpp;
+  if (p.pipeline_split.empty()) {
+    if (m.layers % stages != 0) {
+      throw ValidationError(
+          "--pp", fmt::format("--pp: {} x --vpp {} = {} stages do not divide model.layers {}; "
+                              "pick a divisor or give --pipeline-split with one count per stage",
+                              p.pp, p.vpp, stages, m.layers));
+    }
+  } else {
+    if (static_cast<int>(p.pipeline_split.size()) != stages) {
+      throw ValidationError(
+          "--pipeline-split",
+          fmt::format("--pipeline-split: {} entries for --pp {} x --vpp {} = {} stages; give one "
+                      "layer count per stage",
+                      p.pipeline_split.size(), p.pp, p.vpp, stages));
+    }
+    std::int64_t sum = 0;
+    for (int n : p.pipeline_split) {
+      if (n < 0) throw ValidationError::not_positive("--pipeline-split", std::to_string(n));
+      sum += n;
+    }
+    if (sum != m.layers) {
+      throw ValidationError("--pipeline-split",
+                            fmt::format("--pipeline-split: layers sum to {} but model.layers is "
+                                        "{}; make the counts add up to {}",
+                                        sum, m.layers, m.layers));
+    }
+  }
+  if (p.ep > 1) {
+    if (!m.is_moe()) {
+      throw ValidationError("--ep", fmt::format("--ep: {} needs a mixture-of-experts model; {} "
+                                                "is dense, use --ep 1",
+                                                p.ep, m.name));
+    }
+    require_divides(p.ep, "--ep", m.moe.experts, "model.moe.experts");
+    require_divides(p.ep, "--ep", std::int64_t{p.dp} * p.cp, "--dp x --cp =");
+  }
+  if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
+    throw ValidationError(
+        "--cp", fmt::format("--cp: 2 x {} (load-balanced causal chunks) does not divide --seq "
+                            "{}; pick a sequence length divisible by {}",
+                            p.cp, p.seq, 2 * p.cp));
+  }
+  if (p.sp && (p.seq / p.cp) % p.tp != 0) {
+    throw ValidationError(
+        "--sp", fmt::format("--sp: --tp {} does not divide the per-GPU sequence {} (--seq / --cp); "
+                            "pick sizes that divide it",
+                            p.tp, p.seq / p.cp));
+  }
+}
+
+std::vector<int> virtual_stage_layers(const ModelSpec& m, const TrainingPlan& p) {
+  if (!p.pipeline_split.empty()) return p.pipeline_split;
+  const int stages = p.pp * p.vpp;
+  return std::vector<int>(static_cast<size_t>(stages), m.layers / stages);
+}
+
+std::vector<std::vector<int>> stage_layer_indices(const ModelSpec& m, const TrainingPlan& p) {
+  const std::vector<int> counts = virtual_stage_layers(m, p);
+  std::vector<std::vector<int>> ranks(static_cast<size_t>(p.pp));
+  int next = 0;
+  for (size_t v = 0; v < counts.size(); ++v) {
+    auto& rank = ranks[v % static_cast<size_t>(p.pp)];
+    for (int i = 0; i < counts[v]; ++i) rank.push_back(next++);
+  }
+  return ranks;
+}
+
+double stored_layer_activation_bytes(const ModelSpec& m, const TrainingPlan& p, int layer) {
+  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
+  const auto ops = layer_ops(m, p, layer);
+  return sum_saved(ops, p.recompute == Recompute::SELECTIVE ? non_core_op : any_op);
+}
+
+double inflight_microbatches(const TrainingPlan& p, int stage) {
+  const double m = static_cast<double>(std::max<std::int64_t>(1, p.micro_batches()));
+  const double pp = p.pp, r = stage;
+  switch (p.schedule) {
+    case Schedule::NAIVE:
+      return 1;
+    case Schedule::GPIPE:
+      return m;
+    case Schedule::ONE_F_ONE_B:
+    case Schedule::ZERO_BUBBLE:
+      return std::min(pp - r, m);
+    case Schedule::INTERLEAVED: {
+      // Megatron's interleaved schedule: rank r runs 2 (p - r - 1) + (v - 1) p warm-up
+      // chunk forwards, then holds one more in steady state; each chunk is 1/v of its layers.
+      const double v = p.vpp;
+      return std::min(2 * (pp - r - 1) + (v - 1) * pp + 1, m * v) / v;
+    }
+  }
+  return m;
+}
+
+MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
+  validate_plan(m, p);
+  MemoryReport report;
+  report.parameters = count_parameters(m).total;
+  report.bytes_per_param = bytes_per_parameter(p);
+  const double dense_group = static_cast<double>(p.dp) * p.cp;
+  const double expert_group = dense_group / p.ep;
+  const BytesPerParameter dense_b = sharded_bytes_per_parameter(p, p.zero, dense_group);
+  const BytesPerParameter expert_b = sharded_bytes_per_parameter(p, p.zero, expert_group);
+  const auto ranks = stage_layer_indices(m, p);
+  const auto embed = embedding_ops(m, p);
+  const auto head = head_ops(m, p);
+
+  for (int r = 0; r < p.pp; ++r) {
+    StageMemory s;
+    s.stage = r;
+    s.layers = ranks[static_cast<size_t>(r)];
+    const bool first = r == 0, last = r == p.pp - 1;
+    OpParams layer_params, edge_params;
+    double largest_unit = 0;
+    double full_layer_max = 0, core_layer_max = 0;
+    for (int l : s.layers) {
+      const auto ops = layer_ops(m, p, l);
+      OpParams lp = sum_params(ops);
+      layer_params.dense += lp.dense;
+      layer_params.expert += lp.expert;
+      largest_unit = std::max(largest_unit, lp.dense + lp.expert);
+      s.layer_activation_bytes += stored_layer_activation_bytes(m, p, l);
+      full_layer_max = std::max(full_layer_max, sum_saved(ops, any_op));
+      core_layer_max = std::max(core_layer_max, sum_saved(ops, core_op));
+    }
+    if (first) {
+      OpParams e = sum_params(embed);
+      edge_params.dense += e.dense;
+      largest_unit = std::max(largest_unit, e.dense);
+    }
+    if (last) {
+      OpParams h = sum_params(head);
+      edge_params.dense += h.dense;
+      largest_unit = std::max(largest_unit, h.dense);
+    }
+    s.expert_parameters = layer_params.expert;
+    s.parameters = layer_params.dense + layer_params.expert + edge_params.dense;
+    const double dense = layer_params.dense + edge_params.dense;
+    const double expert = layer_params.expert;
+
+    s.weights_bytes = dense * dense_b.weights + expert * expert_b.weights +
+                      layer_params.dense * dense_b.fp8_cache + expert * expert_b.fp8_cache;
+    if (p.zero == 3 && dense_group > 1) {
+      // FSDP / ZeRO-3 gathers one wrapped unit (a layer, or the embedding / LM head) at a
+      // time and prefetches the next: two full units of 16-bit (or fp32) weights.
+      s.zero3_buffer_bytes = 2 * largest_unit * report.bytes_per_param.weights;
+      s.weights_bytes += s.zero3_buffer_bytes;
+    }
+    s.gradients_bytes = dense * dense_b.gradients + expert * expert_b.gradients;
+    s.optimizer_bytes = dense * dense_b.optimizer() + expert * expert_b.optimizer();
+
+    s.inflight_microbatches = inflight_microbatches(p, r);
+    double acts = s.layer_activation_bytes * s.inflight_microbatches;
+    if (first) {
+      s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;
+      acts += s.embedding_activation_bytes;
+    }
+    if (last) {
+      s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
+      s.logits_bytes = sum_saved(head, loss_op);
+      acts += s.head_activation_bytes + s.logits_bytes;
+    }
+    if (p.recompute == Recompute::FULL) s.recompute_working_bytes = full_layer_max;
+    if (p.recompute == Recompute::SELECTIVE) s.recompute_working_bytes = core_layer_max;
+    acts += s.recompute_working_bytes;
+    s.activations_bytes = acts;
+
+    s.other.cuda_context_bytes = p.cuda_context_bytes;
+    int groups = 0;
+    for (int size : {p.tp, p.cp, p.dp, p.ep, p.pp})
+      if (size > 1) ++groups;
+    s.other.comm_buffer_bytes = groups * NCCL_BUFFERS_PER_GROUP_BYTES;
+    if (p.pp > 1) s.other.comm_buffer_bytes += 2 * layer_input_bytes(m, p);  // send + receive
+    const double rest = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes +
+                        s.activations_bytes + s.other.cuda_context_bytes +
+                        s.other.comm_buffer_bytes;
+    s.other.fragmentation_bytes = p.fragmentation_fraction * rest;
+    s.other_bytes = s.other.total();
+    s.total_bytes = rest + s.other.fragmentation_bytes;
+    if (s.total_bytes > report.peak_bytes) {
+      report.peak_bytes = s.total_bytes;
+      report.peak_stage = r;
+    }
+    report.stages.push_back(std::move(s));
+  }
+  return report;
+}
+
+}  // namespace loom::models

@@ -1,0 +1,98 @@
+#pragma once
+// The memory model: bytes per GPU for each pipeline stage of a plan — weights, gradients
+// and optimizer states (precision, optimizer, ZeRO stage, TP/PP/EP placement), activations
+// (summed from the op list's saved tensors under TP, SP, CP, recompute and flash
+// attention, times the micro-batches a schedule keeps in flight) and the rest (CUDA
+// context, communication buffers, allocator fragmentation reserve). docs/memory.md states
+// every assumption. Nothing here knows the GPU; callers compare with its capacity.
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
+
+namespace loom::models {
+
+/// Bytes each parameter costs before ZeRO sharding, by kind of state.
+struct BytesPerParameter {
+  double weights = 0;    ///< the working copy (2 for 16-bit, 4 for fp32)
+  double fp8_cache = 0;  ///< fp8 weight and transpose copies (fp8 only; layer weights only)
+  double gradients = 0;  ///< 4 with fp32 accumulation (Megatron main-grad), 2 with 16-bit
+  double master = 0;     ///< fp32 master weights under mixed precision
+  double states = 0;     ///< optimizer states: Adam 8, SGD with momentum 4, SGD 0
+  /// Optimizer bytes (master + states).
+  double optimizer() const { return master + states; }
+  /// Everything.
+  double total() const { return weights + fp8_cache + gradients + master + states; }
+};
+
+/// Bytes per parameter under the plan's precision, grad dtype and optimizer.
+BytesPerParameter bytes_per_parameter(const TrainingPlan& plan);
+
+/// Model-state bytes per parameter after ZeRO stage `zero` over `dp_group` ranks: weights,
+/// gradients and optimizer divided as ZeRO 1/2/3 does (no gather buffers).
+BytesPerParameter sharded_bytes_per_parameter(const TrainingPlan& plan, int zero, double dp_group);
+
+/// The "other" line, each part on its own.
+struct OtherMemory {
+  double cuda_context_bytes = 0;   ///< plan.cuda_context_bytes
+  double comm_buffer_bytes = 0;    ///< NCCL buffers per process group + pipeline send/recv
+  double fragmentation_bytes = 0;  ///< plan.fragmentation_fraction of everything else
+  double total() const { return cuda_context_bytes + comm_buffer_bytes + fragmentation_bytes; }
+};
+
+/// One GPU of one pipeline stage (pipeline rank).
+struct StageMemory {
+  int stage = 0;
+  std::vector<int> layers;        ///< layer indices this rank holds (all its virtual chunks)
+  double parameters = 0;          ///< parameters one GPU holds (after TP/EP, before ZeRO)
+  double expert_parameters = 0;   ///< of which routed-expert weights
+  double weights_bytes = 0;       ///< includes zero3_buffer_bytes
+  double zero3_buffer_bytes = 0;  ///< gathered largest unit + its prefetch (ZeRO-3/FSDP)
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;           ///< everything below summed
+  double layer_activation_bytes = 0;      ///< one micro-batch through this rank's layers, stored
+  double inflight_microbatches = 0;       ///< micro-batches whose activations are alive at peak
+  double embedding_activation_bytes = 0;  ///< first stage: embedding output kept, all in flight
+  double head_activation_bytes = 0;       ///< last stage: final norm and LM head inputs
+  double logits_bytes = 0;             ///< last stage: logits + fp32 cross-entropy, one micro-batch
+  double recompute_working_bytes = 0;  ///< one layer rematerialised during backward
+  OtherMemory other;
+  double other_bytes = 0;
+  double total_bytes = 0;
+};
+
+/// The whole estimate.
+struct MemoryReport {
+  double parameters = 0;              ///< the model's total parameters
+  BytesPerParameter bytes_per_param;  ///< before sharding
+  std::vector<StageMemory> stages;    ///< one per pipeline rank
+  double peak_bytes = 0;              ///< the largest stage total
+  int peak_stage = 0;
+};
+
+/// Throws ValidationError (one line naming the flag and the fix) when the plan does not fit
+/// the model: TP not dividing heads / KV heads / FFN / width, PP (x VPP) not dividing the
+/// layers without a --pipeline-split, a split not summing to the layers, EP not dividing the
+/// experts or dp x cp, CP or SP not dividing the sequence, a non-MoE model with --ep > 1,
+/// and model sizes that are zero or negative.
+void validate_plan(const ModelSpec& model, const TrainingPlan& plan);
+
+/// Layers of each virtual stage (pp x vpp entries): plan.pipeline_split, or an even split.
+std::vector<int> virtual_stage_layers(const ModelSpec& model, const TrainingPlan& plan);
+/// Layer indices each pipeline rank holds; rank r owns virtual stages r, r + pp, ...
+std::vector<std::vector<int>> stage_layer_indices(const ModelSpec& model, const TrainingPlan& plan);
+
+/// Activation bytes layer `layer_index` keeps per micro-batch on one GPU under
+/// plan.recompute (full: the layer input only; selective: all but the attention core).
+double stored_layer_activation_bytes(const ModelSpec& model, const TrainingPlan& plan,
+                                     int layer_index);
+/// Micro-batches (in units of this rank's full layer set) whose activations pipeline rank
+/// `stage` holds at its peak: GPipe m, 1F1B and zero-bubble min(pp - stage, m), naive 1,
+/// interleaved min(2 (pp - stage - 1) + (vpp - 1) pp + 1, m vpp) / vpp (Megatron).
+double inflight_microbatches(const TrainingPlan& plan, int stage);
+
+/// Memory per GPU for every pipeline stage. Calls validate_plan first.
+MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan);
+
+}  // namespace loom::models

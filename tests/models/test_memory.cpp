@@ -1,0 +1,264 @@
+// The memory model against published formulas: ZeRO (Rajbhandari et al. 2020), Megatron's
+// distributed optimizer, and Korthikanti et al. 2022 activation memory.
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "models/model_loader.hpp"
+
+using namespace loom;
+using namespace loom::models;
+
+namespace {
+
+double model_state_bytes(const StageMemory& s) {
+  return s.weights_bytes - s.zero3_buffer_bytes + s.gradients_bytes + s.optimizer_bytes;
+}
+
+// Korthikanti et al. 2022 (arXiv:2205.05198) assume 16-bit activations, a GPT block with a
+// GELU 4h MLP, dropout, and attention scores materialised (no flash attention).
+TrainingPlan korthikanti_plan(int t, bool sp, Recompute recompute) {
+  TrainingPlan p;
+  p.tp = t;
+  p.sp = sp;
+  p.recompute = recompute;
+  p.seq = 2048;
+  p.mbs = 1;
+  p.precision = Precision::FP16;
+  p.flash_attention = false;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("models::Memory: ZeRO paper Figure 1 model states, 7.5B on 64-way DP") {
+  // Rajbhandari et al. 2020 (SC20, arXiv:1910.02054), Figure 1: mixed-precision Adam with
+  // fp16 gradients (K = 12), Psi = 7.5B, Nd = 64: 120 / 31.4 / 16.6 / 1.88 GB per GPU for
+  // baseline / P_os / P_os+g / P_os+g+p, i.e. 16, 4 + 12/64, 2 + 14/64, 16/64 bytes/param.
+  TrainingPlan plan;
+  plan.precision = Precision::FP16;
+  plan.grad_dtype = GradDtype::BF16;  // 16-bit gradients
+  const double psi = 7.5e9;
+  const double expected_gb[] = {120, 31.4, 16.6, 1.88};
+  const double expected_bpp[] = {16, 4 + 12.0 / 64, 2 + 14.0 / 64, 16.0 / 64};
+  for (int zero = 0; zero <= 3; ++zero) {
+    const double bpp = sharded_bytes_per_parameter(plan, zero, 64).total();
+    CHECK(bpp == doctest::Approx(expected_bpp[zero]).epsilon(1e-12));
+    CHECK(bpp * psi / 1e9 == doctest::Approx(expected_gb[zero]).epsilon(0.006));
+  }
+  // The same through the full estimate of a GPT of 7.5B (Narayanan Table 1), dp = 64.
+  const ModelSpec m = model_preset("gpt-7.5b");
+  plan.dp = 64;
+  for (int zero = 0; zero <= 3; ++zero) {
+    plan.zero = zero;
+    const MemoryReport r = estimate_memory(m, plan);
+    const StageMemory& s = r.stages.at(0);
+    CHECK(model_state_bytes(s) / s.parameters ==
+          doctest::Approx(expected_bpp[zero]).epsilon(1e-12));
+    CHECK((s.zero3_buffer_bytes > 0) == (zero == 3));
+  }
+}
+
+TEST_CASE("models::Memory: Megatron distributed optimizer is 6 + 12/DP bytes per parameter") {
+  // Megatron-LM docs (docs/source/api-guide/dist_optimizer.md): bf16 params with fp32 main
+  // grads and Adam cost 18 bytes/param; the distributed optimizer (ZeRO-1) shards the fp32
+  // master weights and both moments: 6 + 12/DP.
+  TrainingPlan plan;
+  plan.precision = Precision::BF16;
+  plan.grad_dtype = GradDtype::FP32;
+  CHECK(sharded_bytes_per_parameter(plan, 0, 8).total() == 18);
+  for (double dp : {2.0, 8.0, 64.0}) {
+    CHECK(sharded_bytes_per_parameter(plan, 1, dp).total() == doctest::Approx(6 + 12 / dp));
+  }
+  // Mixed precision alone does not shrink model states: fp32 Adam is 16, bf16 Adam 18.
+  plan.precision = Precision::FP32;
+  CHECK(bytes_per_parameter(plan).total() == 16);
+  plan.optimizer = Optimizer::SGD_MOMENTUM;
+  CHECK(bytes_per_parameter(plan).total() == 12);
+  plan.optimizer = Optimizer::SGD;
+  CHECK(bytes_per_parameter(plan).total() == 8);
+  // fp8 (Transformer Engine): bf16 params + fp8 weight and transpose cache.
+  plan.precision = Precision::FP8;
+  plan.optimizer = Optimizer::ADAM;
+  CHECK(bytes_per_parameter(plan).total() == 20);
+}
+
+TEST_CASE("models::Memory: Korthikanti per-layer activations of GPT-3 175B") {
+  // Korthikanti et al. 2022 (arXiv:2205.05198) Eq. 1-3, 6 and Table 2, GPT-3 175B: s=2048,
+  // b=1, h=12288, a=96, t=8; bytes per layer.
+  const ModelSpec m = model_preset("gpt3-175b");
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  auto layer = [&](int tp, bool sp, Recompute rc) {
+    return stored_layer_activation_bytes(m, korthikanti_plan(tp, sp, rc), 0);
+  };
+  // Eq. 1, no parallelism: sbh (34 + 5as/h).
+  CHECK(layer(1, false, Recompute::NONE) == doctest::Approx(s * b * h * (34 + 5 * a * s / h)));
+  // Eq. 2, TP only: sbh (10 + 24/t + 5as/(ht)).
+  CHECK(layer(8, false, Recompute::NONE) ==
+        doctest::Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))));
+  // Eq. 3, TP + SP: sbh (34/t + 5as/(ht)).
+  CHECK(layer(8, true, Recompute::NONE) ==
+        doctest::Approx(s * b * h * (34 / t + 5 * a * s / (h * t))));
+  // Table 2, TP + selective: sbh (10 + 24/t).
+  CHECK(layer(8, false, Recompute::SELECTIVE) == doctest::Approx(s * b * h * (10 + 24 / t)));
+  // Eq. 6, TP + SP + selective: 34 sbh / t.
+  CHECK(layer(8, true, Recompute::SELECTIVE) == doctest::Approx(34 * s * b * h / t));
+  // Table 2, full recompute: 2 sbh (the layer input; Megatron divides it by t with SP).
+  CHECK(layer(8, false, Recompute::FULL) == doctest::Approx(2 * s * b * h));
+  CHECK(layer(8, true, Recompute::FULL) == doctest::Approx(2 * s * b * h / t));
+}
+
+TEST_CASE("models::Memory: 1F1B first stage holds L layers' worth, as Korthikanti Sec 4.2.3") {
+  // With 1F1B the first stage keeps p micro-batches of L/p layers: (34 sbh / t) x L in
+  // total for TP+SP+selective, independent of p (Korthikanti et al. 2022 Sec 4.2.3).
+  const ModelSpec m = model_preset("gpt3-175b");
+  TrainingPlan p = korthikanti_plan(8, true, Recompute::SELECTIVE);
+  p.pp = 8;
+  p.gbs = 64;
+  const MemoryReport r = estimate_memory(m, p);
+  const StageMemory& first = r.stages.front();
+  CHECK(first.inflight_microbatches == 8);
+  CHECK(first.layer_activation_bytes * first.inflight_microbatches ==
+        doctest::Approx(34 * 2048.0 * 12288 / 8 * 96));
+  CHECK(r.stages.back().inflight_microbatches == 1);
+  CHECK(r.stages.at(3).inflight_microbatches == 5);  // min(p - stage, m)
+  // GPipe keeps all m = 64 micro-batches; the naive schedule one.
+  p.schedule = Schedule::GPIPE;
+  CHECK(inflight_microbatches(p, 0) == 64);
+  p.schedule = Schedule::NAIVE;
+  CHECK(inflight_microbatches(p, 0) == 1);
+  // Fewer micro-batches than stages: 1F1B can only hold m.
+  p.schedule = Schedule::ONE_F_ONE_B;
+  p.gbs = 2;
+  CHECK(inflight_microbatches(p, 0) == 2);
+  // Interleaved (Megatron): the first stage holds (1 + (p - 1)/(p v)) x p micro-batches of
+  // its layers (Megatron-LM theoretical_memory_usage.py, interleaved penalty).
+  p.schedule = Schedule::INTERLEAVED;
+  p.vpp = 3;
+  p.gbs = 64;
+  CHECK(inflight_microbatches(p, 0) == doctest::Approx(8 * (1 + 7.0 / (8 * 3))));
+}
+
+TEST_CASE("models::Memory: flash attention, GQA and SwiGLU per-layer activations by hand") {
+  // Llama-3-8B, bf16, b=1, s=8192, no TP, flash attention: per layer the two norm inputs
+  // (2sh each), QKV input (2sh), Q/K/V (2s(4096+1024+1024)), the fp32 log-sum-exp
+  // (4 a s), the output-projection input (2sh), MLP input (2sh), SwiGLU input (2s 2f) and
+  // down-projection input (2sf); no s^2 term.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.seq = 8192;
+  const double s = 8192, h = 4096, f = 14336;
+  const double expected = 2 * 2 * s * h + 2 * s * h + 2 * s * (4096 + 1024 + 1024) + 4 * 32 * s +
+                          2 * s * h + 2 * s * h + 2 * s * 2 * f + 2 * s * f;
+  CHECK(stored_layer_activation_bytes(m, p, 0) == doctest::Approx(expected));
+  // Context parallelism halves everything per GPU at cp = 2.
+  p.cp = 2;
+  CHECK(stored_layer_activation_bytes(m, p, 0) == doctest::Approx(expected / 2));
+}
+
+TEST_CASE("models::Memory: TP splits layer weights but not norms; PP places embedding and head") {
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 8;
+  p.pp = 4;
+  const MemoryReport r = estimate_memory(m, p);
+  REQUIRE(r.stages.size() == 4);
+  const double h = 4096, V = 128256;
+  // One layer: matrices / 8, the two RMSNorm scales whole.
+  const double layer_matrices = 2 * h * h + 2 * h * 1024 + 3 * h * 14336;
+  const double layer = layer_matrices / 8 + 2 * h;
+  CHECK(r.stages[1].parameters == doctest::Approx(8 * layer));
+  CHECK(r.stages[0].parameters == doctest::Approx(8 * layer + V * h / 8));
+  CHECK(r.stages[3].parameters == doctest::Approx(8 * layer + V * h / 8 + h));
+  // bf16 Adam, fp32 grads, no ZeRO: 2 + 4 + 12 bytes per parameter.
+  CHECK(r.stages[1].weights_bytes + r.stages[1].gradients_bytes + r.stages[1].optimizer_bytes ==
+        doctest::Approx(18 * 8 * layer));
+  // An explicit split moves layers between stages.
+  p.pipeline_split = {5, 9, 9, 9};
+  const MemoryReport split = estimate_memory(m, p);
+  CHECK(split.stages[0].layers.size() == 5);
+  CHECK(split.stages[0].layers.front() == 0);
+  CHECK(split.stages[1].layers.front() == 5);
+  // Tied embeddings: both ends hold the matrix when pp > 1, one copy when pp == 1.
+  const ModelSpec g = model_preset("gpt-1.7b");
+  TrainingPlan q;
+  q.pp = 2;
+  const MemoryReport tied = estimate_memory(g, q);
+  CHECK(tied.stages[0].parameters + tied.stages[1].parameters ==
+        doctest::Approx(count_parameters(g).total + 51200.0 * 2304));
+  q.pp = 1;
+  CHECK(estimate_memory(g, q).stages[0].parameters == doctest::Approx(count_parameters(g).total));
+}
+
+TEST_CASE("models::Memory: EP splits experts and ZeRO shards them over dp x cp / ep") {
+  // Mixtral 8x7B, ep = 8 over dp = 8: each GPU holds one expert per layer.
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  TrainingPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.zero = 1;
+  const MemoryReport r = estimate_memory(m, p);
+  const ParameterCounts c = count_parameters(m);
+  const StageMemory& s = r.stages[0];
+  CHECK(s.expert_parameters == doctest::Approx(c.expert / 8));
+  CHECK(s.parameters == doctest::Approx(c.total - c.expert + c.expert / 8));
+  // Dense params shard the optimizer 8 ways, expert params over dp / ep = 1 rank.
+  const double dense = s.parameters - s.expert_parameters;
+  CHECK(s.optimizer_bytes == doctest::Approx(dense * 12 / 8 + s.expert_parameters * 12));
+}
+
+TEST_CASE("models::Memory: other lines and totals") {
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.cuda_context_bytes = 1e9;
+  p.fragmentation_fraction = 0.1;
+  const MemoryReport r = estimate_memory(m, p);
+  const StageMemory& s = r.stages[0];
+  CHECK(s.other.cuda_context_bytes == 1e9);
+  CHECK(s.other.comm_buffer_bytes == 0);  // one GPU: no process groups
+  const double rest =
+      s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes + 1e9;
+  CHECK(s.other.fragmentation_bytes == doctest::Approx(0.1 * rest));
+  CHECK(s.total_bytes == doctest::Approx(rest * 1.1));
+  CHECK(r.peak_bytes == s.total_bytes);
+  // The last stage keeps logits and the fp32 cross-entropy buffer: 2 + 4 bytes x s x V.
+  CHECK(s.logits_bytes == doctest::Approx(6.0 * 2048 * 128256));
+}
+
+TEST_CASE("models::Memory: plan validation, one rule per check") {
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p),
+                       "--tp: 3 does not divide model.heads 32; pick a --tp that divides 32",
+                       ValidationError);
+  p.tp = 16;  // divides 32 heads but not the 8 KV heads
+  CHECK_THROWS_WITH_AS(validate_plan(m, p), doctest::Contains("model.kv_heads 8"), ValidationError);
+  p.tp = 1;
+  p.pp = 5;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p), doctest::Contains("do not divide model.layers 32"),
+                       ValidationError);
+  p.pipeline_split = {6, 6, 6, 6, 6};
+  CHECK_THROWS_WITH_AS(validate_plan(m, p), doctest::Contains("layers sum to 30"), ValidationError);
+  p.pipeline_split = {8, 6, 6, 6, 6};
+  CHECK_NOTHROW(validate_plan(m, p));
+  p = TrainingPlan{};
+  p.ep = 2;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p), doctest::Contains("needs a mixture-of-experts"),
+                       ValidationError);
+  const ModelSpec moe = model_preset("mixtral-8x7b");
+  p.dp = 3;
+  p.ep = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(moe, p),
+                       doctest::Contains("--ep: 3 does not divide model.moe.experts 8"),
+                       ValidationError);
+  p = TrainingPlan{};
+  p.cp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p), doctest::Contains("does not divide --seq 2048"),
+                       ValidationError);
+  ModelSpec bad = m;
+  bad.hidden = 0;
+  CHECK_THROWS_WITH_AS(validate_plan(bad, TrainingPlan{}), doctest::Contains("model.hidden"),
+                       ValidationError);
+}
