@@ -2,10 +2,22 @@
 // The cluster as a directed graph of devices and links. Vertices are GPUs, NVSwitches,
 // PCIe switches, CPUs, NICs, leaf and spine switches; each full-duplex link is two
 // directed edges, each with its own capacity and latency. This header is light (plain
-// vectors); the Boost.Graph view used for routing lives in cluster.cpp.
+// vectors); the Boost.Graph views (connectivity, max-flow bisection) and the routing index
+// live in cluster.cpp.
+//
+// Routing: the cost of a path is its summed latency, then its hop count; among equal-cost
+// paths the choice is a deterministic hash of the endpoints (ECMP). Traffic never transits
+// through a GPU other than its endpoints (no PXN / NVLink forwarding), and a path between two
+// nodes never passes through a third node. Routes between nodes are computed hierarchically:
+// inside the source node to a gateway (a vertex with a link to a fabric vertex, e.g. a NIC),
+// across the fabric (all-pairs table over switches, node = -1), inside the destination node.
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "topologies/gpu_catalog.hpp"
 
 namespace loom::topo {
 
@@ -45,7 +57,11 @@ struct Path {
   double latency_s = 0;      ///< sum of link latencies, seconds
 };
 
+struct RoutingIndex;
+
 /// Devices and links of a cluster plus its GPU ordering (global rank r runs on gpus()[r]).
+/// Build it (add_vertex, add_duplex_link), then call finalize() before sharing it between
+/// threads: queries build the routing index lazily on first use otherwise.
 class Cluster {
  public:
   /// Adds a vertex and returns its id. Throws ValidationError on a duplicate name.
@@ -69,13 +85,20 @@ class Cluster {
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
   int num_nodes() const { return num_nodes_; }
   void set_num_nodes(int n) { num_nodes_ = n; }
+  /// GPUs per node (num_gpus() / num_nodes(); the cluster is homogeneous).
+  int gpus_per_node() const { return num_nodes_ > 0 ? num_gpus() / num_nodes_ : num_gpus(); }
+  /// Node of global rank `rank`; throws ValidationError when out of range.
+  int node_of_rank(int rank) const { return vertex(gpu_vertex(rank)).node; }
+  /// Index of `rank` among the GPUs of its node; throws ValidationError when out of range.
+  int local_rank(int rank) const { return vertex(gpu_vertex(rank)).local_index; }
   /// The vertex of global rank `rank`; throws ValidationError when out of range.
   VertexId gpu_vertex(int rank) const;
   /// Looks a vertex up by name; -1 when absent.
   VertexId find_vertex(const std::string& name) const;
 
-  /// Deterministic shortest path (fewest hops; ties broken by a hash of the endpoints,
-  /// i.e. ECMP) from vertex `src` to vertex `dst`. Throws ValidationError when unreachable.
+  /// Deterministic shortest path (lowest summed latency, then fewest hops; ties broken by a
+  /// hash of the endpoints, i.e. ECMP) from vertex `src` to vertex `dst`. Throws
+  /// ValidationError when unreachable.
   Path route(VertexId src, VertexId dst) const;
   /// route() between the GPUs of two global ranks.
   Path route_ranks(int src_rank, int dst_rank) const {
@@ -83,16 +106,52 @@ class Cluster {
   }
   /// Throws ValidationError naming an unreachable vertex when the graph is not connected.
   void check_connected() const;
+  /// Builds the routing index now (otherwise built on first query; not thread-safe then).
+  void finalize() const;
+
+  /// Index of the NVLink domain of `rank`: GPUs joined by NVLink links, directly or through
+  /// NVSwitches. Domains are numbered 0, 1, ... in order of their lowest rank.
+  int nvlink_domain(int rank) const;
+  /// Number of GPUs in the NVLink domain of `rank` (1 for a GPU without NVLink).
+  int nvlink_domain_size(int rank) const;
+  /// Number of NVLink domains.
+  int num_nvlink_domains() const;
+  /// The global ranks in NVLink domain `domain`, ascending.
+  const std::vector<int>& nvlink_domain_ranks(int domain) const;
+  /// Scale-out injection bandwidth of `rank`, bytes per second per direction: the node's
+  /// links into the fabric shared among its GPUs, capped by the GPU's path to its nearest
+  /// gateway. 0 when the cluster has no fabric (a single node).
+  double injection_bandwidth_Bps(int rank) const;
+  /// Scale-up bandwidth of `rank`: the sum of its NVLink links, bytes per second per direction.
+  double nvlink_bandwidth_Bps(int rank) const;
+  /// Bisection bandwidth in bytes per second, one direction: the smallest max-flow min-cut
+  /// over the candidate balanced halves (first/second half of the nodes; lower/upper half of
+  /// the rails). With a fabric, the terminals are the NICs and only fabric links count;
+  /// without one (a single node), the terminals are the GPUs and the whole node counts.
+  double bisection_bandwidth_Bps() const;
+  /// Whether the cluster has a scale-out fabric (vertices outside every node).
+  bool has_fabric() const;
 
   /// Free-form name of what this cluster is ("dgx-h100 x4", or a file path).
   std::string name;
+  /// The GPU of every node (the cluster is homogeneous).
+  GpuSpec gpu;
+  /// Link type of the scale-out fabric ("ib-ndr"), empty for a single node.
+  std::string fabric_link;
+  /// Fabric oversubscription (leaf downlink : uplink bandwidth), 1 for non-blocking.
+  double oversubscription = 1.0;
 
  private:
+  const RoutingIndex& index() const;
+  void invalidate() { index_.reset(); }
+
   std::vector<Vertex> vertices_;
   std::vector<Link> links_;
   std::vector<std::vector<LinkId>> out_;
   std::vector<VertexId> gpus_;
+  std::map<std::string, VertexId, std::less<>> by_name_;
   int num_nodes_ = 1;
+  mutable std::shared_ptr<const RoutingIndex> index_;
 };
 
 }  // namespace loom::topo

@@ -1,0 +1,27 @@
+#pragma once
+// The cluster flags shared by topo, ranks, memory, collective and simulate: --cluster C
+// (preset name or cluster JSON), --nodes N, --gpus N; and their resolution into a cluster.
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "topologies/cluster.hpp"
+
+namespace loom::cli {
+
+/// Raw values of --cluster, --nodes and --gpus.
+struct ClusterFlags {
+  std::string cluster;       ///< preset name or path to a cluster JSON
+  std::optional<int> nodes;  ///< --nodes N
+  std::optional<int> gpus;   ///< --gpus N (a multiple of the GPUs per node)
+};
+
+/// Adds --cluster, --nodes and --gpus to `app`. With `required`, --cluster must be given.
+void add_cluster_flags(CLI::App& app, ClusterFlags& flags, bool required = true);
+
+/// Loads the cluster the flags name (topo::load_cluster). Throws ValidationError (unknown
+/// preset, bad size) or ConfigError (bad cluster file).
+topo::Cluster resolve_cluster(const ClusterFlags& flags);
+
+}  // namespace loom::cli

@@ -1,0 +1,69 @@
+#pragma once
+// Internal to topologies/: node templates (vertices with local names, links), their
+// instantiation per node, and the rail-optimised fat-tree fabric. Shared by the presets and
+// the cluster JSON reader.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/cluster.hpp"
+
+namespace loom::topo {
+
+/// One node's devices and links, with names local to the node ("gpu0", "nic3").
+struct NodeTemplate {
+  struct V {
+    VertexKind kind = VertexKind::GPU;
+    std::string name;
+    bool in_switch_reduce = false;
+  };
+  struct L {
+    std::string a, b;
+    LinkKind kind = LinkKind::NVLINK;
+    double bandwidth_Bps = 0;  ///< per direction
+    double latency_s = 0;
+    std::string label;
+  };
+  std::vector<V> vertices;
+  std::vector<L> links;
+
+  void add(VertexKind kind, std::string name, bool in_switch_reduce = false) {
+    vertices.push_back(V{kind, std::move(name), in_switch_reduce});
+  }
+  /// A link of catalog type `type` ("nvlink4") with `lanes` lanes (0: the type's default).
+  void link(const std::string& a, const std::string& b, const std::string& type, int lanes = 0);
+};
+
+/// The scale-out fabric between nodes.
+struct FabricSpec {
+  std::string link;             ///< link type key ("ib-ndr"); empty: no fabric
+  double bandwidth_Bps = 0;     ///< per NIC port per direction; 0: the link type's
+  double latency_s = -1;        ///< per hop; < 0: the link type's
+  int spines = 0;               ///< 0: one per rail, at most nodes / oversubscription
+  double oversubscription = 1;  ///< leaf downlink : uplink bandwidth, >= 1
+};
+
+/// Adds one node built from `t`: vertex names "node<n>/<local>", local_index per kind.
+void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node);
+/// Adds leaves (one per rail: NIC local index) and spines, links NICs to leaves and every
+/// leaf to every spine. Throws ValidationError when the nodes have no NICs.
+void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes);
+/// Builds `nodes` copies of `t`, plus the fabric when nodes > 1; checks connectivity.
+Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
+                      const FabricSpec& fabric);
+
+/// A preset's node template and default fabric; throws ValidationError on an unknown name.
+struct PresetDefinition {
+  std::string name;
+  std::string description;
+  std::string gpu;  ///< GPU catalog key
+  FabricSpec fabric;
+  NodeTemplate node;
+};
+PresetDefinition find_preset(const std::string& name, const std::string& field = "--cluster");
+
+/// Reads a cluster JSON file (see docs/clusters.md) into a cluster of `nodes` nodes when
+/// given. Throws ConfigError / ValidationError.
+Cluster read_cluster_json(const std::string& path, std::optional<int> nodes);
+
+}  // namespace loom::topo

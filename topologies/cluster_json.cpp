@@ -1,0 +1,245 @@
+// The cluster JSON reader (format in docs/clusters.md): a node template (a preset's node or
+// explicit vertices and links) replicated over N nodes plus a fabric, or an explicit graph.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+#include "topologies/cluster_builder.hpp"
+#include "topologies/gpu_json.hpp"
+#include "topologies/link_catalog.hpp"
+
+namespace loom::topo {
+namespace {
+
+const std::vector<std::string>& vertex_kind_names() {
+  static const std::vector<std::string> names = {"gpu", "nvswitch", "pcie-switch", "cpu",
+                                                 "nic", "leaf",     "spine"};
+  return names;
+}
+
+VertexKind parse_vertex_kind(const std::string& s) {
+  const auto& names = vertex_kind_names();
+  auto it = std::find(names.begin(), names.end(), s);
+  return static_cast<VertexKind>(it - names.begin());
+}
+
+struct RawVertex {
+  NodeTemplate::V v;
+  int node = -1;
+};
+
+RawVertex read_vertex(ObjectReader& r, bool allow_node) {
+  RawVertex out;
+  out.v.name = r.get_string("name");
+  if (out.v.name.empty() || out.v.name.find('/') != std::string::npos)
+    r.fail("name", fmt::format("'{}'", out.v.name), "a non-empty name without '/'");
+  out.v.kind = parse_vertex_kind(r.get_enum("kind", vertex_kind_names()));
+  out.v.in_switch_reduce = r.get_bool_or("in_switch_reduce", false);
+  if (out.v.in_switch_reduce && out.v.kind != VertexKind::NVSWITCH)
+    r.fail("in_switch_reduce", "true", "only on an nvswitch vertex");
+  if (allow_node) {
+    const bool fabric = out.v.kind == VertexKind::LEAF || out.v.kind == VertexKind::SPINE;
+    out.node = static_cast<int>(r.get_count_or("node", fabric ? -1 : 0));
+    if (r.has("node") && r.raw("node").is_number() && r.raw("node").get<double>() == -1)
+      out.node = -1;
+  }
+  r.finish();
+  return out;
+}
+
+// A link: {"a", "b", "type": catalog key, "lanes"?, "bandwidth"? (total per direction),
+// "latency"?}; `known` checks the endpoint names.
+template <typename Known>
+NodeTemplate::L read_link(ObjectReader& r, Known known) {
+  NodeTemplate::L l;
+  l.a = r.get_string("a");
+  l.b = r.get_string("b");
+  for (const auto& [key, name] : {std::pair{"a", l.a}, std::pair{"b", l.b}}) {
+    if (!known(name))
+      r.fail(key, fmt::format("'{}'", name), "the name of a vertex defined in \"vertices\"");
+  }
+  if (l.a == l.b) r.fail("b", fmt::format("'{}'", l.b), "a vertex other than \"a\"");
+  const std::string type = r.get_enum("type", link_type_names());
+  const LinkSpec& spec = find_link_type(type);
+  const int lanes = static_cast<int>(r.get_positive_int_or("lanes", spec.default_lanes));
+  l.kind = spec.kind;
+  l.bandwidth_Bps =
+      r.get_quantity_or("bandwidth", Unit::BANDWIDTH, spec.lane_bandwidth_Bps * lanes);
+  if (!(l.bandwidth_Bps > 0))
+    r.fail("bandwidth", r.raw("bandwidth").dump(), "a positive bandwidth, e.g. \"450GBps\"");
+  l.latency_s = r.get_quantity_or("latency", Unit::TIME, spec.latency_s);
+  l.label = lanes > 1 ? fmt::format("{} x{}", spec.label, lanes) : spec.label;
+  r.finish();
+  return l;
+}
+
+const nlohmann::json& array_of(ObjectReader& r, std::string_view key) {
+  const auto& v = r.raw(key);
+  if (!v.is_array() || v.empty()) r.fail(key, v.dump().substr(0, 40), "a non-empty JSON array");
+  return v;
+}
+
+NodeTemplate read_template(ObjectReader& r, const std::string& file) {
+  NodeTemplate t;
+  std::map<std::string, int, std::less<>> names;
+  const auto& vs = array_of(r, "vertices");
+  for (size_t i = 0; i < vs.size(); ++i) {
+    ObjectReader vr(vs[i], file, fmt::format("{}/{}", r.pointer_of("vertices"), i));
+    RawVertex v = read_vertex(vr, false);
+    if (v.v.kind == VertexKind::LEAF || v.v.kind == VertexKind::SPINE)
+      vr.fail("kind", fmt::format("'{}'", vertex_kind_names()[static_cast<size_t>(v.v.kind)]),
+              "a device inside a node (leaves and spines belong to the fabric)");
+    if (!names.emplace(v.v.name, 0).second)
+      vr.fail("name", fmt::format("'{}'", v.v.name), "a name not used before in this node");
+    t.vertices.push_back(v.v);
+  }
+  const auto& ls = array_of(r, "links");
+  for (size_t i = 0; i < ls.size(); ++i) {
+    ObjectReader lr(ls[i], file, fmt::format("{}/{}", r.pointer_of("links"), i));
+    t.links.push_back(read_link(lr, [&](const std::string& n) { return names.count(n) != 0; }));
+  }
+  return t;
+}
+
+FabricSpec read_fabric(ObjectReader& r) {
+  FabricSpec f;
+  f.link = r.get_enum("link", link_type_names());
+  const LinkSpec& spec = find_link_type(f.link);
+  if (spec.kind != LinkKind::INFINIBAND && spec.kind != LinkKind::ROCE &&
+      spec.kind != LinkKind::ETHERNET)
+    r.fail("link", fmt::format("'{}'", f.link), "a network link type (ib-*, roce-*)");
+  f.bandwidth_Bps = r.get_quantity_or("bandwidth", Unit::BANDWIDTH, 0);
+  if (r.has("bandwidth") && !(f.bandwidth_Bps > 0))
+    r.fail("bandwidth", r.raw("bandwidth").dump(), "a positive bandwidth, e.g. \"400Gbps\"");
+  f.latency_s = r.get_quantity_or("latency", Unit::TIME, -1);
+  f.spines = static_cast<int>(r.get_positive_int_or("spines", 0));
+  f.oversubscription = r.get_number_or("oversubscription", 1);
+  if (!(f.oversubscription >= 1))
+    r.fail("oversubscription", r.raw("oversubscription").dump(),
+           "a ratio >= 1 (downlink : uplink; 2 means 2:1)");
+  r.finish();
+  return f;
+}
+
+GpuSpec read_gpu(ObjectReader& r, const std::string& file, const std::string& fallback) {
+  if (!r.has("gpu")) {
+    if (fallback.empty()) r.raw("gpu");  // throws missing_key
+    return find_gpu(fallback);
+  }
+  const auto& g = r.raw("gpu");
+  if (g.is_string()) {
+    try {
+      return find_gpu(g.get<std::string>(), r.pointer_of("gpu"));
+    } catch (const ValidationError& e) {
+      throw ConfigError(file, r.pointer_of("gpu"), fmt::format("{}: {}", file, e.what()));
+    }
+  }
+  ObjectReader gr = r.child("gpu");
+  return read_gpu_spec(gr);
+}
+
+Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& gpu,
+                      std::optional<int> nodes, const std::string& name) {
+  Cluster cluster;
+  cluster.name = name;
+  cluster.gpu = gpu;
+  const auto& vs = array_of(r, "vertices");
+  std::map<VertexKind, std::map<int, int>> counts;  // kind -> node -> next local index
+  int max_node = 0;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    ObjectReader vr(vs[i], file, fmt::format("/vertices/{}", i));
+    RawVertex v = read_vertex(vr, true);
+    if (cluster.find_vertex(v.v.name) >= 0)
+      vr.fail("name", fmt::format("'{}'", v.v.name), "a name not used before");
+    if (v.v.kind == VertexKind::GPU && v.node < 0)
+      vr.fail("node", "-1", "a node index >= 0 for a GPU");
+    Vertex vertex;
+    vertex.kind = v.v.kind;
+    vertex.name = v.v.name;
+    vertex.node = v.node;
+    vertex.local_index = counts[v.v.kind][v.node]++;
+    vertex.in_switch_reduce = v.v.in_switch_reduce;
+    max_node = std::max(max_node, v.node);
+    cluster.add_vertex(std::move(vertex));
+  }
+  if (cluster.gpus().empty()) r.fail("vertices", "(no GPU)", "at least one vertex of kind \"gpu\"");
+  if (nodes && *nodes != max_node + 1) {
+    throw ValidationError("--nodes", fmt::format("{} lists explicit vertices on {} nodes; --nodes "
+                                                 "/ --gpus cannot resize it (asked for {})",
+                                                 file, max_node + 1, *nodes));
+  }
+  const auto& ls = array_of(r, "links");
+  for (size_t i = 0; i < ls.size(); ++i) {
+    ObjectReader lr(ls[i], file, fmt::format("/links/{}", i));
+    auto l = read_link(lr, [&](const std::string& n) { return cluster.find_vertex(n) >= 0; });
+    cluster.add_duplex_link(cluster.find_vertex(l.a), cluster.find_vertex(l.b), l.kind,
+                            l.bandwidth_Bps, l.latency_s, l.label);
+  }
+  cluster.set_num_nodes(max_node + 1);
+  cluster.check_connected();
+  cluster.finalize();
+  return cluster;
+}
+
+}  // namespace
+
+Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
+  nlohmann::json doc = load_json_file(path, "cluster");
+  ObjectReader r(doc, path, "");
+  r.allow({"comment", "$schema"});
+  std::string name = r.get_string_or("name", path);
+  try {
+    if (r.has("vertices") || r.has("links")) {
+      if (r.has("node"))
+        r.fail("node", "(with vertices)", "either \"node\" or \"vertices\"/\"links\"");
+      if (r.has("fabric"))
+        r.fail("fabric", "(with vertices)", "fabric only with a \"node\" template");
+      if (r.has("nodes")) r.fail("nodes", "(with vertices)", "nodes only with a \"node\" template");
+      GpuSpec gpu = read_gpu(r, path, "");
+      Cluster c = read_explicit(r, path, gpu, nodes, name);
+      r.finish();
+      return c;
+    }
+    const int file_nodes = static_cast<int>(r.get_positive_int_or("nodes", 1));
+    const int n = nodes.value_or(file_nodes);
+    ObjectReader nr = r.child("node");
+    NodeTemplate t;
+    std::string preset_gpu;
+    FabricSpec fabric;
+    if (nr.has("preset")) {
+      PresetDefinition p;
+      try {
+        p = find_preset(nr.get_string("preset"), nr.pointer_of("preset"));
+      } catch (const ValidationError& e) {
+        throw ConfigError(path, nr.pointer_of("preset"), fmt::format("{}: {}", path, e.what()));
+      }
+      t = p.node;
+      preset_gpu = p.gpu;
+      fabric = p.fabric;
+      nr.finish();
+    } else {
+      t = read_template(nr, path);
+      nr.finish();
+    }
+    if (std::none_of(t.vertices.begin(), t.vertices.end(),
+                     [](const auto& v) { return v.kind == VertexKind::GPU; }))
+      r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
+    GpuSpec gpu = read_gpu(r, path, preset_gpu);
+    if (r.has("fabric")) {
+      ObjectReader fr = r.child("fabric");
+      fabric = read_fabric(fr);
+    }
+    r.finish();
+    return build_cluster(n > 1 ? fmt::format("{} x{}", name, n) : name, gpu, t, n, fabric);
+  } catch (const ValidationError& e) {
+    // Graph-level problems (disconnected, duplicate names) get the file name in front.
+    if (std::string(e.what()).find(path) != std::string::npos || e.field().rfind("--", 0) == 0)
+      throw;
+    throw ConfigError(path, "", fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace loom::topo

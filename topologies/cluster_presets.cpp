@@ -1,0 +1,302 @@
+#include "topologies/cluster_presets.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+#include "topologies/cluster_builder.hpp"
+#include "topologies/link_catalog.hpp"
+
+namespace loom::topo {
+
+void NodeTemplate::link(const std::string& a, const std::string& b, const std::string& type,
+                        int lanes) {
+  const LinkSpec& spec = find_link_type(type);
+  const int n = lanes > 0 ? lanes : spec.default_lanes;
+  std::string label = spec.label;
+  if (n > 1) label += fmt::format(" x{}", n);
+  links.push_back(L{a, b, spec.kind, spec.lane_bandwidth_Bps * n, spec.latency_s, label});
+}
+
+void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node) {
+  std::map<VertexKind, int> counts;
+  std::map<std::string, VertexId, std::less<>> local;
+  for (const auto& v : t.vertices) {
+    Vertex vertex;
+    vertex.kind = v.kind;
+    vertex.name = fmt::format("node{}/{}", node, v.name);
+    vertex.node = node;
+    vertex.local_index = counts[v.kind]++;
+    vertex.in_switch_reduce = v.in_switch_reduce;
+    local[v.name] = cluster.add_vertex(std::move(vertex));
+  }
+  for (const auto& l : t.links) {
+    cluster.add_duplex_link(local.at(l.a), local.at(l.b), l.kind, l.bandwidth_Bps, l.latency_s,
+                            l.label);
+  }
+}
+
+void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) {
+  const LinkSpec& spec = find_link_type(fabric.link, "fabric link");
+  const double port_Bps = fabric.bandwidth_Bps > 0 ? fabric.bandwidth_Bps : spec.lane_bandwidth_Bps;
+  const double latency_s = fabric.latency_s >= 0 ? fabric.latency_s : spec.latency_s;
+  std::vector<std::vector<VertexId>> rails;  // rails[r] = NIC of rail r in every node
+  for (size_t v = 0; v < cluster.vertices().size(); ++v) {
+    const Vertex& x = cluster.vertices()[v];
+    if (x.kind != VertexKind::NIC || x.node < 0) continue;
+    if (static_cast<int>(rails.size()) <= x.local_index)
+      rails.resize(static_cast<size_t>(x.local_index + 1));
+    rails[static_cast<size_t>(x.local_index)].push_back(static_cast<VertexId>(v));
+  }
+  if (rails.empty()) {
+    throw ValidationError("--nodes", fmt::format("cluster '{}' has no NICs, so it cannot span {} "
+                                                 "nodes; use --nodes 1 or add NICs",
+                                                 cluster.name, nodes));
+  }
+  // Default spine count: one per rail, but never more than a leaf has uplink ports (so each
+  // leaf-spine edge carries at least one NIC port's bandwidth).
+  const int uplink_ports = std::max(1, static_cast<int>(nodes / fabric.oversubscription));
+  const int spines = fabric.spines > 0
+                         ? fabric.spines
+                         : std::min(static_cast<int>(rails.size()), uplink_ports);
+  std::vector<VertexId> leaves, spine_ids;
+  for (size_t r = 0; r < rails.size(); ++r) {
+    Vertex leaf;
+    leaf.kind = VertexKind::LEAF;
+    leaf.name = fmt::format("leaf{}", r);
+    leaf.local_index = static_cast<int>(r);
+    leaves.push_back(cluster.add_vertex(std::move(leaf)));
+  }
+  for (int s = 0; s < spines; ++s) {
+    Vertex spine;
+    spine.kind = VertexKind::SPINE;
+    spine.name = fmt::format("spine{}", s);
+    spine.local_index = s;
+    spine_ids.push_back(cluster.add_vertex(std::move(spine)));
+  }
+  for (size_t r = 0; r < rails.size(); ++r) {
+    for (VertexId nic : rails[r])
+      cluster.add_duplex_link(nic, leaves[r], spec.kind, port_Bps, latency_s, spec.label);
+    // The leaf's uplink capacity is its downlink capacity / oversubscription, spread evenly
+    // over the spines; each leaf-spine edge aggregates the cables between them.
+    const double up_Bps =
+        static_cast<double>(rails[r].size()) * port_Bps / fabric.oversubscription / spines;
+    for (VertexId s : spine_ids)
+      cluster.add_duplex_link(leaves[r], s, spec.kind, up_Bps, latency_s,
+                              spec.label + " (leaf-spine aggregate)");
+  }
+}
+
+Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
+                      const FabricSpec& fabric) {
+  Cluster cluster;
+  cluster.name = name;
+  cluster.gpu = gpu;
+  for (int n = 0; n < nodes; ++n) instantiate_node(cluster, t, n);
+  cluster.set_num_nodes(nodes);
+  if (nodes > 1) {
+    if (fabric.link.empty()) {
+      throw ValidationError("--nodes", fmt::format("cluster '{}' has no fabric, so it cannot span "
+                                                   "{} nodes; use --nodes 1 or give a fabric",
+                                                   name, nodes));
+    }
+    build_rail_fat_tree(cluster, fabric, nodes);
+    cluster.fabric_link = fabric.link;
+    cluster.oversubscription = fabric.oversubscription;
+  }
+  cluster.check_connected();
+  cluster.finalize();
+  return cluster;
+}
+
+namespace {
+
+// An HGX-style 8-GPU node: every GPU on one logical NVSwitch vertex (the 4 or 6 physical
+// NVSwitch chips aggregated), one PCIe switch per GPU with that GPU's own NIC (rail i =
+// NIC i), four PCIe switches per CPU socket, two sockets joined by the socket link. The
+// physical boards pair two GPUs and two NICs per PCIe switch; pairing them one-to-one keeps
+// rail-aligned traffic on its rail, which is what NCCL's topology search picks anyway.
+NodeTemplate hgx8(const std::string& nvlink, bool nvls, const std::string& pcie) {
+  NodeTemplate t;
+  for (int i = 0; i < 8; ++i) t.add(VertexKind::GPU, fmt::format("gpu{}", i));
+  t.add(VertexKind::NVSWITCH, "nvswitch", nvls);
+  for (int i = 0; i < 8; ++i) t.add(VertexKind::PCIE_SWITCH, fmt::format("pcie{}", i));
+  for (int c = 0; c < 2; ++c) t.add(VertexKind::CPU, fmt::format("cpu{}", c));
+  for (int i = 0; i < 8; ++i) t.add(VertexKind::NIC, fmt::format("nic{}", i));
+  for (int i = 0; i < 8; ++i) {
+    t.link(fmt::format("gpu{}", i), "nvswitch", nvlink);
+    t.link(fmt::format("gpu{}", i), fmt::format("pcie{}", i), pcie);
+    t.link(fmt::format("pcie{}", i), fmt::format("nic{}", i), pcie);
+    t.link(fmt::format("pcie{}", i), fmt::format("cpu{}", i / 4), pcie);
+  }
+  t.link("cpu0", "cpu1", "cpu-link");
+  return t;
+}
+
+// GB200 NVL72: 72 GPUs on one logical NVSwitch (18 NVSwitch chips in 9 switch trays), each
+// pair of GPUs with its Grace CPU over NVLink-C2C, one ConnectX-7 400G per GPU on PCIe Gen5.
+NodeTemplate nvl72() {
+  NodeTemplate t;
+  for (int i = 0; i < 72; ++i) t.add(VertexKind::GPU, fmt::format("gpu{}", i));
+  t.add(VertexKind::NVSWITCH, "nvswitch", true);
+  for (int c = 0; c < 36; ++c) t.add(VertexKind::CPU, fmt::format("cpu{}", c));
+  for (int i = 0; i < 72; ++i) t.add(VertexKind::NIC, fmt::format("nic{}", i));
+  for (int i = 0; i < 72; ++i) {
+    t.link(fmt::format("gpu{}", i), "nvswitch", "nvlink5");
+    t.link(fmt::format("gpu{}", i), fmt::format("cpu{}", i / 2), "nvlink-c2c");
+    t.link(fmt::format("gpu{}", i), fmt::format("nic{}", i), "pcie5");
+  }
+  return t;
+}
+
+// Two sockets, two PCIe switches per socket, two GPUs and one NIC per switch. With
+// `bridges`, GPUs 2k and 2k+1 (same switch) share an NVLink bridge.
+NodeTemplate pcie_box(const std::string& gpu_pcie, const std::string& bridge) {
+  NodeTemplate t;
+  for (int i = 0; i < 8; ++i) t.add(VertexKind::GPU, fmt::format("gpu{}", i));
+  for (int s = 0; s < 4; ++s) t.add(VertexKind::PCIE_SWITCH, fmt::format("pcie{}", s));
+  for (int c = 0; c < 2; ++c) t.add(VertexKind::CPU, fmt::format("cpu{}", c));
+  for (int s = 0; s < 4; ++s) t.add(VertexKind::NIC, fmt::format("nic{}", s));
+  for (int i = 0; i < 8; ++i)
+    t.link(fmt::format("gpu{}", i), fmt::format("pcie{}", i / 2), gpu_pcie);
+  for (int s = 0; s < 4; ++s) {
+    t.link(fmt::format("pcie{}", s), fmt::format("cpu{}", s / 2), gpu_pcie);
+    t.link(fmt::format("pcie{}", s), fmt::format("nic{}", s), gpu_pcie);
+  }
+  if (!bridge.empty())
+    for (int k = 0; k < 4; ++k)
+      t.link(fmt::format("gpu{}", 2 * k), fmt::format("gpu{}", 2 * k + 1), bridge);
+  t.link("cpu0", "cpu1", "cpu-link");
+  return t;
+}
+
+// Consumer GPUs have no peer-to-peer over PCIe: every GPU hangs off its socket's root
+// complex, so GPU-to-GPU traffic goes through the CPU. One NIC per socket.
+NodeTemplate rtx_box() {
+  NodeTemplate t;
+  for (int i = 0; i < 8; ++i) t.add(VertexKind::GPU, fmt::format("gpu{}", i));
+  for (int c = 0; c < 2; ++c) t.add(VertexKind::CPU, fmt::format("cpu{}", c));
+  for (int c = 0; c < 2; ++c) t.add(VertexKind::NIC, fmt::format("nic{}", c));
+  for (int i = 0; i < 8; ++i) t.link(fmt::format("gpu{}", i), fmt::format("cpu{}", i / 4), "pcie4");
+  for (int c = 0; c < 2; ++c) t.link(fmt::format("cpu{}", c), fmt::format("nic{}", c), "pcie4");
+  t.link("cpu0", "cpu1", "cpu-link");
+  return t;
+}
+
+FabricSpec fabric(const std::string& link) {
+  FabricSpec f;
+  f.link = link;
+  return f;
+}
+
+std::vector<PresetDefinition> build_presets() {
+  return {
+      {"dgx-a100",
+       "DGX A100: 8x A100-SXM4-80GB, NVLink3 300 GB/s/dir to NVSwitch, 8x ConnectX-6 HDR 200G",
+       "a100-sxm-80gb", fabric("ib-hdr"), hgx8("nvlink3", false, "pcie4")},
+      {"dgx-h100",
+       "DGX H100: 8x H100-SXM5, NVLink4 450 GB/s/dir to NVSwitch (NVLS), 8x ConnectX-7 NDR 400G",
+       "h100-sxm", fabric("ib-ndr"), hgx8("nvlink4", true, "pcie5")},
+      {"hgx-h200",
+       "HGX H200: 8x H200-SXM 141GB, NVLink4 450 GB/s/dir to NVSwitch (NVLS), 8x NDR 400G", "h200",
+       fabric("ib-ndr"), hgx8("nvlink4", true, "pcie5")},
+      {"gb200-nvl72",
+       "GB200 NVL72 rack: 72 B200 in one NVLink5 domain (900 GB/s/dir, NVLS), 72x NDR 400G",
+       "gb200", fabric("ib-ndr"), nvl72()},
+      {"l40s-pcie", "8x L40S on PCIe Gen4 (2 sockets, 4 PCIe switches, no NVLink), 4x RoCE 200G",
+       "l40s", fabric("roce-200g"), pcie_box("pcie4", "")},
+      {"rtx4090-pcie",
+       "8x RTX 4090 on the CPU root complexes (no NVLink, no PCIe P2P), 2x RoCE 100G", "rtx4090",
+       fabric("roce-100g"), rtx_box()},
+      {"a100-pcie-pairs",
+       "8x A100-PCIe-80GB, NVLink bridges joining pairs (300 GB/s/dir), 4x HDR 200G",
+       "a100-pcie-80gb", fabric("ib-hdr"), pcie_box("pcie4", "nvlink3")},
+  };
+}
+
+const std::vector<PresetDefinition>& presets() {
+  static const std::vector<PresetDefinition> p = build_presets();
+  return p;
+}
+
+bool looks_like_path(const std::string& spec) {
+  return spec.find('/') != std::string::npos ||
+         (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
+}
+
+}  // namespace
+
+PresetDefinition find_preset(const std::string& name, const std::string& field) {
+  for (const auto& p : presets())
+    if (p.name == name) return p;
+  throw ValidationError::unknown_name(field, name, cluster_preset_names());
+}
+
+std::vector<PresetInfo> cluster_presets() {
+  std::vector<PresetInfo> out;
+  for (const auto& p : presets()) out.push_back({p.name, p.description});
+  return out;
+}
+
+std::vector<std::string> cluster_preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : presets()) out.push_back(p.name);
+  return out;
+}
+
+namespace {
+
+// Resolves --nodes / --gpus against the GPUs per node.
+std::optional<int> resolve_nodes(const ClusterRequest& r, int gpus_per_node) {
+  if (r.nodes && *r.nodes < 1)
+    throw ValidationError::not_positive("--nodes", std::to_string(*r.nodes));
+  if (r.gpus && *r.gpus < 1) throw ValidationError::not_positive("--gpus", std::to_string(*r.gpus));
+  if (r.nodes && *r.nodes > 1'000'000)
+    throw ValidationError::bad_value("--nodes", std::to_string(*r.nodes), "at most 1000000");
+  if (!r.gpus) return r.nodes;
+  if (*r.gpus % gpus_per_node != 0) {
+    throw ValidationError("--gpus", fmt::format("--gpus {} is not a multiple of the {} GPUs per "
+                                                "node of '{}'; use a multiple or --nodes",
+                                                *r.gpus, gpus_per_node, r.spec));
+  }
+  const int nodes = *r.gpus / gpus_per_node;
+  if (r.nodes && *r.nodes != nodes) {
+    throw ValidationError("--gpus", fmt::format("--gpus {} means {} nodes of {} GPUs, but --nodes "
+                                                "is {}; give one of them",
+                                                *r.gpus, nodes, gpus_per_node, *r.nodes));
+  }
+  return nodes;
+}
+
+int template_gpus(const NodeTemplate& t) {
+  return static_cast<int>(std::count_if(t.vertices.begin(), t.vertices.end(),
+                                        [](const auto& v) { return v.kind == VertexKind::GPU; }));
+}
+
+}  // namespace
+
+Cluster load_cluster(const ClusterRequest& request) {
+  if (request.spec.empty()) {
+    throw ValidationError("--cluster",
+                          fmt::format("--cluster is required; give a preset ({}) or a cluster "
+                                      "JSON file",
+                                      join(cluster_preset_names(), ", ")));
+  }
+  if (looks_like_path(request.spec)) {
+    if (request.gpus) {
+      // The GPUs per node are only known once the file is read.
+      Cluster one = read_cluster_json(request.spec, std::nullopt);
+      return read_cluster_json(request.spec, resolve_nodes(request, one.gpus_per_node()));
+    }
+    return read_cluster_json(request.spec, resolve_nodes(request, 1));  // no --gpus: 1 is unused
+  }
+  const PresetDefinition p = find_preset(request.spec);
+  const int nodes = resolve_nodes(request, template_gpus(p.node)).value_or(1);
+  const std::string name = nodes > 1 ? fmt::format("{} x{}", p.name, nodes) : p.name;
+  return build_cluster(name, find_gpu(p.gpu), p.node, nodes, p.fabric);
+}
+
+}  // namespace loom::topo

@@ -1,0 +1,36 @@
+#pragma once
+// Cluster presets and the cluster loader: a preset name ("dgx-h100") or a cluster JSON file,
+// scaled to N nodes (--nodes) or N GPUs (--gpus). Multi-node clusters get a rail-optimised
+// two-tier fat-tree: NIC i of every node on the leaf of rail i, every leaf on every spine.
+// The JSON format is documented in docs/clusters.md.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/cluster.hpp"
+
+namespace loom::topo {
+
+/// What the user asked for: a preset name or a path to a cluster JSON, and its size.
+struct ClusterRequest {
+  std::string spec;          ///< preset name or path to a cluster JSON file
+  std::optional<int> nodes;  ///< number of nodes (default: 1, or the file's "nodes")
+  std::optional<int> gpus;   ///< number of GPUs; must be a multiple of the GPUs per node
+};
+
+/// A registered preset: its name and a one-line description.
+struct PresetInfo {
+  std::string name;
+  std::string description;
+};
+
+/// Builds the cluster (routing index finalized). Throws ValidationError on an unknown preset
+/// (with did-you-mean), a bad or inconsistent size; ConfigError on a bad JSON file; and
+/// ValidationError when the resulting graph is disconnected.
+Cluster load_cluster(const ClusterRequest& request);
+/// The presets `loom presets clusters` lists, in a fixed order.
+std::vector<PresetInfo> cluster_presets();
+/// The preset names, in the same order.
+std::vector<std::string> cluster_preset_names();
+
+}  // namespace loom::topo
