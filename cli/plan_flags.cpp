@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "cli/plan_import.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 
@@ -37,6 +38,61 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
                  "allocator fragmentation reserve, percent of the rest");
   app.add_option("--pipeline-split", f.pipeline_split,
                  "layers per pipeline stage, comma-separated, e.g. 20,20,20,20");
+  app.add_option("--grad-accum,--gradient-accumulation-steps", f.grad_accum,
+                 "gradient accumulation steps (sets --gbs = mbs x dp x steps)");
+  app.add_option("--num-layers-per-virtual-pipeline-stage", f.layers_per_virtual_stage,
+                 "layers per model chunk (Megatron's way to give --vpp)");
+  app.add_option("--flash-attention", f.flash_attention, "fused attention kernels: on|off")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--plan", f.plan_file, "loom plan JSON file (docs/plans.md)");
+  app.add_option("--megatron-args", f.megatron_args,
+                 "Megatron-LM flags in one string, e.g. \"--tensor-model-parallel-size 8\"");
+  app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed JSON config file");
+  app.add_flag("--print-config", f.print_config,
+               "print the fully resolved plan (defaults included) and exit");
+}
+
+PlanFlags merge_plan_flags(const PlanFlags& base, const PlanFlags& o) {
+  PlanFlags r = base;
+  auto take = [](auto& into, const auto& from) {
+    if (from) into = from;
+  };
+  take(r.tp, o.tp);
+  take(r.pp, o.pp);
+  take(r.dp, o.dp);
+  take(r.cp, o.cp);
+  take(r.ep, o.ep);
+  take(r.vpp, o.vpp);
+  take(r.mbs, o.mbs);
+  take(r.gbs, o.gbs);
+  take(r.seq, o.seq);
+  take(r.zero, o.zero);
+  take(r.recompute, o.recompute);
+  take(r.schedule, o.schedule);
+  take(r.precision, o.precision);
+  take(r.optimizer, o.optimizer);
+  take(r.grad_dtype, o.grad_dtype);
+  take(r.dp_bucket_size, o.dp_bucket_size);
+  take(r.cuda_context, o.cuda_context);
+  take(r.fragmentation_percent, o.fragmentation_percent);
+  take(r.pipeline_split, o.pipeline_split);
+  take(r.grad_accum, o.grad_accum);
+  take(r.layers_per_virtual_stage, o.layers_per_virtual_stage);
+  take(r.flash_attention, o.flash_attention);
+  r.sp = base.sp || o.sp;
+  r.overlap_grad_reduce = base.overlap_grad_reduce || o.overlap_grad_reduce;
+  r.overlap_param_gather = base.overlap_param_gather || o.overlap_param_gather;
+  r.print_config = base.print_config || o.print_config;
+  // A gbs given at one level overrides a grad_accum from a lower one, and vice versa.
+  if (o.gbs && !o.grad_accum) r.grad_accum.reset();
+  if (o.grad_accum && !o.gbs) r.gbs.reset();
+  return r;
+}
+
+std::string render_plan_config(const models::TrainingPlan& plan) {
+  OrderedJson doc;
+  doc["plan"] = plan_to_json(plan);
+  return doc.dump(2) + "\n";
 }
 
 namespace {
@@ -68,13 +124,44 @@ std::vector<int> parse_split(const std::string& text) {
 
 }  // namespace
 
-models::TrainingPlan resolve_plan(const PlanFlags& f, std::optional<std::int64_t> gpus) {
+models::TrainingPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
+                                  std::optional<int> model_layers) {
+  // Precedence: --plan < --deepspeed < --megatron-args < explicit flags.
+  PlanFlags f;
+  if (given.plan_file) f = merge_plan_flags(f, import_plan_json(*given.plan_file));
+  if (given.deepspeed_file) f = merge_plan_flags(f, import_deepspeed_json(*given.deepspeed_file));
+  if (given.megatron_args) f = merge_plan_flags(f, import_megatron_args(*given.megatron_args));
+  f = merge_plan_flags(f, given);
   models::TrainingPlan p;
   p.tp = positive(f.tp, "--tp", 1);
   p.pp = positive(f.pp, "--pp", 1);
   p.cp = positive(f.cp, "--cp", 1);
   p.ep = positive(f.ep, "--ep", 1);
   p.vpp = positive(f.vpp, "--vpp", 1);
+  if (f.layers_per_virtual_stage) {
+    const int per_chunk =
+        positive(f.layers_per_virtual_stage, "--num-layers-per-virtual-pipeline-stage", 1);
+    if (!model_layers) {
+      throw ValidationError("--num-layers-per-virtual-pipeline-stage",
+                            "--num-layers-per-virtual-pipeline-stage needs the model's layer "
+                            "count; give --vpp (virtual stages per rank) instead");
+    }
+    if (*model_layers % (std::int64_t{p.pp} * per_chunk) != 0) {
+      throw ValidationError(
+          "--num-layers-per-virtual-pipeline-stage",
+          fmt::format("--num-layers-per-virtual-pipeline-stage {} x --pp {} does not divide the "
+                      "model's {} layers; pick a divisor",
+                      per_chunk, p.pp, *model_layers));
+    }
+    const int vpp = *model_layers / (p.pp * per_chunk);
+    if (f.vpp && vpp != p.vpp) {
+      throw ValidationError("--vpp", fmt::format("--vpp {} contradicts "
+                                                 "--num-layers-per-virtual-pipeline-stage {} "
+                                                 "(which means --vpp {}); give only one",
+                                                 p.vpp, per_chunk, vpp));
+    }
+    p.vpp = vpp;
+  }
   p.mbs = positive(f.mbs, "--mbs", 1);
   p.seq = positive(f.seq, "--seq", static_cast<int>(p.seq));
   const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
@@ -95,6 +182,18 @@ models::TrainingPlan resolve_plan(const PlanFlags& f, std::optional<std::int64_t
                               p.tp, p.pp, p.cp, model_parallel, *gpus));
     }
     p.dp = static_cast<int>(*gpus / model_parallel);
+  }
+  if (f.grad_accum) {
+    if (*f.grad_accum < 1)
+      throw ValidationError::not_positive("--grad-accum", std::to_string(*f.grad_accum));
+    const std::int64_t implied = p.mbs * p.dp * *f.grad_accum;
+    if (f.gbs && *f.gbs != implied) {
+      throw ValidationError(
+          "--gbs", fmt::format("--gbs {} contradicts --mbs {} x --dp {} x --grad-accum {} = {}; "
+                               "give one of them or make them agree",
+                               *f.gbs, p.mbs, p.dp, *f.grad_accum, implied));
+    }
+    p.gbs = implied;
   }
   if (f.gbs) {
     if (*f.gbs < 1) throw ValidationError::not_positive("--gbs", std::to_string(*f.gbs));
@@ -128,6 +227,7 @@ models::TrainingPlan resolve_plan(const PlanFlags& f, std::optional<std::int64_t
   if (p.sp && p.tp == 1) {
     throw ValidationError("--sp", "--sp (sequence parallelism) needs --tp 2 or more");
   }
+  if (f.flash_attention) p.flash_attention = *f.flash_attention == "on";
   p.overlap_grad_reduce = f.overlap_grad_reduce;
   p.overlap_param_gather = f.overlap_param_gather;
   if (f.dp_bucket_size) p.dp_bucket_bytes = parse_bytes(*f.dp_bucket_size, "--dp-bucket-size");
@@ -148,6 +248,16 @@ models::TrainingPlan resolve_plan(const PlanFlags& f, std::optional<std::int64_t
           fmt::format("--pipeline-split has {} entries but --pp {} x --vpp {} = {} stages; give "
                       "one layer count per stage",
                       p.pipeline_split.size(), p.pp, p.vpp, p.pp * p.vpp));
+    }
+    if (model_layers) {
+      int sum = 0;
+      for (int n : p.pipeline_split) sum += n;
+      if (sum != *model_layers) {
+        throw ValidationError("--pipeline-split",
+                              fmt::format("--pipeline-split sums to {} layers but the model has "
+                                          "{}; make the counts add up",
+                                          sum, *model_layers));
+      }
     }
   }
   return p;
