@@ -1,0 +1,130 @@
+#pragma once
+// Collective operations expanded into schedules of flow batches. A schedule is a sequence
+// of *phases*; each phase is one batch of flows (a *pattern*) that starts when the previous
+// phase completed. Patterns are stored once and shared by the phases that repeat them
+// (every step of a ring is the same pattern), so a ring over 1,024 ranks is 1,024 flows.
+//
+// Algorithms are registered by name with a description (collective_algorithms()). NCCL's
+// latency and protocol constants follow NCCL v2.30.7-1 (src/graph/tuning.cc); see
+// nccl_constants.hpp. `auto` picks the algorithm and protocol with the least predicted
+// time, as NCCL's tuner does.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/fabric.hpp"
+#include "sim/network.hpp"
+#include "sim/sim_time.hpp"
+
+namespace loom::sim {
+
+/// The collective operations (DESIGN.md names).
+enum class CollectiveOp {
+  SEND_RECV,
+  BROADCAST,
+  SCATTER,
+  GATHER,
+  REDUCE,
+  ALL_GATHER,
+  REDUCE_SCATTER,
+  ALL_REDUCE,
+  ALL_TO_ALL,
+  BARRIER
+};
+/// "all_reduce" etc.
+std::string to_string(CollectiveOp op);
+/// The op of a name; throws ValidationError naming `field` and listing the valid names.
+CollectiveOp parse_collective_op(std::string_view name, std::string_view field = "--op");
+/// Every op name, in DESIGN.md order.
+std::vector<std::string> collective_op_names();
+/// nccl-tests' bus-bandwidth factor: 2(n-1)/n all_reduce; (n-1)/n all_gather,
+/// reduce_scatter, all_to_all; 1 otherwise.
+double bus_bandwidth_factor(CollectiveOp op, int n);
+
+/// Collective algorithms.
+enum class Algorithm {
+  AUTO,
+  RING,
+  TREE,
+  DIRECT,
+  MASTER_WORKER,
+  HALVING_DOUBLING,
+  HIERARCHICAL,
+  NVLS
+};
+/// A registered algorithm: its name, description and the ops it implements.
+struct AlgorithmInfo {
+  Algorithm id;
+  std::string name;
+  std::string description;
+  std::vector<CollectiveOp> ops;
+};
+/// The registry, in a fixed order ("auto" first).
+const std::vector<AlgorithmInfo>& collective_algorithms();
+std::string to_string(Algorithm algorithm);
+/// The algorithm of a name; throws ValidationError listing the valid names.
+Algorithm parse_algorithm(std::string_view name, std::string_view field = "--algo");
+
+/// NCCL protocols: LL (8-byte stores with flags, 50% payload), LL128 (120 of 128 bytes),
+/// Simple (full payload, higher latency).
+enum class Protocol { LL, LL128, SIMPLE };
+std::string to_string(Protocol protocol);
+
+/// How a collective is charged beyond the topology's raw alpha-beta.
+struct CostOptions {
+  /// NCCL base and per-step latencies and protocol payload efficiencies. Off: pure
+  /// alpha-beta on the topology (latency = path latency, Simple protocol at full payload).
+  bool nccl_overheads = true;
+};
+
+/// A collective as lowered: one phase after another, each a batch of flows.
+struct CollectiveSchedule {
+  struct Phase {
+    std::int32_t pattern = 0;
+    SimTime overhead = 0;  ///< protocol step latency charged to this phase, ps
+  };
+  std::vector<FlowSpec> flows;               ///< all patterns' flows
+  std::vector<std::uint32_t> pattern_begin;  ///< pattern p: flows[begin[p], begin[p+1])
+  std::vector<Phase> phases;
+  SimTime base_latency = 0;  ///< once per collective (NCCL baseLat), ps
+  double wire_factor = 1.0;  ///< wire bytes per payload byte
+  Algorithm algorithm = Algorithm::RING;
+  Protocol protocol = Protocol::SIMPLE;
+
+  int num_patterns() const { return static_cast<int>(pattern_begin.size()) - 1; }
+  /// The batch of pattern `p` (flows, wire factor; no overhead or memo key).
+  BatchSpec batch(int p) const;
+};
+
+/// What to run: op, group, size, algorithm.
+struct CollectiveRequest {
+  CollectiveOp op = CollectiveOp::ALL_REDUCE;
+  std::vector<int> ranks;  ///< global ranks in group order (ring order)
+  double bytes = 0;  ///< nccl-tests "size": buffer bytes (total bytes for AG/RS/A2A/scatter/gather)
+  int root = 0;      ///< index into `ranks` for rooted ops (send_recv: the sender)
+  Algorithm algorithm = Algorithm::AUTO;
+  int pipeline_chunks = 0;  ///< tree/chain pipelines: chunks (0: automatic)
+  /// Identical groups running at the same time (symmetric simulation): their flows are
+  /// added to every phase so that they load the links they share with this group.
+  std::vector<std::vector<int>> concurrent_groups;
+  double contention =
+      1.0;  ///< explicit bandwidth divisor (>= 1) for links shared with unseen traffic
+};
+
+/// Lowers a request with a fixed algorithm (not AUTO) and protocol. Throws
+/// ValidationError when the algorithm does not implement the op or cannot run on the group
+/// (e.g. halving-doubling on a non-power-of-two group, NVLS without an NVLS switch).
+CollectiveSchedule build_schedule(Fabric& fabric, const CollectiveRequest& request,
+                                  Algorithm algorithm, Protocol protocol,
+                                  const CostOptions& options);
+
+/// Lowers a request, resolving AUTO (and the protocol) by the least analytical time among
+/// the algorithms that can run it; validates the group (distinct, in-range ranks).
+CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& request,
+                                   const CostOptions& options);
+
+/// Uncontended time of a schedule on the analytical model, picoseconds.
+SimTime estimate_schedule(Fabric& fabric, const CollectiveSchedule& schedule);
+
+}  // namespace loom::sim

@@ -1,0 +1,310 @@
+#include "sim/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+
+namespace loom::sim {
+
+// The engine's side of the network interface: schedules wakeups and batch completions as
+// events; never calls back into the network synchronously.
+class Engine::Host final : public NetworkHost {
+ public:
+  explicit Host(Engine& engine) : engine_(engine) {}
+  void schedule_network_wakeup(SimTime at, std::uint64_t token) override {
+    engine_.queue_.push(at, EventKind::NETWORK_WAKEUP, token);
+  }
+  void batch_done(BatchId id, SimTime at) override {
+    engine_.queue_.push(at, EventKind::BATCH_DONE, static_cast<std::uint64_t>(id));
+  }
+  SimTime next_event_time() const override { return engine_.queue_.next_time(); }
+
+ private:
+  Engine& engine_;
+};
+
+Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
+    : cluster_(cluster),
+      options_(options),
+      fabric_(std::make_unique<Fabric>(cluster, options.link_efficiency)),
+      host_(std::make_unique<Host>(*this)),
+      network_(make_network(options.network, *fabric_, *host_)) {
+  network_->set_check_capacity(options.check_capacity);
+  network_->set_memo(options.memo);
+}
+
+Engine::~Engine() = default;
+
+StreamId Engine::add_stream(std::string name, int rank) {
+  Stream s;
+  s.name = std::move(name);
+  s.rank = rank;
+  streams_.push_back(std::move(s));
+  return static_cast<StreamId>(streams_.size() - 1);
+}
+
+void Engine::check_task(TaskId task, const char* what) const {
+  if (task < 0 || task >= num_tasks()) {
+    throw ValidationError(what,
+                          fmt::format("task id {} does not exist (0..{})", task, num_tasks() - 1));
+  }
+}
+
+TaskId Engine::add_task(Kind kind, const std::vector<StreamId>& streams,
+                        const std::vector<TaskId>& deps) {
+  if (ran_) throw ValidationError("task", "tasks cannot be added after run()");
+  for (TaskId d : deps) check_task(d, "deps");
+  std::vector<StreamId> used;
+  for (StreamId s : streams) {
+    if (s == NO_STREAM) continue;
+    if (s < 0 || s >= num_streams()) {
+      throw ValidationError(
+          "stream", fmt::format("stream id {} does not exist (0..{})", s, num_streams() - 1));
+    }
+    if (std::find(used.begin(), used.end(), s) != used.end()) {
+      throw ValidationError("stream", fmt::format("stream '{}' is given twice to one task; a "
+                                                  "task holds each stream once",
+                                                  streams_[s].name));
+    }
+    used.push_back(s);
+  }
+  Task t;
+  t.kind = kind;
+  t.streams_begin = static_cast<std::uint32_t>(task_streams_.size());
+  t.streams_count = static_cast<std::uint32_t>(used.size());
+  auto id = static_cast<TaskId>(tasks_.size());
+  for (StreamId s : used) {
+    task_streams_.push_back(s);
+    streams_[s].queue.push_back(id);
+  }
+  tasks_.push_back(t);
+  for (TaskId d : deps) add_dependency(d, id);
+  return id;
+}
+
+TaskId Engine::add_compute(StreamId stream, SimTime duration, std::string label,
+                           const std::vector<TaskId>& deps) {
+  if (stream < 0 || stream >= num_streams()) {
+    throw ValidationError(
+        "stream", fmt::format("stream id {} does not exist (0..{})", stream, num_streams() - 1));
+  }
+  if (duration < 0) {
+    throw ValidationError("duration",
+                          fmt::format("task '{}' has negative duration {} ps", label, duration));
+  }
+  TaskId id = add_task(Kind::COMPUTE, {stream}, deps);
+  tasks_[id].duration = duration;
+  labels_.push_back(std::move(label));
+  return id;
+}
+
+TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
+  if (!spec.streams.empty() && spec.streams.size() != spec.request.ranks.size()) {
+    throw ValidationError("streams",
+                          fmt::format("collective '{}' lists {} streams for {} ranks; "
+                                      "give one per rank or none",
+                                      spec.label, spec.streams.size(), spec.request.ranks.size()));
+  }
+  Comm comm;
+  comm.schedule = plan_collective(*fabric_, spec.request, options_.cost);
+  TaskId id = add_task(Kind::COMMUNICATION, spec.streams, deps);
+  comm.task = id;
+  tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
+  comms_.push_back(std::move(comm));
+  labels_.push_back(spec.label);
+  return id;
+}
+
+TaskId Engine::add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps) {
+  CollectiveSpec c;
+  c.request.op = CollectiveOp::SEND_RECV;
+  c.request.ranks = {spec.src_rank, spec.dst_rank};
+  c.request.bytes = spec.bytes;
+  c.request.root = 0;
+  c.request.algorithm = Algorithm::DIRECT;
+  c.streams = {spec.src_stream, spec.dst_stream};
+  c.label = spec.label;
+  return add_collective(c, deps);
+}
+
+void Engine::add_dependency(TaskId before, TaskId after) {
+  if (ran_) throw ValidationError("dependency", "dependencies cannot be added after run()");
+  check_task(before, "deps");
+  check_task(after, "deps");
+  edges_.emplace_back(before, after);
+  ++tasks_[after].pending;
+}
+
+void Engine::try_start(TaskId id) {
+  Task& t = tasks_[id];
+  if (t.start >= 0 || t.pending > 0) return;
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    const Stream& s = streams_[task_streams_[t.streams_begin + i]];
+    if (s.busy || s.queue[s.head] != id) return;
+  }
+  start_task(id);
+}
+
+void Engine::start_task(TaskId id) {
+  Task& t = tasks_[id];
+  t.start = now_;
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    Stream& s = streams_[task_streams_[t.streams_begin + i]];
+    s.busy = true;
+    ++s.head;
+  }
+  if (t.kind == Kind::COMPUTE) {
+    queue_.push(now_ + t.duration, EventKind::TASK_DONE, static_cast<std::uint64_t>(id));
+    return;
+  }
+  Comm& c = comms_[t.comm];
+  c.phase = 0;
+  if (c.schedule.phases.empty()) {
+    queue_.push(now_ + c.schedule.base_latency, EventKind::TASK_DONE,
+                static_cast<std::uint64_t>(id));
+  } else {
+    start_phase(t.comm);
+  }
+}
+
+void Engine::start_phase(std::int32_t comm) {
+  const Comm& c = comms_[comm];
+  const auto& phase = c.schedule.phases[static_cast<size_t>(c.phase)];
+  BatchSpec batch = c.schedule.batch(phase.pattern);
+  batch.overhead = phase.overhead;
+  // Phases with the same pattern and overhead are identical batches (memo key; 0 = none).
+  if (phase.pattern < (1 << 22)) {
+    batch.memo_key = (static_cast<std::uint64_t>(comm + 1) << 23) |
+                     (static_cast<std::uint64_t>(phase.pattern) << 1) |
+                     (phase.overhead > 0 ? 1u : 0u);
+  }
+  network_->start_batch(now_, batch, comm);
+}
+
+void Engine::on_batch_done(std::int32_t comm) {
+  Comm& c = comms_[comm];
+  if (++c.phase < static_cast<std::int32_t>(c.schedule.phases.size())) {
+    start_phase(comm);
+    return;
+  }
+  queue_.push(now_ + c.schedule.base_latency, EventKind::TASK_DONE,
+              static_cast<std::uint64_t>(c.task));
+}
+
+void Engine::finish_task(TaskId id) {
+  Task& t = tasks_[id];
+  t.end = now_;
+  makespan_ = std::max(makespan_, now_);
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    Stream& s = streams_[task_streams_[t.streams_begin + i]];
+    s.busy = false;
+    s.busy_time += t.end - t.start;
+  }
+  for (auto i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i) {
+    TaskId next = succ_[i];
+    --tasks_[next].pending;
+    try_start(next);
+  }
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    const Stream& s = streams_[task_streams_[t.streams_begin + i]];
+    if (s.head < s.queue.size()) try_start(s.queue[s.head]);
+  }
+}
+
+void Engine::run() {
+  if (ran_) throw ValidationError("run", "an engine runs once; build a new one to run again");
+  ran_ = true;
+  // Successor lists in CSR form: one allocation, no per-event lookups.
+  succ_begin_.assign(tasks_.size() + 1, 0);
+  for (const auto& [a, b] : edges_) ++succ_begin_[a + 1];
+  for (size_t i = 1; i < succ_begin_.size(); ++i) succ_begin_[i] += succ_begin_[i - 1];
+  succ_.resize(edges_.size());
+  std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
+  for (const auto& [a, b] : edges_) succ_[fill[a]++] = b;
+
+  for (TaskId id = 0; id < num_tasks(); ++id) try_start(id);
+  while (!queue_.empty()) {
+    Event e = queue_.pop();
+    now_ = e.time;
+    ++events_;
+    switch (e.kind) {
+      case EventKind::TASK_DONE:
+        finish_task(static_cast<TaskId>(e.payload));
+        break;
+      case EventKind::BATCH_DONE:
+        on_batch_done(static_cast<std::int32_t>(e.payload));
+        break;
+      case EventKind::NETWORK_WAKEUP:
+        network_->on_wakeup(now_, e.payload);
+        break;
+    }
+  }
+  std::vector<std::string> stuck;
+  int count = 0;
+  for (TaskId id = 0; id < num_tasks(); ++id) {
+    if (tasks_[id].end >= 0) continue;
+    if (++count <= 3) stuck.push_back(fmt::format("'{}'", labels_[id]));
+  }
+  if (count > 0) {
+    std::string list;
+    for (const auto& s : stuck) list += (list.empty() ? "" : ", ") + s;
+    throw ValidationError("tasks", fmt::format("deadlock: {} task(s) can never start (e.g. {}); "
+                                               "check dependency cycles and that every stream "
+                                               "issues shared collectives in the same order",
+                                               count, list));
+  }
+}
+
+SimTime Engine::start(TaskId task) const {
+  check_task(task, "task");
+  return tasks_[task].start;
+}
+
+SimTime Engine::finish(TaskId task) const {
+  check_task(task, "task");
+  return tasks_[task].end;
+}
+
+const std::string& Engine::label(TaskId task) const {
+  check_task(task, "task");
+  return labels_[task];
+}
+
+const std::string& Engine::stream_name(StreamId stream) const {
+  return streams_.at(stream).name;
+}
+int Engine::stream_rank(StreamId stream) const {
+  return streams_.at(stream).rank;
+}
+SimTime Engine::busy_time(StreamId stream) const {
+  return streams_.at(stream).busy_time;
+}
+
+std::vector<Slice> Engine::slices() const {
+  std::vector<Slice> out;
+  for (TaskId id = 0; id < num_tasks(); ++id) {
+    const Task& t = tasks_[id];
+    if (t.end < 0) continue;
+    for (std::uint32_t i = 0; i < t.streams_count; ++i)
+      out.push_back({task_streams_[t.streams_begin + i], id, t.start, t.end});
+  }
+  std::sort(out.begin(), out.end(), [](const Slice& a, const Slice& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.stream != b.stream) return a.stream < b.stream;
+    return a.task < b.task;
+  });
+  return out;
+}
+
+const CollectiveSchedule& Engine::schedule(TaskId task) const {
+  check_task(task, "task");
+  if (tasks_[task].comm < 0) {
+    throw ValidationError(
+        "task", fmt::format("task '{}' is a compute task; it has no schedule", labels_[task]));
+  }
+  return comms_[tasks_[task].comm].schedule;
+}
+
+}  // namespace loom::sim

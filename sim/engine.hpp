@@ -1,0 +1,180 @@
+#pragma once
+// The discrete-event engine: tasks with dependencies on serial streams, and a network.
+//
+// Model. A *stream* is a serial resource (a CUDA stream: one per GPU for compute, several
+// for communication). Tasks are issued to streams in the order they are added (FIFO, as a
+// CUDA stream executes): a task starts when all its dependencies have finished AND it is at
+// the head of every stream it uses AND those streams are idle. Streams run in parallel.
+// Task kinds:
+//  - compute: a fixed duration on one stream;
+//  - collective: one task from the caller's view, occupying one stream per participating
+//    rank (or none), expanded into phases of flows on the network (sim/collectives.hpp);
+//  - transfer: point-to-point bytes from one rank to another. Blocking send/recv: give both
+//    streams. isend/irecv: give no stream (it starts when its dependencies are done) and
+//    "wait" by making later tasks depend on it.
+// Time is integer picoseconds; events are ordered by (time, insertion sequence), so a run is
+// deterministic. run() throws ValidationError on a deadlock (tasks that can never start,
+// e.g. two collectives issued in opposite orders on two streams).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/collectives.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/fabric.hpp"
+#include "sim/network.hpp"
+#include "sim/sim_time.hpp"
+#include "topologies/cluster.hpp"
+
+namespace loom::sim {
+
+using TaskId = std::int32_t;
+using StreamId = std::int32_t;
+inline constexpr StreamId NO_STREAM = -1;
+
+/// Engine settings.
+struct EngineOptions {
+  NetworkMode network = NetworkMode::FLOW;
+  /// Link payload efficiency (NVLink 128-byte packets etc.); line_rate() for raw alpha-beta.
+  LinkEfficiency link_efficiency = {};
+  /// NCCL protocol latencies and efficiencies on collectives and transfers.
+  CostOptions cost = {};
+  /// Flow mode: assert-style bookkeeping of the maximum link load (for tests).
+  bool check_capacity = false;
+  /// Flow mode: reuse the time of a repeated step on an otherwise idle network.
+  bool memo = true;
+};
+
+/// A collective task (see CollectiveRequest for the fields' meaning).
+struct CollectiveSpec {
+  CollectiveRequest request;
+  /// One stream per rank of request.ranks (same order), NO_STREAM entries allowed; empty:
+  /// the collective occupies no stream.
+  std::vector<StreamId> streams;
+  std::string label;
+};
+
+/// A point-to-point transfer task.
+struct TransferSpec {
+  int src_rank = 0;
+  int dst_rank = 0;
+  double bytes = 0;
+  StreamId src_stream = NO_STREAM;  ///< sender's stream (NO_STREAM: non-blocking isend)
+  StreamId dst_stream = NO_STREAM;  ///< receiver's stream (NO_STREAM: non-blocking irecv)
+  std::string label;
+};
+
+/// One task's execution on one stream, for timelines.
+struct Slice {
+  StreamId stream = 0;
+  TaskId task = 0;
+  SimTime start = 0;  ///< picoseconds
+  SimTime end = 0;    ///< picoseconds
+};
+
+/// The engine (see file comment).
+class Engine {
+ public:
+  /// Keeps a reference to `cluster`, which must outlive the engine.
+  explicit Engine(const topo::Cluster& cluster, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Adds a serial stream; `rank` is informational (-1: none). Returns its id.
+  StreamId add_stream(std::string name, int rank = -1);
+  /// Adds a compute task of `duration` picoseconds on `stream`. Throws ValidationError on an
+  /// unknown stream, a negative duration or an unknown dependency.
+  TaskId add_compute(StreamId stream, SimTime duration, std::string label,
+                     const std::vector<TaskId>& deps = {});
+  /// Adds a collective; lowers it now (resolving algorithm "auto"). Throws ValidationError
+  /// for a bad group, algorithm or stream list.
+  TaskId add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps = {});
+  /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks.
+  TaskId add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps = {});
+  /// Makes `after` wait for `before`. Throws ValidationError on unknown ids or after run().
+  void add_dependency(TaskId before, TaskId after);
+
+  /// Runs every task to completion. Throws ValidationError on a deadlock; may run once.
+  void run();
+
+  int num_tasks() const { return static_cast<int>(tasks_.size()); }
+  int num_streams() const { return static_cast<int>(streams_.size()); }
+  /// Start time of a task in picoseconds (after run()).
+  SimTime start(TaskId task) const;
+  /// Finish time of a task in picoseconds (after run()).
+  SimTime finish(TaskId task) const;
+  /// Latest finish time over all tasks, picoseconds.
+  SimTime makespan() const { return makespan_; }
+  const std::string& label(TaskId task) const;
+  const std::string& stream_name(StreamId stream) const;
+  int stream_rank(StreamId stream) const;
+  /// Executed slices in order of start (then stream), one per task per stream it used.
+  std::vector<Slice> slices() const;
+  /// Total time a stream was running tasks, picoseconds.
+  SimTime busy_time(StreamId stream) const;
+  /// The lowered schedule of a collective or transfer task (algorithm, protocol, phases);
+  /// throws ValidationError for a compute task.
+  const CollectiveSchedule& schedule(TaskId task) const;
+  /// Events processed by run().
+  std::int64_t events_processed() const { return events_; }
+  const NetworkStats& network_stats() const { return network_->stats(); }
+  Fabric& fabric() { return *fabric_; }
+
+ private:
+  enum class Kind : std::uint8_t { COMPUTE, COMMUNICATION };
+  struct Task {
+    SimTime duration = 0;
+    SimTime start = -1;
+    SimTime end = -1;
+    std::uint32_t streams_begin = 0;
+    std::uint32_t streams_count = 0;
+    std::int32_t pending = 0;  // unfinished dependencies
+    std::int32_t comm = -1;    // index into comms_
+    Kind kind = Kind::COMPUTE;
+  };
+  struct Stream {
+    std::string name;
+    int rank = -1;
+    std::vector<TaskId> queue;
+    std::size_t head = 0;
+    bool busy = false;
+    SimTime busy_time = 0;
+  };
+  struct Comm {
+    CollectiveSchedule schedule;
+    TaskId task = 0;
+    std::int32_t phase = 0;
+  };
+  class Host;
+
+  TaskId add_task(Kind kind, const std::vector<StreamId>& streams, const std::vector<TaskId>& deps);
+  void check_task(TaskId task, const char* what) const;
+  void try_start(TaskId task);
+  void start_task(TaskId task);
+  void finish_task(TaskId task);
+  void start_phase(std::int32_t comm);
+  void on_batch_done(std::int32_t comm);
+
+  const topo::Cluster& cluster_;
+  EngineOptions options_;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<Host> host_;
+  std::unique_ptr<Network> network_;
+  EventQueue queue_;
+  std::vector<Task> tasks_;
+  std::vector<std::string> labels_;
+  std::vector<StreamId> task_streams_;
+  std::vector<Stream> streams_;
+  std::vector<Comm> comms_;
+  std::vector<std::pair<TaskId, TaskId>> edges_;
+  std::vector<std::uint32_t> succ_begin_;
+  std::vector<TaskId> succ_;
+  SimTime now_ = 0;
+  SimTime makespan_ = 0;
+  std::int64_t events_ = 0;
+  bool ran_ = false;
+};
+
+}  // namespace loom::sim

@@ -1,0 +1,70 @@
+#include "sim/fabric.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace loom::sim {
+
+double LinkEfficiency::of(topo::LinkKind kind) const {
+  switch (kind) {
+    case topo::LinkKind::NVLINK:
+      return nvlink;
+    case topo::LinkKind::PCIE:
+      return pcie;
+    case topo::LinkKind::CPU_INTERCONNECT:
+      return cpu_interconnect;
+    case topo::LinkKind::INFINIBAND:
+      return infiniband;
+    case topo::LinkKind::ROCE:
+      return roce;
+    case topo::LinkKind::ETHERNET:
+      return ethernet;
+  }
+  return 1.0;
+}
+
+Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency) : cluster_(&cluster) {
+  const auto& links = cluster.links();
+  capacity_.reserve(links.size());
+  latency_.reserve(links.size());
+  for (const auto& link : links) {
+    double e = efficiency.of(link.kind);
+    if (!(e > 0 && e <= 1)) {
+      throw ValidationError("link_efficiency",
+                            fmt::format("efficiency {} for {} links must be in (0, 1]", e,
+                                        topo::to_string(link.kind)));
+    }
+    capacity_.push_back(link.bandwidth_Bps * e / static_cast<double>(PS_PER_SECOND));
+    latency_.push_back(to_sim_time(link.latency_s));
+  }
+}
+
+RouteRef Fabric::route(topo::VertexId src, topo::VertexId dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                            static_cast<std::uint32_t>(dst);
+  auto it = route_index_.find(key);
+  if (it != route_index_.end()) return routes_[it->second];
+  topo::Path path = cluster_->route(src, dst);
+  RouteRef ref;
+  ref.begin = static_cast<std::uint32_t>(route_links_.size());
+  ref.length = static_cast<std::uint32_t>(path.links.size());
+  for (topo::LinkId l : path.links) {
+    route_links_.push_back(l);
+    ref.latency += latency_[static_cast<size_t>(l)];
+    auto kind = cluster_->link(l).kind;
+    LatencyClass c = LatencyClass::NVLINK;
+    if (kind == topo::LinkKind::INFINIBAND || kind == topo::LinkKind::ROCE ||
+        kind == topo::LinkKind::ETHERNET) {
+      c = LatencyClass::NET;
+    } else if (kind == topo::LinkKind::PCIE || kind == topo::LinkKind::CPU_INTERCONNECT) {
+      c = LatencyClass::PCI;
+    }
+    if (static_cast<int>(c) > static_cast<int>(ref.latency_class)) ref.latency_class = c;
+  }
+  route_index_.emplace(key, static_cast<std::uint32_t>(routes_.size()));
+  routes_.push_back(ref);
+  return ref;
+}
+
+}  // namespace loom::sim
