@@ -1,0 +1,217 @@
+#include "strategies/rank_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+
+namespace loom::strategies {
+
+std::string to_string(Dim dim) {
+  switch (dim) {
+    case Dim::TP:
+      return "tp";
+    case Dim::CP:
+      return "cp";
+    case Dim::EP:
+      return "ep";
+    case Dim::DP:
+      return "dp";
+    case Dim::PP:
+      return "pp";
+    case Dim::EDP:
+      return "edp";
+  }
+  return "?";
+}
+
+std::vector<Dim> parse_order(std::string_view order) {
+  static const std::vector<std::string> names = {"tp", "cp", "ep", "dp", "pp"};
+  std::vector<Dim> dims;
+  std::stringstream in{std::string(order)};
+  std::string item;
+  auto bad = [&](const std::string& why) {
+    return ValidationError("--order",
+                           fmt::format("--order: invalid value '{}' ({}); allowed: tp, cp, ep, "
+                                       "dp, pp joined by '-', each once, e.g. tp-cp-ep-dp-pp",
+                                       order, why));
+  };
+  while (std::getline(in, item, '-')) {
+    auto it = std::find(names.begin(), names.end(), item);
+    if (it == names.end()) throw bad(fmt::format("unknown dimension '{}'", item));
+    Dim d = static_cast<Dim>(it - names.begin());
+    if (std::find(dims.begin(), dims.end(), d) != dims.end())
+      throw bad(fmt::format("'{}' given twice", item));
+    dims.push_back(d);
+  }
+  if (dims.empty()) throw bad("empty");
+  for (size_t i = 0; i < names.size(); ++i) {
+    Dim d = static_cast<Dim>(i);
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+  }
+  return dims;
+}
+
+RankLayout::RankLayout(const models::TrainingPlan& plan, std::string_view order)
+    : RankLayout(plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, order) {}
+
+RankLayout::RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order)
+    : tp_(tp), cp_(cp), ep_(ep), dp_(dp), pp_(pp) {
+  for (auto [v, name] : {std::pair{tp, "--tp"}, std::pair{cp, "--cp"}, std::pair{ep, "--ep"},
+                         std::pair{dp, "--dp"}, std::pair{pp, "--pp"}}) {
+    if (v < 1) throw ValidationError::not_positive(name, std::to_string(v));
+  }
+  if ((dp * cp) % ep != 0) {
+    throw ValidationError("--ep", fmt::format("--ep {} does not divide --dp {} x --cp {} = {}; "
+                                              "expert parallelism is carved out of dp x cp",
+                                              ep, dp, cp, dp * cp));
+  }
+  dims_ = parse_order(order);
+  // Megatron: a dimension left out of the order must have size 1.
+  const auto given = static_cast<size_t>(std::count(order.begin(), order.end(), '-') + 1);
+  for (size_t i = given; i < dims_.size(); ++i) {
+    if (size(dims_[i]) != 1) {
+      throw ValidationError(
+          "--order", fmt::format("--order '{}' leaves out {} but its size is {}; include it", order,
+                                 to_string(dims_[i]), size(dims_[i])));
+    }
+  }
+  std::vector<std::string> parts;
+  for (Dim d : dims_) parts.push_back(to_string(d));
+  order_ = join(parts, "-");
+}
+
+int RankLayout::size(Dim dim) const {
+  switch (dim) {
+    case Dim::TP:
+      return tp_;
+    case Dim::CP:
+      return cp_;
+    case Dim::EP:
+      return ep_;
+    case Dim::DP:
+      return dp_;
+    case Dim::PP:
+      return pp_;
+    case Dim::EDP:
+      return dp_ * cp_ / ep_;
+  }
+  return 1;
+}
+
+std::vector<std::vector<int>> RankLayout::masked_groups(int world, const std::vector<int>& sizes,
+                                                        const std::vector<bool>& mask) {
+  // Megatron-LM generate_masked_orthogonal_rank_groups: the masked dimensions vary inside a
+  // group, the others index the group; strides are prefix products of the sizes.
+  std::vector<int> stride(sizes.size());
+  int acc = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    stride[i] = acc;
+    acc *= sizes[i];
+  }
+  std::vector<int> in_shape, in_stride, out_shape, out_stride;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    (mask[i] ? in_shape : out_shape).push_back(sizes[i]);
+    (mask[i] ? in_stride : out_stride).push_back(stride[i]);
+  }
+  int group_size = 1;
+  for (int s : in_shape) group_size *= s;
+  const int groups = world / group_size;
+  auto offset = [](int index, const std::vector<int>& shape, const std::vector<int>& strides) {
+    int total = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      total += (index % shape[i]) * strides[i];
+      index /= shape[i];
+    }
+    return total;
+  };
+  std::vector<std::vector<int>> out(static_cast<size_t>(groups));
+  for (int g = 0; g < groups; ++g) {
+    const int base = offset(g, out_shape, out_stride);
+    auto& group = out[static_cast<size_t>(g)];
+    group.reserve(static_cast<size_t>(group_size));
+    for (int r = 0; r < group_size; ++r) group.push_back(base + offset(r, in_shape, in_stride));
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> RankLayout::groups(const std::vector<Dim>& want) const {
+  const bool expert =
+      std::any_of(want.begin(), want.end(), [](Dim d) { return d == Dim::EP || d == Dim::EDP; });
+  if (expert &&
+      std::any_of(want.begin(), want.end(), [](Dim d) { return d == Dim::CP || d == Dim::DP; })) {
+    throw ValidationError("groups", "expert groups (ep, edp) cannot be combined with cp or dp");
+  }
+  std::vector<int> sizes;
+  std::vector<bool> mask;
+  for (Dim d : dims_) {
+    // Dense layout: tp, cp, ep=1, dp, pp. Expert layout: tp, cp=1, ep, edp, pp.
+    int s = size(d);
+    Dim as = d;
+    if (!expert && d == Dim::EP) s = 1;
+    if (expert && d == Dim::CP) s = 1;
+    if (expert && d == Dim::DP) {
+      s = size(Dim::EDP);
+      as = Dim::EDP;
+    }
+    sizes.push_back(s);
+    mask.push_back(std::find(want.begin(), want.end(), as) != want.end());
+  }
+  return masked_groups(world_size(), sizes, mask);
+}
+
+std::vector<std::vector<int>> RankLayout::groups(Dim dim) const {
+  return groups(std::vector<Dim>{dim});
+}
+
+void RankLayout::check_rank(int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    throw ValidationError("rank", fmt::format("rank {} is out of range; the plan has ranks 0..{}",
+                                              rank, world_size() - 1));
+  }
+}
+
+std::vector<int> RankLayout::group_of(int rank, Dim dim) const {
+  check_rank(rank);
+  for (auto& g : groups(dim))
+    if (std::find(g.begin(), g.end(), rank) != g.end()) return g;
+  throw InternalError("rank layout: a rank belongs to no group");
+}
+
+int RankLayout::coordinate(int rank, Dim dim) const {
+  auto g = group_of(rank, dim);
+  return static_cast<int>(std::find(g.begin(), g.end(), rank) - g.begin());
+}
+
+bool RankLayout::group_on_nvlink(const std::vector<int>& group, const topo::Cluster& cluster) {
+  if (group.empty()) return true;
+  const int domain = cluster.nvlink_domain(group.front());
+  if (group.size() > 1 && cluster.nvlink_domain_size(group.front()) < 2) return false;
+  return std::all_of(group.begin(), group.end(),
+                     [&](int r) { return cluster.nvlink_domain(r) == domain; });
+}
+
+bool RankLayout::on_nvlink(Dim dim, const topo::Cluster& cluster) const {
+  if (cluster.num_gpus() < world_size()) {
+    throw ValidationError("--cluster", fmt::format("the plan needs {} GPUs but the cluster has {}",
+                                                   world_size(), cluster.num_gpus()));
+  }
+  for (const auto& g : groups(dim))
+    if (!group_on_nvlink(g, cluster)) return false;
+  return true;
+}
+
+std::vector<int> RankLayout::strided_subgroup(int stride, int offset) const {
+  if (stride < 1) throw ValidationError::not_positive("stride", std::to_string(stride));
+  if (offset < 0 || offset >= stride) {
+    throw ValidationError("offset", fmt::format("offset {} must be in 0..{}", offset, stride - 1));
+  }
+  std::vector<int> out;
+  for (int r = offset; r < world_size(); r += stride) out.push_back(r);
+  return out;
+}
+
+}  // namespace loom::strategies
