@@ -1,13 +1,246 @@
+// `loom memory`: does it fit? Per-stage memory per GPU (weights, gradients, optimizer
+// states, activations, other) of a model under a plan, against a GPU's capacity.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <optional>
+
+#include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/plan_flags.hpp"
+#include "cli/plan_import.hpp"
+#include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/table.hpp"
+#include "common/units.hpp"
+#include "models/memory.hpp"
+#include "models/model_loader.hpp"
+#include "topologies/gpu_catalog.hpp"
 
 namespace loom::cli {
+namespace {
 
-// Placeholder until the memory subcommand lands.
+struct MemoryOptions {
+  std::string model;
+  std::string gpu;
+  ClusterFlags cluster;
+  PlanFlags plan;
+  std::string format;
+  bool require_fit = false;
+};
+
+std::string layer_range(const std::vector<int>& layers) {
+  if (layers.empty()) return "-";
+  bool contiguous = layers.back() - layers.front() + 1 == static_cast<int>(layers.size());
+  if (contiguous) return fmt::format("{}-{}", layers.front(), layers.back());
+  return fmt::format("{} layers", layers.size());
+}
+
+std::string fmt_bpp(double value) {
+  return fmt::format("{:.4g}", value);
+}
+
+std::string render_table(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                         const models::MemoryReport& r, const std::string& device,
+                         std::optional<double> capacity) {
+  const models::ParameterCounts counts = models::count_parameters(model);
+  std::string out;
+  out += fmt::format("model {}: {} parameters", model.name, format_count(counts.total));
+  if (model.is_moe()) out += fmt::format(" ({} active)", format_count(counts.active));
+  out += fmt::format(", {} layers\n", model.layers);
+  out += fmt::format(
+      "plan: tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; "
+      "{} {} grad {} zero {} recompute {} schedule {}{}\n",
+      plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
+      plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
+      plan.global_batch(), plan.micro_batches(), plan.micro_batches() == 1 ? "" : "es", plan.seq,
+      models::to_string(plan.precision), models::to_string(plan.optimizer),
+      models::to_string(plan.grad_dtype), plan.zero, models::to_string(plan.recompute),
+      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)");
+  if (capacity) out += fmt::format("device: {}, {} per GPU\n", device, format_bytes(*capacity));
+  const models::BytesPerParameter& b = r.bytes_per_param;
+  const double group = static_cast<double>(plan.dp) * plan.cp;
+  const models::BytesPerParameter z = models::sharded_bytes_per_parameter(plan, plan.zero, group);
+  out += fmt::format(
+      "bytes/param: weights {}{} + gradients {} + optimizer {} (master {} + states {}) = {}; "
+      "after ZeRO-{} over dp x cp = {}: {}\n\n",
+      fmt_bpp(b.weights),
+      b.fp8_cache > 0 ? fmt::format(" + fp8 cache {}", fmt_bpp(b.fp8_cache)) : "",
+      fmt_bpp(b.gradients), fmt_bpp(b.optimizer()), fmt_bpp(b.master), fmt_bpp(b.states),
+      fmt_bpp(b.total()), plan.zero, group, fmt_bpp(z.total()));
+
+  Table table({"stage", "layers", "params/GPU", "weights", "gradients", "optimizer", "activations",
+               "other", "total", "capacity", "fits"});
+  table.align_left(1);
+  for (const auto& s : r.stages) {
+    table.add_row({std::to_string(s.stage), layer_range(s.layers), format_count(s.parameters),
+                   format_bytes(s.weights_bytes), format_bytes(s.gradients_bytes),
+                   format_bytes(s.optimizer_bytes), format_bytes(s.activations_bytes),
+                   format_bytes(s.other_bytes), format_bytes(s.total_bytes),
+                   capacity ? format_bytes(*capacity) : "-",
+                   capacity ? (s.total_bytes <= *capacity ? "yes" : "NO") : "-"});
+  }
+  out += table.render();
+
+  out += "\nactivations (per GPU):\n";
+  Table acts({"stage", "per micro-batch", "in flight", "embedding", "head", "logits+CE",
+              "recompute", "total"});
+  for (const auto& s : r.stages) {
+    acts.add_row({std::to_string(s.stage), format_bytes(s.layer_activation_bytes),
+                  fmt::format("{:.4g}", s.inflight_microbatches),
+                  format_bytes(s.embedding_activation_bytes), format_bytes(s.head_activation_bytes),
+                  format_bytes(s.logits_bytes), format_bytes(s.recompute_working_bytes),
+                  format_bytes(s.activations_bytes)});
+  }
+  out += acts.render();
+  out += "\nother (per GPU):\n";
+  Table other({"stage", "CUDA context", "comm buffers", "fragmentation", "ZeRO-3 buffers"});
+  for (const auto& s : r.stages) {
+    other.add_row({std::to_string(s.stage), format_bytes(s.other.cuda_context_bytes),
+                   format_bytes(s.other.comm_buffer_bytes),
+                   format_bytes(s.other.fragmentation_bytes), format_bytes(s.zero3_buffer_bytes)});
+  }
+  out += other.render();
+  out += fmt::format("\npeak: stage {}, {}", r.peak_stage, format_bytes(r.peak_bytes));
+  if (capacity) {
+    out += r.peak_bytes <= *capacity
+               ? fmt::format(" — fits ({} free)\n", format_bytes(*capacity - r.peak_bytes))
+               : fmt::format(" — does NOT fit ({} over)\n", format_bytes(r.peak_bytes - *capacity));
+  } else {
+    out += " (give --gpu or --cluster to compare with a capacity)\n";
+  }
+  return out;
+}
+
+OrderedJson render_json_results(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                const models::MemoryReport& r, std::optional<double> capacity) {
+  const models::ParameterCounts counts = models::count_parameters(model);
+  OrderedJson res;
+  res["parameters"] = counts.total;
+  res["active_parameters"] = counts.active;
+  res["capacity_bytes"] = capacity ? OrderedJson(*capacity) : OrderedJson(nullptr);
+  res["fits"] = capacity ? OrderedJson(r.peak_bytes <= *capacity) : OrderedJson(nullptr);
+  res["peak_bytes"] = r.peak_bytes;
+  res["peak_stage"] = r.peak_stage;
+  const models::BytesPerParameter& b = r.bytes_per_param;
+  const double group = static_cast<double>(plan.dp) * plan.cp;
+  OrderedJson bpp;
+  bpp["weights"] = b.weights;
+  bpp["fp8_cache"] = b.fp8_cache;
+  bpp["gradients"] = b.gradients;
+  bpp["master_weights"] = b.master;
+  bpp["optimizer_states"] = b.states;
+  bpp["total"] = b.total();
+  bpp["after_zero"] = models::sharded_bytes_per_parameter(plan, plan.zero, group).total();
+  res["bytes_per_parameter"] = bpp;
+  OrderedJson stages = OrderedJson::array();
+  for (const auto& s : r.stages) {
+    OrderedJson j;
+    j["stage"] = s.stage;
+    j["layers"] = s.layers.size();
+    j["first_layer"] = s.layers.empty() ? -1 : s.layers.front();
+    j["parameters"] = s.parameters;
+    j["expert_parameters"] = s.expert_parameters;
+    j["weights_bytes"] = s.weights_bytes;
+    j["gradients_bytes"] = s.gradients_bytes;
+    j["optimizer_bytes"] = s.optimizer_bytes;
+    j["activations_bytes"] = s.activations_bytes;
+    j["other_bytes"] = s.other_bytes;
+    j["total_bytes"] = s.total_bytes;
+    if (capacity) j["fits"] = s.total_bytes <= *capacity;
+    OrderedJson acts;
+    acts["layer_bytes_per_microbatch"] = s.layer_activation_bytes;
+    acts["inflight_microbatches"] = s.inflight_microbatches;
+    acts["embedding_bytes"] = s.embedding_activation_bytes;
+    acts["head_bytes"] = s.head_activation_bytes;
+    acts["logits_bytes"] = s.logits_bytes;
+    acts["recompute_working_bytes"] = s.recompute_working_bytes;
+    j["activations"] = acts;
+    OrderedJson other;
+    other["cuda_context_bytes"] = s.other.cuda_context_bytes;
+    other["comm_buffer_bytes"] = s.other.comm_buffer_bytes;
+    other["fragmentation_bytes"] = s.other.fragmentation_bytes;
+    j["other"] = other;
+    j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
+    stages.push_back(j);
+  }
+  res["per_stage"] = stages;
+  return res;
+}
+
+int run_memory(MemoryOptions& o) {
+  if (!o.gpu.empty() && !o.cluster.cluster.empty()) {
+    throw ValidationError("--gpu", "--gpu and --cluster both name the GPU; give only one");
+  }
+  if (o.cluster.cluster.empty() && o.cluster.nodes) {
+    throw ValidationError("--nodes", "--nodes needs --cluster; with --gpu give --gpus N");
+  }
+  const models::ModelSpec model = models::load_model(o.model);
+  // The model's own sequence length unless the plan names one.
+  if (!o.plan.seq && !o.plan.plan_file && !o.plan.megatron_args && !o.plan.deepspeed_file)
+    o.plan.seq = model.default_seq;
+  std::optional<std::int64_t> gpus;
+  std::optional<double> capacity;
+  OrderedJson context;
+  context["model"] = model.name;
+  std::string device;
+  if (!o.cluster.cluster.empty()) {
+    const topo::Cluster cluster = resolve_cluster(o.cluster);
+    gpus = cluster.num_gpus();
+    capacity = cluster.gpu.hbm_bytes;
+    context["cluster"] = cluster.name;
+    device = fmt::format("{} ({} GPUs of {})", cluster.name, cluster.num_gpus(),
+                         cluster.gpu.display_name);
+  } else if (!o.gpu.empty()) {
+    const topo::GpuSpec& gpu = topo::find_gpu(o.gpu, "--gpu");
+    capacity = gpu.hbm_bytes;
+    if (o.cluster.gpus) gpus = *o.cluster.gpus;
+    context["gpu"] = gpu.name;
+    device = gpu.display_name;
+  } else if (o.cluster.gpus) {
+    gpus = *o.cluster.gpus;
+  }
+  const models::TrainingPlan plan = resolve_plan(o.plan, gpus, model.layers);
+  if (o.plan.print_config) {
+    std::cout << render_plan_config(plan);
+    return 0;
+  }
+  const models::MemoryReport report = models::estimate_memory(model, plan);
+  context["plan"] = plan_to_json(plan);
+  if (parse_format(o.format) == Format::JSON) {
+    std::cout << render_document(
+        make_document(context, render_json_results(model, plan, report, capacity)));
+  } else {
+    std::cout << render_table(model, plan, report, device, capacity);
+  }
+  if (o.require_fit && capacity && report.peak_bytes > *capacity) {
+    throw InfeasibleError(fmt::format("--require-fit: stage {} needs {} but the GPU has {}",
+                                      report.peak_stage, format_bytes(report.peak_bytes),
+                                      format_bytes(*capacity)));
+  }
+  return 0;
+}
+
+}  // namespace
+
 Command add_memory_command(CLI::App& root) {
+  auto options = std::make_shared<MemoryOptions>();
   Command command;
-  command.app = root.add_subcommand("memory", "(not yet implemented)");
-  command.run = []() -> int { throw InternalError("loom memory is not implemented yet"); };
+  CLI::App* app =
+      root.add_subcommand("memory",
+                          "per-GPU memory of every pipeline stage: weights, gradients, optimizer, "
+                          "activations, other; does it fit?");
+  app->add_option("--model", options->model,
+                  "preset (`loom presets models`), loom model JSON or HF config.json")
+      ->required();
+  app->add_option("--gpu", options->gpu, "GPU to compare with (`loom presets gpus`)");
+  add_cluster_flags(*app, options->cluster, false);
+  add_plan_flags(*app, options->plan);
+  add_format_flag(*app, options->format, {"table", "json"});
+  app->add_flag("--require-fit", options->require_fit,
+                "exit 3 when the peak stage does not fit the GPU");
+  command.app = app;
+  command.run = [options]() { return run_memory(*options); };
   return command;
 }
 

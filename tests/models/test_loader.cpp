@@ -1,0 +1,128 @@
+// Model inputs: presets, loom model JSON, HuggingFace config.json, and their errors.
+// Every file under examples/models/ is loaded here.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "models/model_loader.hpp"
+
+using namespace loom;
+using namespace loom::models;
+
+namespace {
+std::string example(const std::string& rel) {
+  return std::string(LOOM_SOURCE_DIR) + "/examples/models/" + rel;
+}
+}  // namespace
+
+TEST_CASE("models::Loader: every example model file loads and validates") {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(LOOM_SOURCE_DIR) +
+                                                                     "/examples/models")) {
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  CHECK(files.size() >= 10);
+  for (const auto& f : files) {
+    CAPTURE(f);
+    ModelSpec m;
+    CHECK_NOTHROW(m = load_model(f));
+    CHECK(count_parameters(m).total > 0);
+  }
+}
+
+TEST_CASE("models::Loader: HF config.json files translate to the presets exactly") {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"}) {
+    CAPTURE(name);
+    const ModelSpec hf = load_model(example(std::string("hf/") + name + "/config.json"));
+    const ModelSpec preset = model_preset(name);
+    CHECK(hf.name == name);  // named after the folder of config.json
+    CHECK(count_parameters(hf).total == count_parameters(preset).total);
+    CHECK(count_parameters(hf).active == count_parameters(preset).active);
+    CHECK(hf.kv_heads == preset.kv_heads);
+    CHECK(hf.moe.experts == preset.moe.experts);
+  }
+  // Qwen2 technical report (arXiv:2407.10671) Table 1: Qwen2-57B-A14B, 57B total and 14B
+  // activated; qwen2_moe carries a shared expert of 20480 with a sigmoid gate.
+  const ModelSpec q = load_model(example("hf/qwen2-57b-a14b/config.json"));
+  CHECK(q.moe.shared_experts == 1);
+  CHECK(q.moe.shared_ffn == 20480);
+  CHECK(q.qkv_bias);
+  CHECK(count_parameters(q).total / 1e9 == doctest::Approx(57).epsilon(0.5 / 57));
+  CHECK(count_parameters(q).active / 1e9 == doctest::Approx(14).epsilon(0.5 / 14));
+}
+
+TEST_CASE("models::Loader: loom model JSON files") {
+  // GPT-2 small: 124,439,808 parameters (nanoGPT prints 123.65M, which excludes the 1024 x
+  // 768 position embedding; Radford et al. 2019 call it 117M/124M).
+  const ModelSpec gpt = load_model(example("tiny-gpt.json"));
+  CHECK(count_parameters(gpt).total == 124439808);
+  // "base" starts from a preset: only the layer count changes.
+  const ModelSpec cut = load_model(example("llama3-8b-16-layers.json"));
+  const ModelSpec full = model_preset("llama3-8b");
+  CHECK(cut.layers == 16);
+  CHECK(count_parameters(full).layers == 2 * count_parameters(cut).layers);
+  // Deep MLP by hand: 16 x (4096^2 + 4096) + 4096 x 1000 + 1000.
+  const ModelSpec mlp = load_model(example("deep-mlp.json"));
+  CHECK(mlp.kind == ModelKind::MLP);
+  CHECK(count_parameters(mlp).total == 16.0 * (4096.0 * 4096 + 4096) + 4096.0 * 1000 + 1000);
+  const ModelSpec moe = load_model(example("small-moe.json"));
+  CHECK(moe.is_moe_layer(1));
+  CHECK(!moe.is_moe_layer(0));
+  CHECK(moe.moe.capacity_factor == 1.25);
+  const ModelSpec mla = load_model(example("small-mla.json"));
+  CHECK(mla.attention == AttentionKind::MLA);
+  CHECK(mla.head_dim == 192);
+}
+
+TEST_CASE("models::Loader: presets are registered by name with descriptions") {
+  const auto presets = model_presets();
+  CHECK(presets.size() == 22);
+  for (const auto& p : presets) {
+    CAPTURE(p.name);
+    CHECK(!p.description.empty());
+    CHECK_NOTHROW(validate_model(model_preset(p.name)));
+  }
+  CHECK_THROWS_WITH_AS(load_model("llama3-8"),
+                       doctest::Contains("--model: unknown name 'llama3-8' (did you mean "
+                                         "'llama3-8b'?); valid: gpt3-175b, gpt-1.7b"),
+                       ValidationError);
+}
+
+TEST_CASE("models::Loader: input errors name the file, position or key") {
+  CHECK_THROWS_WITH_AS(load_model("/nonexistent/model.json"),
+                       doctest::Contains("/nonexistent/model.json: cannot open model file"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json("{\n  \"layers\": 2,\n  \"hidden\" 8\n}", "m.json"),
+                       doctest::Contains("m.json:3:12: malformed JSON"), ConfigError);
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "tied_embedding": true})", "m.json"),
+      doctest::Contains("unknown key 'tied_embedding'; did you mean "
+                        "'tied_embeddings'?"),
+      ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 0, "hidden": 8, "heads": 2, "vocab": 10,
+                                            "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("m.json: /layers: invalid value 0; allowed: a positive"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 8, "heads": -2, "vocab": 10,
+                                            "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("/heads: invalid value -2"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 8, "heads": 2, "kv_heads": 3,
+                                            "vocab": 10, "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("model.kv_heads: 3 does not divide model.heads 2"),
+                       ValidationError);
+  CHECK_THROWS_WITH_AS(
+      import_hf_config(R"({"model_type": "gpt2", "n_layer": 12})", "config.json"),
+      "config.json: /model_type: unsupported HuggingFace model_type 'gpt2'; supported: "
+      "deepseek_v3, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe",
+      ValidationError);
+  CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
+                       doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
+}
