@@ -231,8 +231,8 @@ bool is_power_of_two(int n) {
 // ---- ring -------------------------------------------------------------------------------
 
 // The rings: one per local position when the group spans several nodes with the same
-// number of ranks each (NCCL builds one ring per NIC/rail); channel c enters every node at
-// its c-th rank. Otherwise one ring in group order.
+// number of ranks each (NCCL builds one ring per NIC/rail). Otherwise one ring in group
+// order.
 std::vector<std::vector<int>> ring_orders(const Builder& b) {
   auto nodes = b.nodes();
   bool uniform = nodes.size() > 1 && nodes.front().size() > 1;
@@ -244,11 +244,16 @@ std::vector<std::vector<int>> ring_orders(const Builder& b) {
     orders.push_back(order);
     return orders;
   }
-  int m = static_cast<int>(nodes.front().size());
+  // Channel c visits node i starting at local position s_i = c - i and leaves it from
+  // s_i - 1 = s_{i+1}: every node-to-node hop stays on one rail (same local position), and
+  // the channels use distinct rails at every crossing, as NCCL's rings do.
+  const int m = static_cast<int>(nodes.front().size());
   for (int c = 0; c < m; ++c) {
     std::vector<int> order;
-    for (const auto& node : nodes)
-      for (int j = 0; j < m; ++j) order.push_back(node[static_cast<size_t>((c + j) % m)]);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      int start = ((c - static_cast<int>(i)) % m + m) % m;
+      for (int j = 0; j < m; ++j) order.push_back(nodes[i][static_cast<size_t>((start + j) % m)]);
+    }
     orders.push_back(order);
   }
   return orders;
