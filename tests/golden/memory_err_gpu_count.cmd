@@ -1,0 +1,2 @@
+memory --model llama3-70b --cluster dgx-h100 --nodes 8 --tp 8 --pp 4 --dp 3
+exit: 2

@@ -1,0 +1,2 @@
+memory --model tests/golden/memory_malformed.json
+exit: 2

@@ -1,0 +1,2 @@
+memory --model examples/models/does-not-exist.json
+exit: 2

@@ -1,0 +1,2 @@
+memory --model llama3-8b --pp 5
+exit: 2

@@ -1,0 +1,2 @@
+memory --model tests/golden/memory_unknown_key.json
+exit: 2

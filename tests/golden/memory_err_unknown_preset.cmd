@@ -1,0 +1,2 @@
+memory --model llama3-8
+exit: 2
