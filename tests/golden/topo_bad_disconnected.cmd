@@ -1,0 +1,2 @@
+topo --cluster tests/topologies/data/bad_disconnected.json
+exit: 2

@@ -1,0 +1,2 @@
+topo --cluster dgx-h100 --gpus 12
+exit: 2

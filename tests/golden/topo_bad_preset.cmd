@@ -1,0 +1,2 @@
+topo --cluster dgx-h1000
+exit: 2

@@ -1,0 +1,2 @@
+topo --cluster tests/topologies/data/bad_undefined_vertex.json
+exit: 2

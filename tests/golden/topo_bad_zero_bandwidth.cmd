@@ -1,0 +1,2 @@
+topo --cluster tests/topologies/data/bad_zero_bandwidth.json
+exit: 2

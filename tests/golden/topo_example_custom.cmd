@@ -1,0 +1,1 @@
+topo --cluster examples/clusters/custom_4gpu_roce.json

@@ -1,0 +1,1 @@
+topo --cluster examples/clusters/explicit_pcie_pair.json --format dot

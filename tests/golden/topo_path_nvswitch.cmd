@@ -1,0 +1,1 @@
+topo --cluster dgx-h100 --path 0 7
