@@ -126,3 +126,29 @@ TEST_CASE("models::Loader: input errors name the file, position or key") {
   CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
                        doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
 }
+
+TEST_CASE("models::Loader: dense HF model types mistral, qwen2 and qwen3") {
+  // HuggingFace mistralai/Mistral-7B-v0.1 model page: "Model size 7.24B params".
+  const ModelSpec mistral = import_hf_config(
+      R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+          "vocab_size": 32000, "sliding_window": 4096, "tie_word_embeddings": false})",
+      "mistral/config.json");
+  CHECK(count_parameters(mistral).total / 1e9 == doctest::Approx(7.24).epsilon(0.005 / 7.24));
+  // HuggingFace Qwen/Qwen2-7B model page: "Model size 7.62B params" (QKV biases).
+  const ModelSpec qwen2 = import_hf_config(
+      R"({"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+          "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+          "vocab_size": 152064, "tie_word_embeddings": false})",
+      "qwen2/config.json");
+  CHECK(qwen2.qkv_bias);
+  CHECK(count_parameters(qwen2).total / 1e9 == doctest::Approx(7.62).epsilon(0.005 / 7.62));
+  // Qwen3-8B model card: "Number of Parameters: 8.2B" (head_dim 128, QK norm).
+  const ModelSpec qwen3 = import_hf_config(
+      R"({"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
+          "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8,
+          "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": false})",
+      "qwen3/config.json");
+  CHECK(qwen3.qk_norm);
+  CHECK(count_parameters(qwen3).total / 1e9 == doctest::Approx(8.2).epsilon(0.05 / 8.2));
+}
