@@ -34,7 +34,7 @@ TEST_CASE("topologies::Cluster: DGX H100 GPU 0 -> GPU 7 crosses the NVSwitch at 
   CHECK(vertex_kinds(c, p) ==
         std::vector<VertexKind>{VertexKind::GPU, VertexKind::NVSWITCH, VertexKind::GPU});
   CHECK(p.bandwidth_Bps == doctest::Approx(450e9));
-  CHECK(p.latency_s == doctest::Approx(0.6e-6));  // 2 NVLink hops x 0.3 us
+  CHECK(p.latency_s == doctest::Approx(0.6e-6));            // 2 NVLink hops x 0.3 us
   CHECK(c.vertex(c.link(p.links[0]).to).in_switch_reduce);  // NVLS on H100's NVSwitch
   CHECK(c.nvlink_domain_size(0) == 8);
   CHECK(c.nvlink_bandwidth_Bps(3) == doctest::Approx(450e9));
@@ -46,10 +46,10 @@ TEST_CASE("topologies::Cluster: DGX H100 rank 0 -> rank 8 stays on rail 0 at the
   CHECK(c.node_of_rank(8) == 1);
   CHECK(c.local_rank(8) == 0);
   Path p = c.route_ranks(0, 8);
-  CHECK(vertex_kinds(c, p) ==
-        std::vector<VertexKind>{VertexKind::GPU, VertexKind::PCIE_SWITCH, VertexKind::NIC,
-                                VertexKind::LEAF, VertexKind::NIC, VertexKind::PCIE_SWITCH,
-                                VertexKind::GPU});
+  CHECK(vertex_kinds(c, p) == std::vector<VertexKind>{VertexKind::GPU, VertexKind::PCIE_SWITCH,
+                                                      VertexKind::NIC, VertexKind::LEAF,
+                                                      VertexKind::NIC, VertexKind::PCIE_SWITCH,
+                                                      VertexKind::GPU});
   CHECK(c.vertex(c.link(p.links[2]).to).name == "leaf0");
   CHECK(c.vertex(c.link(p.links[1]).to).name == "node0/nic0");
   // ConnectX-7: 400 Gb/s = 50 GB/s per direction; PCIe Gen5 x16 is 63 GB/s, so the NIC binds.
@@ -65,10 +65,10 @@ TEST_CASE("topologies::Cluster: another rail crosses a spine (no PXN modelled)")
   Cluster c = load_cluster(ClusterRequest{"dgx-h100", 2, {}});
   Path p = c.route_ranks(0, 9);
   auto kinds = vertex_kinds(c, p);
-  CHECK(kinds == std::vector<VertexKind>{VertexKind::GPU, VertexKind::PCIE_SWITCH,
-                                         VertexKind::NIC, VertexKind::LEAF, VertexKind::SPINE,
-                                         VertexKind::LEAF, VertexKind::NIC,
-                                         VertexKind::PCIE_SWITCH, VertexKind::GPU});
+  CHECK(kinds == std::vector<VertexKind>{VertexKind::GPU, VertexKind::PCIE_SWITCH, VertexKind::NIC,
+                                         VertexKind::LEAF, VertexKind::SPINE, VertexKind::LEAF,
+                                         VertexKind::NIC, VertexKind::PCIE_SWITCH,
+                                         VertexKind::GPU});
   CHECK(p.bandwidth_Bps == doctest::Approx(50e9));
 }
 
@@ -90,7 +90,8 @@ TEST_CASE("topologies::Cluster: bisection of a 32-node rail-optimised fat-tree, 
   // Halving by nodes costs 8 leaves x 16 down-links x 50 GB/s = 6,400 GB/s either way.
   Cluster one = load_cluster(ClusterRequest{"dgx-h100", 32, {}});
   CHECK(one.bisection_bandwidth_Bps() == doctest::Approx(6400e9));
-  Cluster two = load_cluster(ClusterRequest{"examples/clusters/dgx_h100_2to1.json", 32, {}});
+  Cluster two = load_cluster(ClusterRequest{
+      std::string(LOOM_SOURCE_DIR) + "/examples/clusters/dgx_h100_2to1.json", 32, {}});
   CHECK(two.oversubscription == 2);
   CHECK(two.bisection_bandwidth_Bps() == doctest::Approx(3200e9));
   // Single DGX H100: halves of 4 GPUs each, 4 x 450 GB/s through the NVSwitch plus the PCIe
