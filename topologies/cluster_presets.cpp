@@ -59,9 +59,8 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) 
   // Default spine count: one per rail, but never more than a leaf has uplink ports (so each
   // leaf-spine edge carries at least one NIC port's bandwidth).
   const int uplink_ports = std::max(1, static_cast<int>(nodes / fabric.oversubscription));
-  const int spines = fabric.spines > 0
-                         ? fabric.spines
-                         : std::min(static_cast<int>(rails.size()), uplink_ports);
+  const int spines =
+      fabric.spines > 0 ? fabric.spines : std::min(static_cast<int>(rails.size()), uplink_ports);
   std::vector<VertexId> leaves, spine_ids;
   for (size_t r = 0; r < rails.size(); ++r) {
     Vertex leaf;
