@@ -1,0 +1,2 @@
+presets bogus
+exit: 2
