@@ -730,12 +730,17 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
     std::vector<SimTime> pattern_latency(static_cast<size_t>(s.num_patterns()), 0);
     for (int p = 0; p < s.num_patterns(); ++p) {
       int cls = -1;
+      SimTime wire = 0;
       for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i) {
         RouteRef r = fabric.route(s.flows[i].src, s.flows[i].dst);
         cls = std::max(cls, static_cast<int>(r.latency_class));
+        wire = std::max(wire, r.latency);
       }
+      // NCCL's hwLat is the whole per-step latency, wire included: charge only what it adds
+      // to the flows' own path latency, so a step costs max(hwLat, path latency).
       if (cls >= 0) {
-        pattern_latency[p] = to_sim_time(nccl::HW_LATENCY_US[cls][fam][proto] * 1e-6);
+        SimTime hw = to_sim_time(nccl::HW_LATENCY_US[cls][fam][proto] * 1e-6);
+        pattern_latency[p] = std::max<SimTime>(0, hw - wire);
       }
     }
     for (auto& ph : s.phases) ph.overhead = ph.overhead ? pattern_latency[ph.pattern] : 0;
