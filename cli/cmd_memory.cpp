@@ -68,6 +68,14 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
       b.fp8_cache > 0 ? fmt::format(" + fp8 cache {}", fmt_bpp(b.fp8_cache)) : "",
       fmt_bpp(b.gradients), fmt_bpp(b.optimizer()), fmt_bpp(b.master), fmt_bpp(b.states),
       fmt_bpp(b.total()), plan.zero, group, fmt_bpp(z.total()));
+  if (model.is_moe() && plan.ep > 1) {
+    const double expert_group = group / plan.ep;
+    out.insert(
+        out.size() - 2,
+        fmt::format(
+            " (experts over dp x cp / ep = {}: {})", expert_group,
+            fmt_bpp(models::sharded_bytes_per_parameter(plan, plan.zero, expert_group).total())));
+  }
 
   Table table({"stage", "layers", "params/GPU", "weights", "gradients", "optimizer", "activations",
                "other", "total", "capacity", "fits"});
