@@ -63,8 +63,10 @@ double GpuCostModel::matmul_efficiency(std::int64_t m, std::int64_t n, std::int6
   const double tiles =
       std::ceil(double(m) / tile) * std::ceil(double(n) / tile) * static_cast<double>(batch);
   const double sms = efficiency_.sm_count;
+  // Fewer tiles than SMs: libraries split K across CTAs (split-K / stream-K) to fill the GPU,
+  // so only the shape saturation applies.
   const double waves = std::ceil(tiles / sms);
-  const double wave = tiles / (waves * sms);
+  const double wave = tiles < sms ? 1.0 : tiles / (waves * sms);
   return std::clamp(efficiency_.matmul_peak_fraction * std::min(shape, 1.0) * wave, 1e-3, 1.0);
 }
 

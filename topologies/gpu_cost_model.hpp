@@ -33,6 +33,9 @@ struct GpuEfficiency {
   double memory_bandwidth_fraction = 0.80;
   /// Fraction of dense peak a fused (flash) attention kernel reaches, forward.
   double attention_fraction = 0.55;
+  /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
+  /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6).
+  double attention_backward_ratio = 0.8;
   /// Fixed per-kernel launch and tail cost, in seconds.
   double kernel_overhead_s = 4e-6;
 };
