@@ -126,6 +126,7 @@ class FlowNetwork final : public Network {
 
   void start_batch(SimTime now, const BatchSpec& batch, BatchId id) override {
     advance(now);
+    if (deferred_ >= 0) materialize(deferred_, now);  // another batch joins: it must flow
     if (batches_.size() <= static_cast<size_t>(id)) batches_.resize(static_cast<size_t>(id) + 1);
     Batch& b = batches_[static_cast<size_t>(id)];
     b = Batch{};
@@ -135,7 +136,22 @@ class FlowNetwork final : public Network {
     b.epoch = ++epoch_;
     b.solo = in_flight_ == 0;
     b.last_delivery = now;
+    b.spec = batch;
     ++in_flight_;
+    // A repeat of a memoised batch on an idle network is held back (no flows created)
+    // until the solve instant decides whether the memo applies.
+    if (memo_enabled_ && b.solo && b.memo_key && active_.empty() && memo_.count(b.memo_key)) {
+      deferred_ = id;
+      request_solve(now);
+      return;
+    }
+    materialize(id, now);
+  }
+
+  void materialize(BatchId id, SimTime now) {
+    if (deferred_ == id) deferred_ = -1;
+    Batch& b = batches_[static_cast<size_t>(id)];
+    const BatchSpec& batch = b.spec;
     for (std::size_t i = 0; i < batch.count; ++i) {
       const FlowSpec& spec = batch.flows[i];
       RouteRef r = fabric_.route(spec.src, spec.dst);
@@ -173,8 +189,8 @@ class FlowNetwork final : public Network {
   void on_wakeup(SimTime now, std::uint64_t token) override {
     if (token == SOLVE_TOKEN) {
       solve_pending_ = false;
-      if (!dirty_) return;
       if (try_memo(now)) return;
+      if (!dirty_) return;
       solve_and_schedule(now);
       return;
     }
@@ -202,6 +218,7 @@ class FlowNetwork final : public Network {
     std::uint64_t epoch = 0;
     std::int64_t outstanding = 0;
     bool solo = false;
+    BatchSpec spec;  // the caller's flows; they outlive the batch (engine-owned schedules)
   };
 
   void request_solve(SimTime now) {
@@ -258,18 +275,17 @@ class FlowNetwork final : public Network {
   // Reuses a memoised batch time when exactly one fresh batch is in flight on an otherwise
   // idle network and nothing else can happen before it would end.
   bool try_memo(SimTime now) {
-    if (!memo_enabled_ || in_flight_ != 1 || active_.empty()) return false;
-    BatchId id = flows_[static_cast<size_t>(active_.front())].batch;
+    if (deferred_ < 0) return false;
+    const BatchId id = deferred_;
     Batch& b = batches_[static_cast<size_t>(id)];
-    if (!b.memo_key || b.start != now || !b.solo) return false;
     auto it = memo_.find(b.memo_key);
-    if (it == memo_.end()) return false;
-    if (host_.next_event_time() < now + it->second) return false;
-    for (std::int32_t s : active_) {
-      tally(flows_[static_cast<size_t>(s)].spec);
-      free_.push_back(s);
+    if (in_flight_ != 1 || !active_.empty() || b.start != now ||
+        host_.next_event_time() < now + it->second) {
+      materialize(id, now);
+      return false;
     }
-    active_.clear();
+    deferred_ = -1;
+    for (std::size_t i = 0; i < b.spec.count; ++i) tally(b.spec.flows[i]);
     dirty_ = false;
     ++generation_;  // cancels any pending completion wakeup
     --in_flight_;
@@ -368,6 +384,7 @@ class FlowNetwork final : public Network {
   std::uint64_t generation_ = 0;
   std::uint64_t epoch_ = 0;
   std::int64_t in_flight_ = 0;
+  BatchId deferred_ = -1;  // a memo candidate whose flows are not yet created
   bool dirty_ = false;
   bool solve_pending_ = false;
 };

@@ -33,6 +33,7 @@ struct FlowSpec {
 using BatchId = std::int32_t;
 
 /// A batch of flows that start together and complete as a unit.
+/// The flows must stay valid until the batch completes.
 struct BatchSpec {
   const FlowSpec* flows = nullptr;
   std::size_t count = 0;

@@ -116,3 +116,22 @@ TEST_CASE("sim::Engine: identical runs give identical timelines (determinism)") 
   };
   CHECK(build() == build());
 }
+
+TEST_CASE("sim::Network: reusing a repeated step's time (memo) changes no result") {
+  auto cluster = testing::rails(2, 4, 300e9, 50e9, 5e-7);
+  auto finish_times = [&](bool memo) {
+    EngineOptions o;
+    o.memo = memo;
+    Engine e(cluster, o);
+    CollectiveSpec ar;
+    for (int r = 0; r < 8; ++r) ar.request.ranks.push_back(r);
+    ar.request.bytes = 1e8;
+    ar.request.algorithm = Algorithm::RING;
+    auto a = e.add_collective(ar);
+    auto b = e.add_collective(ar, {a});
+    auto p = e.add_transfer({0, 5, 1e7, NO_STREAM, NO_STREAM, "p2p"}, {a});  // overlaps b
+    e.run();
+    return std::vector<SimTime>{e.finish(a), e.finish(b), e.finish(p)};
+  };
+  CHECK(finish_times(true) == finish_times(false));
+}

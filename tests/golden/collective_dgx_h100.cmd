@@ -1,0 +1,1 @@
+collective --cluster dgx-h100 --op all_reduce -b 8 -e 8G -f 8
