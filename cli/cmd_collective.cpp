@@ -171,8 +171,8 @@ int run_collective(const CollectiveFlags& f) {
                    fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", busbw),
                    sim::to_string(schedule.algorithm), sim::to_string(schedule.protocol)});
     OrderedJson row;
-    row["size_bytes"] = bytes;
-    row["count"] = count;
+    row["size_bytes"] = static_cast<std::int64_t>(bytes);
+    row["count"] = static_cast<std::int64_t>(count);
     row["type"] = "float";
     row["redop"] = redop;
     row["root"] = root;
