@@ -148,26 +148,58 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   return c;
 }
 
-// Global rank of coordinates (tp, cp, dp, pp), from the layout's own coordinates.
+// Process groups and coordinates of every rank, computed once from the layout (each
+// RankLayout query walks the whole world, so per-rank queries would be quadratic).
 class RankIndex {
  public:
   RankIndex(const RankLayout& layout, const models::TrainingPlan& plan)
       : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp) {
-    ranks_.assign(static_cast<size_t>(layout.world_size()), -1);
-    for (int r = 0; r < layout.world_size(); ++r) {
-      const int t = layout.coordinate(r, Dim::TP), c = layout.coordinate(r, Dim::CP);
-      const int d = layout.coordinate(r, Dim::DP), p = layout.coordinate(r, Dim::PP);
-      ranks_[index(t, c, d, p)] = r;
+    const size_t world = static_cast<size_t>(layout.world_size());
+    const Dim dims[] = {Dim::TP, Dim::CP, Dim::DP, Dim::PP, Dim::EP};
+    for (int d = 0; d < 5; ++d) {
+      groups_[d] = layout.groups(dims[d]);
+      group_of_[d].assign(world, 0);
+      coord_[d].assign(world, 0);
+      for (size_t g = 0; g < groups_[d].size(); ++g)
+        for (size_t i = 0; i < groups_[d][g].size(); ++i) {
+          group_of_[d][static_cast<size_t>(groups_[d][g][i])] = static_cast<int>(g);
+          coord_[d][static_cast<size_t>(groups_[d][g][i])] = static_cast<int>(i);
+        }
     }
+    ranks_.assign(world, -1);
+    for (size_t r = 0; r < world; ++r)
+      ranks_[index(coord_[0][r], coord_[1][r], coord_[2][r], coord_[3][r])] = static_cast<int>(r);
   }
   int rank(int t, int c, int d, int p) const { return ranks_[index(t, c, d, p)]; }
+  /// The group of `dim` holding `rank`.
+  const std::vector<int>& group(int rank, Dim dim) const {
+    const int d = slot(dim);
+    return groups_[d][static_cast<size_t>(group_of_[d][static_cast<size_t>(rank)])];
+  }
 
  private:
+  static int slot(Dim dim) {
+    switch (dim) {
+      case Dim::TP:
+        return 0;
+      case Dim::CP:
+        return 1;
+      case Dim::DP:
+        return 2;
+      case Dim::PP:
+        return 3;
+      default:
+        return 4;
+    }
+  }
   size_t index(int t, int c, int d, int p) const {
     return ((static_cast<size_t>(p) * dp_ + d) * cp_ + c) * tp_ + t;
   }
   int tp_, cp_, dp_, pp_;
   std::vector<int> ranks_;
+  std::vector<std::vector<int>> groups_[5];
+  std::vector<int> group_of_[5];
+  std::vector<int> coord_[5];
 };
 
 // Optimizer step bytes moved per local parameter (read + write), by optimizer: Adam reads
@@ -322,17 +354,13 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
 
   // Model-parallel comm seconds per pass kind, per virtual stage (on the representative).
   std::array<double, COMM_CLASSES> comm_total{};  // summed over representative stages
-  auto mp_group = [&](int rank, CommClass cls) -> std::vector<int> {
-    switch (cls) {
-      case CommClass::TP:
-        return L.layout.group_of(rank, Dim::TP);
-      case CommClass::CP:
-        return L.layout.group_of(rank, Dim::CP);
-      case CommClass::EP:
-        return L.layout.group_of(rank, Dim::EP);
-      default:
-        return {};
-    }
+  std::map<std::pair<int, int>, std::vector<int>> group_cache;
+  auto mp_group = [&](int rank, CommClass cls) -> const std::vector<int>& {
+    auto key = std::make_pair(rank, static_cast<int>(cls));
+    auto it = group_cache.find(key);
+    if (it != group_cache.end()) return it->second;
+    const Dim dim = cls == CommClass::TP ? Dim::TP : cls == CommClass::CP ? Dim::CP : Dim::EP;
+    return group_cache.emplace(key, L.index.group(rank, dim)).first->second;
   };
   auto comm_list_seconds = [&](const std::vector<CommItem>& items, int rank,
                                std::array<double, COMM_CLASSES>* by_class) {
@@ -475,13 +503,13 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
         stage_params += L.chunk_cost[L.schedule.virtual_stage(s, c)].params;
       std::vector<TaskId> reduced;
       if (plan.dp > 1) {
-        const std::vector<int> group = L.layout.group_of(g.rank, Dim::DP);
+        const std::vector<int> group = L.index.group(g.rank, Dim::DP);
         std::vector<std::vector<int>> concurrent;
         if (!options.full) {
-          for (int peer : L.layout.group_of(g.rank, Dim::TP))
-            if (peer != g.rank) concurrent.push_back(L.layout.group_of(peer, Dim::DP));
-          for (int peer : L.layout.group_of(g.rank, Dim::CP))
-            if (peer != g.rank) concurrent.push_back(L.layout.group_of(peer, Dim::DP));
+          for (int peer : L.index.group(g.rank, Dim::TP))
+            if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
+          for (int peer : L.index.group(g.rank, Dim::CP))
+            if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
         }
         // In full mode one collective per group: issued by the group's first member.
         const bool issue = !options.full || group.front() == g.rank;
@@ -500,21 +528,24 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
             streams[std::find(group.begin(), group.end(), g.rank) - group.begin()] = g.dp;
             deps_all.push_back(g.last_backward);
           }
-          const double bucket_params = plan.dp_bucket_bytes / grad_bytes_per_param;
-          const int buckets =
-              std::max(1, static_cast<int>(std::ceil(stage_params / bucket_params)));
-          const double per_bucket = stage_params / buckets;
+          // One collective per model chunk: a chunk's backward is one task, so all of its
+          // buckets become ready together; with --overlap-grad-reduce a chunk's reduction
+          // starts as soon as its last backward ends, otherwise after the stage's last one.
           const bool zero_rs = plan.zero >= 1;
-          for (int b = 0; b < buckets; ++b) {
+          std::vector<TaskId> chunk_ends;
+          for (int c = 0; c < v; ++c) {
+            const double chunk_params = L.chunk_cost[L.schedule.virtual_stage(s, c)].params;
+            std::vector<TaskId> deps = deps_all;
+            if (plan.overlap_grad_reduce && !options.full) deps = {g.chunk_last_backward[c]};
             sim::CollectiveSpec spec;
             spec.request.op =
                 zero_rs ? sim::CollectiveOp::REDUCE_SCATTER : sim::CollectiveOp::ALL_REDUCE;
             spec.request.ranks = group;
-            spec.request.bytes = per_bucket * grad_bytes_per_param;
+            spec.request.bytes = chunk_params * grad_bytes_per_param;
             spec.request.concurrent_groups = concurrent;
             spec.streams = streams;
-            spec.label = fmt::format("dp-{} bucket{}", zero_rs ? "rs" : "ar", b);
-            const TaskId id = E.add_collective(spec, deps_all);
+            spec.label = fmt::format("dp-{} c{}", zero_rs ? "rs" : "ar", c);
+            const TaskId id = E.add_collective(spec, deps);
             reduced.push_back(id);
             dp_tasks.push_back(id);
           }
@@ -533,10 +564,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
       if (ri == 0) R.optimizer_time_s += opt_s / p;
       TaskId end = opt;
       if (plan.zero >= 1 && plan.dp > 1 &&
-          (!options.full || L.layout.group_of(g.rank, Dim::DP).front() == g.rank)) {
+          (!options.full || L.index.group(g.rank, Dim::DP).front() == g.rank)) {
         sim::CollectiveSpec spec;
         spec.request.op = sim::CollectiveOp::ALL_GATHER;
-        spec.request.ranks = L.layout.group_of(g.rank, Dim::DP);
+        spec.request.ranks = L.index.group(g.rank, Dim::DP);
         spec.request.bytes = stage_params * param_bytes;
         std::vector<sim::StreamId> streams(spec.request.ranks.size(), sim::NO_STREAM);
         streams[std::find(spec.request.ranks.begin(), spec.request.ranks.end(), g.rank) -

@@ -1,0 +1,68 @@
+// Speed of `loom simulate`'s core (lowering + engine run), wall clock:
+//  - GPT-3 175B on 1,024 A100 (TP8 PP8 DP16, gbs 1536, mbs 1), symmetric mode (target < 50 ms)
+//  - Llama-3.1-405B on 16,384 H100 (TP8 PP16 DP128, seq 8192, gbs 2048) (target < 1 s)
+//  - GPT-3 175B on 1,024 A100, --full (every GPU) (target < 5 s)
+// Cluster construction is timed separately. Prints "name: value unit (target ...)".
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "models/model_loader.hpp"
+#include "strategies/step_simulator.hpp"
+#include "topologies/cluster_presets.hpp"
+
+using namespace loom;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void run(const char* name, const char* model_name, const char* preset, int nodes,
+         models::TrainingPlan plan, bool full, double target_s) {
+  const double t0 = now_s();
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{preset, nodes, std::nullopt});
+  const double t1 = now_s();
+  const auto model = models::load_model(model_name);
+  strategies::SimulateOptions o;
+  o.full = full;
+  const auto r = strategies::simulate_step(model, plan, cluster, o);
+  const double t2 = now_s();
+  fmt::print(
+      "{}: {:.3f} s wall (target < {} s); cluster build {:.3f} s; {} tasks, {} events, "
+      "{} GPUs simulated; step {:.2f} s, {:.1f} model TFLOP/s/GPU, MFU {:.1f}%\n",
+      name, t2 - t1, target_s, t1 - t0, r.tasks, r.events, r.simulated_gpus, r.step_time_s,
+      r.model_tflops_per_gpu, 100 * r.mfu);
+}
+
+}  // namespace
+
+int main() {
+  models::TrainingPlan gpt3;
+  gpt3.tp = 8;
+  gpt3.pp = 8;
+  gpt3.dp = 16;
+  gpt3.mbs = 1;
+  gpt3.gbs = 1536;
+  gpt3.seq = 2048;
+  gpt3.recompute = models::Recompute::FULL;
+  gpt3.precision = models::Precision::FP16;
+  run("gpt3-175b_1024xA100_symmetric", "gpt3-175b", "dgx-a100", 128, gpt3, false, 0.05);
+
+  models::TrainingPlan llama;
+  llama.tp = 8;
+  llama.pp = 16;
+  llama.dp = 128;
+  llama.mbs = 1;
+  llama.gbs = 2048;
+  llama.seq = 8192;
+  llama.sp = true;
+  llama.zero = 1;
+  llama.recompute = models::Recompute::SELECTIVE;
+  llama.pipeline_split = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+  run("llama3.1-405b_16384xH100_symmetric", "llama3-405b", "dgx-h100", 2048, llama, false, 1.0);
+
+  run("gpt3-175b_1024xA100_full", "gpt3-175b", "dgx-a100", 128, gpt3, true, 5.0);
+  return 0;
+}
