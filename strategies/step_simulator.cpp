@@ -123,8 +123,9 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
           bwd = fwd;
           break;
         case CommKind::TP_ALL_GATHER:
-          fwd = {CommClass::TP, sim::CollectiveOp::ALL_GATHER, op.comm_bytes * plan.tp};
-          bwd = {CommClass::TP, sim::CollectiveOp::REDUCE_SCATTER, op.comm_bytes * plan.tp};
+          // comm_bytes is the gathered (full) tensor: nccl-tests' size for all_gather.
+          fwd = {CommClass::TP, sim::CollectiveOp::ALL_GATHER, op.comm_bytes};
+          bwd = {CommClass::TP, sim::CollectiveOp::REDUCE_SCATTER, op.comm_bytes};
           break;
         case CommKind::TP_REDUCE_SCATTER:
           fwd = {CommClass::TP, sim::CollectiveOp::REDUCE_SCATTER, op.comm_bytes};
