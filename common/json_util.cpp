@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -35,12 +36,27 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& origin)
   }
 }
 
-nlohmann::json load_json_file(const std::string& path, std::string_view what) {
+std::string read_text_file(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(
+        path, "",
+        fmt::format("{}: is a directory, not a {} file; give the path of a JSON file", path, what));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError::file_not_found(path, what);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), path);
+  std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ConfigError(
+        path, "", fmt::format("{}: the {} file is empty; write a JSON object in it", path, what));
+  }
+  return text;
+}
+
+nlohmann::json load_json_file(const std::string& path, std::string_view what) {
+  return parse_json_text(read_text_file(path, what), path);
 }
 
 ObjectReader::ObjectReader(const nlohmann::json& value, std::string file, std::string pointer)
@@ -94,12 +110,51 @@ double ObjectReader::get_number_or(std::string_view key, double fallback) {
   return has(key) ? get_number(key) : fallback;
 }
 
-std::int64_t ObjectReader::get_positive_int(std::string_view key) {
+std::int64_t ObjectReader::get_int_in_range(std::string_view key, std::int64_t min,
+                                            std::int64_t max) {
   const auto& v = raw(key);
-  if (!v.is_number() || v.get<double>() < 1 || std::floor(v.get<double>()) != v.get<double>()) {
-    fail(key, v.dump(), "a positive integer");
+  // JSON integers are compared as integers; other numbers as doubles, before any conversion
+  // (converting an out-of-range double to an integer is undefined behaviour).
+  bool ok = false;
+  std::int64_t value = 0;
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    ok = u <= static_cast<std::uint64_t>(max);
+    value = ok ? static_cast<std::int64_t>(u) : 0;
+  } else if (v.is_number_integer()) {
+    value = v.get<std::int64_t>();
+    ok = value <= max;
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    ok = std::isfinite(d) && std::floor(d) == d && d <= static_cast<double>(max) &&
+         d >= static_cast<double>(min);
+    value = ok ? static_cast<std::int64_t>(d) : 0;
   }
-  return v.get<std::int64_t>();
+  if (!ok || value < min) {
+    const bool too_large =
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) ||
+        (v.is_number() && v.get<double>() > static_cast<double>(max));
+    std::string allowed;
+    if (max < MAX_JSON_INT)
+      allowed = fmt::format("an integer from {} to {}", min, max);
+    else if (too_large)
+      allowed = "an integer up to 2^53";
+    else
+      allowed = min == 0   ? "a non-negative integer"
+                : min == 1 ? "a positive integer"
+                           : fmt::format("an integer >= {}", min);
+    fail(key, v.dump(), allowed);
+  }
+  return value;
+}
+
+std::int64_t ObjectReader::get_int_in_range_or(std::string_view key, std::int64_t min,
+                                               std::int64_t max, std::int64_t fallback) {
+  return has(key) ? get_int_in_range(key, min, max) : fallback;
+}
+
+std::int64_t ObjectReader::get_positive_int(std::string_view key) {
+  return get_int_in_range(key, 1, MAX_JSON_INT);
 }
 
 std::int64_t ObjectReader::get_positive_int_or(std::string_view key, std::int64_t fallback) {
@@ -107,12 +162,7 @@ std::int64_t ObjectReader::get_positive_int_or(std::string_view key, std::int64_
 }
 
 std::int64_t ObjectReader::get_count_or(std::string_view key, std::int64_t fallback) {
-  if (!has(key)) return fallback;
-  const auto& v = raw(key);
-  if (!v.is_number() || v.get<double>() < 0 || std::floor(v.get<double>()) != v.get<double>()) {
-    fail(key, v.dump(), "a non-negative integer");
-  }
-  return v.get<std::int64_t>();
+  return get_int_in_range_or(key, 0, MAX_JSON_INT, fallback);
 }
 
 bool ObjectReader::get_bool_or(std::string_view key, bool fallback) {

@@ -16,8 +16,16 @@
 
 namespace loom {
 
+/// The largest integer an input file may hold (2^53: every integer up to it is exact in a
+/// double, which is how JSON numbers are compared).
+inline constexpr std::int64_t MAX_JSON_INT = std::int64_t{1} << 53;
+
+/// Reads a whole text file; `what` names the kind of file in errors ("model", "cluster").
+/// Throws ConfigError when the path is missing, unreadable, a directory, or the file is empty.
+std::string read_text_file(const std::string& path, std::string_view what);
+
 /// Reads and parses a JSON file; `what` names the kind of file in errors ("model", "cluster").
-/// Throws ConfigError (file not found, or malformed JSON with line and column).
+/// Throws ConfigError (see read_text_file, or malformed JSON with line and column).
 nlohmann::json load_json_file(const std::string& path, std::string_view what);
 
 /// Parses JSON text; `origin` names it in errors. Throws ConfigError with line and column.
@@ -39,10 +47,15 @@ class ObjectReader {
   std::string get_string_or(std::string_view key, std::string_view fallback);
   double get_number(std::string_view key);
   double get_number_or(std::string_view key, double fallback);
-  /// A positive integer; throws ConfigError naming the key when zero, negative or fractional.
+  /// An integer in [min, max]; throws ConfigError naming the key and the range when the
+  /// value is not a number, fractional, or outside it.
+  std::int64_t get_int_in_range(std::string_view key, std::int64_t min, std::int64_t max);
+  std::int64_t get_int_in_range_or(std::string_view key, std::int64_t min, std::int64_t max,
+                                   std::int64_t fallback);
+  /// A positive integer up to MAX_JSON_INT; throws ConfigError naming the key otherwise.
   std::int64_t get_positive_int(std::string_view key);
   std::int64_t get_positive_int_or(std::string_view key, std::int64_t fallback);
-  /// A non-negative integer.
+  /// A non-negative integer up to MAX_JSON_INT.
   std::int64_t get_count_or(std::string_view key, std::int64_t fallback);
   bool get_bool_or(std::string_view key, bool fallback);
   /// A quantity with its unit ("80GiB"), in base units; see parse_quantity.

@@ -4,6 +4,10 @@
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 using namespace loom;
 
 TEST_CASE("common::json: malformed JSON reports line and column") {
@@ -45,4 +49,37 @@ TEST_CASE("common::json: non-positive counts are rejected by name") {
 TEST_CASE("common::strings: did_you_mean suggests only close names") {
   CHECK(did_you_mean("llama3-7b", {"llama3-8b", "llama3-70b", "gpt3-175b"}) == "llama3-8b");
   CHECK(did_you_mean("zzzzzzzz", {"llama3-8b"}).empty());
+}
+
+TEST_CASE("common::json: a directory or an empty file is named as such, not as malformed JSON") {
+  CHECK_THROWS_WITH_AS(load_json_file(LOOM_SOURCE_DIR "/examples", "cluster"),
+                       doctest::Contains("is a directory, not a cluster file"), ConfigError);
+  const std::string empty =
+      (std::filesystem::temp_directory_path() / "loom_test_empty_file.json").string();
+  {
+    std::ofstream out(empty);
+    out << "  \n";
+  }
+  CHECK_THROWS_WITH_AS(load_json_file(empty, "model"), doctest::Contains("the model file is empty"),
+                       ConfigError);
+}
+
+TEST_CASE("common::json: integers out of range or too large for a double are rejected") {
+  auto j = parse_json_text(R"({"a": 1e300, "b": 9007199254740993, "c": 4.5, "d": 70, "e": -1,
+                              "f": true})",
+                           "m.json");
+  ObjectReader r(j, "m.json", "");
+  // 1e300 used to be converted to int64 (undefined behaviour) before the range check.
+  CHECK_THROWS_WITH_AS(r.get_positive_int("a"), doctest::Contains("/a: invalid value 1e+300"),
+                       ConfigError);
+  CHECK_THROWS_AS(r.get_positive_int("b"), ConfigError);  // 2^53 + 1
+  CHECK_THROWS_WITH_AS(r.get_count_or("c", 0), doctest::Contains("a non-negative integer"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(r.get_int_in_range("d", 1, 64),
+                       doctest::Contains("/d: invalid value 70; allowed: an integer from 1 to 64"),
+                       ConfigError);
+  CHECK(r.get_int_in_range("d", 1, 70) == 70);
+  CHECK_THROWS_AS(r.get_count_or("e", 0), ConfigError);
+  CHECK_THROWS_AS(r.get_positive_int("f"), ConfigError);  // a boolean is not a number
+  CHECK(r.get_int_in_range_or("missing", 1, 2, 7) == 7);
 }
