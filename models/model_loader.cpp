@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
@@ -129,6 +127,13 @@ struct HfReader {
   std::int64_t integer_or(const char* key, std::int64_t fallback) const {
     return has(key) ? integer(key) : fallback;
   }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const auto& v = j.at(key);
+    if (!v.is_string())
+      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "a string");
+    return v.get<std::string>();
+  }
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     const auto& v = j.at(key);
@@ -162,7 +167,15 @@ ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
   HfReader r{j, origin};
   auto narrow = [&](std::int64_t v, const char* key) {
     if (v <= 0 || v > (std::int64_t{1} << 30))
-      throw ValidationError::not_positive(fmt::format("{}: /{}", origin, key), std::to_string(v));
+      throw ConfigError::bad_value(origin, std::string("/") + key, std::to_string(v),
+                                   "a positive integer below 2^30");
+    return static_cast<int>(v);
+  };
+  // Counts that may be zero; kept below 2^30 so the narrowing to int cannot wrap around.
+  auto count = [&](std::int64_t v, const char* key) {
+    if (v < 0 || v > (std::int64_t{1} << 30))
+      throw ConfigError::bad_value(origin, std::string("/") + key, std::to_string(v),
+                                   "a non-negative integer below 2^30");
     return static_cast<int>(v);
   };
   ModelSpec m;
@@ -215,9 +228,9 @@ ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
     m.moe.experts = narrow(r.integer("n_routed_experts"), "n_routed_experts");
     m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
     m.moe.expert_ffn = r.integer("moe_intermediate_size");
-    m.moe.shared_experts = static_cast<int>(r.integer_or("n_shared_experts", 0));
-    m.moe.first_k_dense = static_cast<int>(r.integer_or("first_k_dense_replace", 0));
-    m.moe.router_bias = j.value("topk_method", std::string()) == "noaux_tc";
+    m.moe.shared_experts = count(r.integer_or("n_shared_experts", 0), "n_shared_experts");
+    m.moe.first_k_dense = count(r.integer_or("first_k_dense_replace", 0), "first_k_dense_replace");
+    m.moe.router_bias = r.string_or("topk_method", "") == "noaux_tc";
   }
   validate_model(m);
   return m;
@@ -233,11 +246,12 @@ ModelSpec parse_model_json(const std::string& text, const std::string& origin) {
 }
 
 ModelSpec load_model_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError::file_not_found(path, "model");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_model_json(buffer.str(), path);
+  // A HuggingFace model folder holds its config.json.
+  std::error_code ec;
+  const std::filesystem::path config = std::filesystem::path(path) / "config.json";
+  if (std::filesystem::is_directory(path, ec) && std::filesystem::is_regular_file(config, ec))
+    return parse_model_json(read_text_file(config.string(), "model"), config.string());
+  return parse_model_json(read_text_file(path, "model"), path);
 }
 
 ModelSpec load_model(const std::string& arg) {

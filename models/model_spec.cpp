@@ -42,6 +42,16 @@ void require_positive(std::int64_t value, const char* field) {
   if (value <= 0) throw ValidationError::not_positive(field, std::to_string(value));
 }
 
+// Far above any published model, low enough that products of sizes stay exact in int64 and
+// a run cannot allocate or loop without bound.
+void require_at_most(std::int64_t value, std::int64_t max, const char* field) {
+  if (value > max) {
+    throw ValidationError(field, fmt::format("{}: {} is beyond the supported maximum {}; give a "
+                                             "realistic size",
+                                             field, value, max));
+  }
+}
+
 double norm_params(const ModelSpec& m, std::int64_t width) {
   return m.norm == NormKind::LAYERNORM ? 2.0 * width : 1.0 * width;
 }
@@ -59,8 +69,26 @@ void validate_model(const ModelSpec& m) {
   require_positive(m.layers, "model.layers");
   require_positive(m.hidden, "model.hidden");
   require_positive(m.vocab, "model.vocab");
+  require_at_most(m.layers, MAX_MODEL_LAYERS, "model.layers");
+  require_at_most(m.hidden, MAX_MODEL_WIDTH, "model.hidden");
+  require_at_most(m.vocab, MAX_MODEL_VOCAB, "model.vocab");
+  require_at_most(m.default_seq, MAX_MODEL_SEQ, "model.seq");
   if (m.kind == ModelKind::MLP) return;
   require_positive(m.heads, "model.heads");
+  require_at_most(m.heads, MAX_MODEL_HEADS, "model.heads");
+  require_at_most(m.kv_heads, MAX_MODEL_HEADS, "model.kv_heads");
+  require_at_most(m.head_dim, MAX_MODEL_WIDTH, "model.head_dim");
+  require_at_most(m.ffn, MAX_MODEL_WIDTH, "model.ffn");
+  require_at_most(m.max_position_embeddings, MAX_MODEL_SEQ, "model.max_position_embeddings");
+  require_at_most(m.mla.q_lora_rank, MAX_MODEL_WIDTH, "model.mla.q_lora_rank");
+  require_at_most(m.mla.kv_lora_rank, MAX_MODEL_WIDTH, "model.mla.kv_lora_rank");
+  require_at_most(m.mla.qk_rope_head_dim, MAX_MODEL_WIDTH, "model.mla.qk_rope_head_dim");
+  require_at_most(m.mla.qk_nope_head_dim, MAX_MODEL_WIDTH, "model.mla.qk_nope_head_dim");
+  require_at_most(m.mla.v_head_dim, MAX_MODEL_WIDTH, "model.mla.v_head_dim");
+  require_at_most(m.moe.experts, MAX_MODEL_HEADS, "model.moe.experts");
+  require_at_most(m.moe.expert_ffn, MAX_MODEL_WIDTH, "model.moe.expert_ffn");
+  require_at_most(m.moe.shared_experts, MAX_MODEL_HEADS, "model.moe.shared_experts");
+  require_at_most(m.moe.shared_ffn, MAX_MODEL_WIDTH, "model.moe.shared_ffn");
   if (m.max_position_embeddings < 0)
     throw ValidationError::not_positive("model.max_position_embeddings",
                                         std::to_string(m.max_position_embeddings));
@@ -106,6 +134,15 @@ void validate_model(const ModelSpec& m) {
     if (!(m.moe.capacity_factor > 0))
       throw ValidationError::not_positive("model.moe.capacity_factor",
                                           fmt::format("{}", m.moe.capacity_factor));
+    // Beyond experts / top_k every expert could take every token: more is meaningless.
+    const double max_factor = static_cast<double>(m.moe.experts) / m.moe.top_k;
+    if (!(m.moe.capacity_factor <= max_factor)) {
+      throw ValidationError(
+          "model.moe.capacity_factor",
+          fmt::format("model.moe.capacity_factor: {:g} exceeds experts / top_k = {:g} (every "
+                      "expert taking every token); give a factor from 0 to {:g}",
+                      m.moe.capacity_factor, max_factor, max_factor));
+    }
   }
   if (m.default_seq <= 0)
     throw ValidationError::not_positive("model.seq", std::to_string(m.default_seq));

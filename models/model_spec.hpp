@@ -83,8 +83,17 @@ struct ModelSpec {
   std::int64_t shared_ffn() const { return moe.shared_ffn > 0 ? moe.shared_ffn : moe.expert_ffn; }
 };
 
-/// Throws ValidationError naming the field ("model.hidden", ...) when a size is zero or
-/// negative or the sizes contradict each other (kv_heads not dividing heads, top_k > experts).
+/// Upper bounds validate_model enforces: far above any published model, low enough that
+/// products of sizes stay exact and a run stays bounded in time and memory.
+inline constexpr std::int64_t MAX_MODEL_LAYERS = 16384;   ///< layers (or MLP depth)
+inline constexpr std::int64_t MAX_MODEL_WIDTH = 1 << 20;  ///< hidden, ffn, head_dim, ranks
+inline constexpr std::int64_t MAX_MODEL_VOCAB = 1 << 24;  ///< vocabulary or classes
+inline constexpr std::int64_t MAX_MODEL_HEADS = 1 << 16;  ///< heads, KV heads, experts
+inline constexpr std::int64_t MAX_MODEL_SEQ = std::int64_t{1} << 26;  ///< tokens
+
+/// Throws ValidationError naming the field ("model.hidden", ...) when a size is zero,
+/// negative or above its MAX_MODEL_* bound, or the sizes contradict each other (kv_heads
+/// not dividing heads, top_k > experts, capacity_factor > experts / top_k).
 void validate_model(const ModelSpec& model);
 
 /// Parameter counts, in parameters (not bytes), by where they live.

@@ -152,3 +152,47 @@ TEST_CASE("models::Loader: dense HF model types mistral, qwen2 and qwen3") {
   CHECK(qwen3.qk_norm);
   CHECK(count_parameters(qwen3).total / 1e9 == doctest::Approx(8.2).epsilon(0.05 / 8.2));
 }
+
+TEST_CASE("models::Loader: absurd sizes and wrong types are bad input, never a crash") {
+  // 1e300 used to reach an int64 conversion (undefined behaviour) and 2^62 was accepted.
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 1e300, "heads": 2,
+                                            "vocab": 10, "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("m.json: /hidden: invalid value 1e+300"), ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 4611686018427387904,
+                                            "heads": 2, "vocab": 10, "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("beyond the supported maximum"), ValidationError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 100000, "hidden": 8, "heads": 2,
+                                            "vocab": 10, "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("model.layers: 100000 is beyond the supported maximum"),
+                       ValidationError);
+  // capacity_factor above experts / top_k: every expert would take every token.
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 8, "heads": 2, "vocab": 10,
+                        "moe": {"experts": 4, "top_k": 2, "expert_ffn": 4,
+                                "capacity_factor": 1e308}})",
+                                        "m.json"),
+                       doctest::Contains("capacity_factor: 1e+308 exceeds experts / top_k = 2"),
+                       ValidationError);
+  const std::string ds = R"({"model_type": "deepseek_v3", "num_hidden_layers": 4,
+      "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "kv_lora_rank": 8,
+      "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "n_routed_experts": 4,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 16, "intermediate_size": 32)";
+  // A non-string topk_method used to escape as an uncaught nlohmann type_error (exit 1).
+  CHECK_THROWS_WITH_AS(import_hf_config(ds + R"(, "topk_method": 5})", "config.json"),
+                       "config.json: /topk_method: invalid value 5; allowed: a string",
+                       ConfigError);
+  // 2^32 + 1 used to wrap to 1 when narrowed to int.
+  CHECK_THROWS_WITH_AS(
+      import_hf_config(ds + R"(, "first_k_dense_replace": 4294967297})", "config.json"),
+      doctest::Contains("/first_k_dense_replace: invalid value 4294967297"), ConfigError);
+}
+
+TEST_CASE("models::Loader: a HuggingFace model folder loads its config.json; other folders fail") {
+  const ModelSpec folder = load_model(example("hf/llama3-8b"));
+  CHECK(count_parameters(folder).total == count_parameters(model_preset("llama3-8b")).total);
+  CHECK(folder.name == "llama3-8b");
+  CHECK_THROWS_WITH_AS(load_model(std::string(LOOM_SOURCE_DIR) + "/examples/"),
+                       doctest::Contains("is a directory, not a model file"), ConfigError);
+}

@@ -1,0 +1,2 @@
+memory --model examples/models
+exit: 2

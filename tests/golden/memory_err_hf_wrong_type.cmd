@@ -1,0 +1,2 @@
+memory --model tests/golden/memory_hf_wrong_type.json
+exit: 2
