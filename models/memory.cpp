@@ -110,6 +110,11 @@ void validate_plan(const ModelSpec& m, const TrainingPlan& p) {
   require_positive(p.seq, "--seq");
   if (p.zero < 0 || p.zero > 3)
     throw ValidationError::bad_value("--zero", std::to_string(p.zero), "0, 1, 2 or 3");
+  if (p.precision == Precision::FP32 && p.grad_dtype == GradDtype::BF16) {
+    throw ValidationError("--grad-dtype",
+                          "--grad-dtype: bf16 gradients need a 16-bit --precision (bf16, fp16 or "
+                          "fp8); with --precision fp32 drop --grad-dtype or give fp32");
+  }
   if (m.kind == ModelKind::MLP) {
     require_divides(p.tp, "--tp", m.hidden, "model.width");
     if (p.cp > 1 || p.ep > 1 || p.sp) {
@@ -284,7 +289,10 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
     }
     if (last) {
       s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
-      s.logits_bytes = sum_saved(head, loss_op);
+      // The loss backward runs right after its forward, except under GPipe, where every
+      // micro-batch's logits wait until all forwards are done.
+      s.logits_bytes = sum_saved(head, loss_op) *
+                       (p.schedule == Schedule::GPIPE ? s.inflight_microbatches : 1.0);
       acts += s.head_activation_bytes + s.logits_bytes;
     }
     if (p.recompute == Recompute::FULL) s.recompute_working_bytes = full_layer_max;

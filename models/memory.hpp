@@ -55,7 +55,7 @@ struct StageMemory {
   double inflight_microbatches = 0;       ///< micro-batches whose activations are alive at peak
   double embedding_activation_bytes = 0;  ///< first stage: embedding output kept, all in flight
   double head_activation_bytes = 0;       ///< last stage: final norm and LM head inputs
-  double logits_bytes = 0;             ///< last stage: logits + fp32 cross-entropy, one micro-batch
+  double logits_bytes = 0;  ///< last stage: logits + fp32 cross-entropy (GPipe: all in flight)
   double recompute_working_bytes = 0;  ///< one layer rematerialised during backward
   OtherMemory other;
   double other_bytes = 0;
@@ -75,7 +75,7 @@ struct MemoryReport {
 /// the model: TP not dividing heads / KV heads / FFN / width, PP (x VPP) not dividing the
 /// layers without a --pipeline-split, a split not summing to the layers, EP not dividing the
 /// experts or dp x cp, CP or SP not dividing the sequence, a non-MoE model with --ep > 1,
-/// and model sizes that are zero or negative.
+/// bf16 gradients with fp32 precision, and model sizes that are zero or negative.
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan);
 
 /// Layers of each virtual stage (pp x vpp entries): plan.pipeline_split, or an even split.

@@ -262,3 +262,26 @@ TEST_CASE("models::Memory: plan validation, one rule per check") {
   CHECK_THROWS_WITH_AS(validate_plan(bad, TrainingPlan{}), doctest::Contains("model.hidden"),
                        ValidationError);
 }
+
+TEST_CASE("models::Memory: GPipe keeps every micro-batch's logits on the last stage") {
+  // GPipe runs all m forwards before any backward, so the last stage holds m sets of
+  // logits + fp32 cross-entropy copies (2 + 4 bytes x s x V each); 1F1B runs each loss
+  // backward right after its forward and holds one. Llama-3-8B, s = 2048, V = 128256, m = 4.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.pp = 2;
+  p.gbs = 4;
+  const double one = 6.0 * 2048 * 128256;
+  CHECK(estimate_memory(m, p).stages.back().logits_bytes == doctest::Approx(one));
+  p.schedule = Schedule::GPIPE;
+  CHECK(estimate_memory(m, p).stages.back().logits_bytes == doctest::Approx(4 * one));
+}
+
+TEST_CASE("models::Memory: bf16 gradients with fp32 precision are rejected, not ignored") {
+  TrainingPlan p;
+  p.precision = Precision::FP32;
+  p.grad_dtype = GradDtype::BF16;
+  CHECK_THROWS_WITH_AS(validate_plan(model_preset("llama3-8b"), p),
+                       doctest::Contains("--grad-dtype: bf16 gradients need a 16-bit --precision"),
+                       ValidationError);
+}
