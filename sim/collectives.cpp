@@ -7,10 +7,12 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "sim/nccl_constants.hpp"
+#include "sim/nccl_model.hpp"
 
 namespace loom::sim {
 
@@ -150,6 +152,7 @@ BatchSpec CollectiveSchedule::batch(int p) const {
   b.flows = flows.data() + begin;
   b.count = end - begin;
   b.wire_factor = wire_factor;
+  b.path_latency = path_latency;
   return b;
 }
 
@@ -166,8 +169,13 @@ bool implements(Algorithm a, Op op) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-// Builds patterns and phases. A phase marked `charged` pays the protocol's per-step latency
-// (pipelined steady-state phases do not: their latency overlaps the previous chunk).
+// Builds patterns and phases. Each phase carries a latency class: the class of NCCL's
+// hwLat row it pays (NVLINK, PCI, NET), DERIVED (the slowest class the pattern's flows
+// cross) or UNCHARGED (pipelined steady-state phases, whose latency overlaps the previous
+// chunk).
+inline constexpr int UNCHARGED = -1;
+inline constexpr int DERIVED = -2;
+
 class Builder {
  public:
   Builder(Fabric& fabric, const CollectiveRequest& request)
@@ -176,6 +184,7 @@ class Builder {
   }
   int n() const { return n_; }
   topo::VertexId v(int i) const { return v_[static_cast<size_t>(i)]; }
+  Fabric& fabric() const { return fabric_; }
 
   int begin_pattern() {
     s_.pattern_begin.push_back(static_cast<std::uint32_t>(s_.flows.size()));
@@ -185,20 +194,32 @@ class Builder {
     if (a != b) s_.flows.push_back({a, b, bytes});
   }
   void phase(int pattern, bool charged = true, int times = 1) {
-    for (int i = 0; i < times; ++i) s_.phases.push_back({pattern, charged ? 1 : 0});
+    phase_class(pattern, charged ? DERIVED : UNCHARGED, times);
   }
+  void phase_class(int pattern, int latency_class, int times = 1) {
+    for (int i = 0; i < times; ++i) {
+      s_.phases.push_back({pattern, latency_class == UNCHARGED ? 0 : 1});
+      classes_.push_back(latency_class);
+    }
+  }
+  /// The latency class of each phase (see UNCHARGED, DERIVED).
+  const std::vector<int>& phase_classes() const { return classes_; }
   CollectiveSchedule finish() {
     s_.pattern_begin.push_back(static_cast<std::uint32_t>(s_.flows.size()));
     return std::move(s_);
   }
+  /// NCCL's latency class of the route between two positions.
+  int route_class(int a, int b) const {
+    return static_cast<int>(fabric_.route(v(a), v(b)).latency_class);
+  }
+  int node(int i) const { return fabric_.node_of(v(i)); }
 
   // Ranks grouped by node in order of first appearance; each node's positions in group order.
   std::vector<std::vector<int>> nodes() const {
     std::vector<std::vector<int>> groups;
     std::map<int, size_t> index;
     for (int i = 0; i < n_; ++i) {
-      int node = fabric_.node_of(v(i));
-      auto [it, inserted] = index.emplace(node, groups.size());
+      auto [it, inserted] = index.emplace(node(i), groups.size());
       if (inserted) groups.emplace_back();
       groups[it->second].push_back(i);
     }
@@ -211,6 +232,7 @@ class Builder {
   int n_;
   std::vector<topo::VertexId> v_;
   CollectiveSchedule s_;
+  std::vector<int> classes_;
 };
 
 int default_chunks(double bytes, int cap) {
@@ -259,14 +281,32 @@ std::vector<std::vector<int>> ring_orders(const Builder& b) {
   return orders;
 }
 
+// The slowest latency class among a ring pattern's intra-node hops (NVLINK when none).
+int intra_class(const Builder& b, const std::vector<std::vector<int>>& orders) {
+  int cls = static_cast<int>(LatencyClass::NVLINK);
+  for (const auto& order : orders) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      int a = order[i], c = order[(i + 1) % order.size()];
+      if (b.node(a) == b.node(c)) cls = std::max(cls, b.route_class(a, c));
+    }
+  }
+  return cls;
+}
+
+// `steps` identical ring steps. NCCL's ring latency charges the steps that cross nodes
+// (2(nNodes-1) of 2(n-1) for all-reduce: a chunk's trip round the ring) at the NET latency and
+// the others at the intra-node latency, so the phases of the one pattern are charged so.
 void ring_steps(Builder& b, double bytes, int steps) {
   auto orders = ring_orders(b);
   const int n = b.n();
+  const int nodes = static_cast<int>(b.nodes().size());
   const double per_flow = bytes / (static_cast<double>(orders.size()) * n);
   int p = b.begin_pattern();
   for (const auto& order : orders)
     for (int i = 0; i < n; ++i) b.flow(b.v(order[i]), b.v(order[(i + 1) % n]), per_flow);
-  b.phase(p, true, steps);
+  const int inter = n > 1 ? steps / (n - 1) * (nodes - 1) : 0;
+  b.phase_class(p, static_cast<int>(LatencyClass::NET), inter);
+  b.phase_class(p, intra_class(b, orders), steps - inter);
 }
 
 // Pipelined chain from position `root` (toward it when `to_root`), k chunks.
@@ -289,7 +329,12 @@ void chain(Builder& b, double bytes, int root, bool to_root, int k) {
         }
       }
     }
-    b.phase(it->second, p < hops);
+    if (p < hops) {
+      int h = to_root ? hops - 1 - p : p;  // the hop chunk 0 crosses in this phase
+      b.phase_class(it->second, b.route_class(order[h], order[h + 1]));
+    } else {
+      b.phase(it->second, false);
+    }
   }
 }
 
@@ -328,78 +373,135 @@ int btree_parent(int n, int rank) {
   return up;
 }
 
+// NCCL's tree: a double binary tree across nodes (ncclGetDtree) and a chain inside each
+// node (src/graph/connect.cc: the intra-node ranks of a tree channel form a chain whose head
+// talks to the network). loom runs one channel per local rank c of the first node: the
+// channel's chain in every node starts at local rank c (its head, on rail c) and visits the
+// node's other ranks in order; heads follow binary tree 0 (even c) or 1 (odd c) over the
+// nodes, so that inter-node traffic spreads over every rail. Each channel carries S/C,
+// reduced up and broadcast down, pipelined in k chunks.
+struct TreeChannel {
+  std::vector<int> parent;  // by group position, -1 for the root
+  std::vector<int> height;  // hops to the deepest descendant
+  std::vector<int> depth;   // hops from the root
+  int root = 0;
+};
+
+TreeChannel tree_channel(const std::vector<std::vector<int>>& nodes, int c, int n) {
+  const int N = static_cast<int>(nodes.size());
+  TreeChannel t;
+  t.parent.assign(static_cast<size_t>(n), -1);
+  std::vector<int> head(static_cast<size_t>(N));
+  for (int x = 0; x < N; ++x) {
+    const auto& node = nodes[static_cast<size_t>(x)];
+    const int m = static_cast<int>(node.size());
+    const int start = c % m;
+    head[static_cast<size_t>(x)] = node[static_cast<size_t>(start)];
+    for (int j = 1; j < m; ++j) {
+      t.parent[static_cast<size_t>(node[static_cast<size_t>((start + j) % m)])] =
+          node[static_cast<size_t>((start + j - 1) % m)];
+    }
+  }
+  // Tree 0 is the binary tree over nodes; tree 1 mirrors it (N even) or shifts it by one
+  // (N odd), so most nodes are a leaf in one tree and an inner node in the other.
+  for (int x = 0; x < N; ++x) {
+    int up;
+    if (c % 2 == 0) {
+      up = btree_parent(N, x);
+    } else if (N % 2 == 0) {
+      int q = btree_parent(N, N - 1 - x);
+      up = q < 0 ? -1 : N - 1 - q;
+    } else {
+      int q = btree_parent(N, (x - 1 + N) % N);
+      up = q < 0 ? -1 : (q + 1) % N;
+    }
+    if (up >= 0)
+      t.parent[static_cast<size_t>(head[static_cast<size_t>(x)])] = head[static_cast<size_t>(up)];
+  }
+  t.height.assign(static_cast<size_t>(n), 0);
+  t.depth.assign(static_cast<size_t>(n), -1);
+  for (int r = 0; r < n; ++r) {
+    if (t.parent[static_cast<size_t>(r)] < 0) t.root = r;
+  }
+  // Depths by walking up (memoised), heights by visiting ranks deepest first.
+  std::vector<int> walk;
+  for (int r = 0; r < n; ++r) {
+    int x = r;
+    walk.clear();
+    while (x >= 0 && t.depth[static_cast<size_t>(x)] < 0) {
+      walk.push_back(x);
+      x = t.parent[static_cast<size_t>(x)];
+    }
+    int d = x < 0 ? -1 : t.depth[static_cast<size_t>(x)];
+    for (auto it = walk.rbegin(); it != walk.rend(); ++it) t.depth[static_cast<size_t>(*it)] = ++d;
+  }
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return t.depth[static_cast<size_t>(a)] > t.depth[static_cast<size_t>(b)];
+  });
+  for (int r : order) {
+    int q = t.parent[static_cast<size_t>(r)];
+    if (q >= 0) {
+      t.height[static_cast<size_t>(q)] =
+          std::max(t.height[static_cast<size_t>(q)], t.height[static_cast<size_t>(r)] + 1);
+    }
+  }
+  return t;
+}
+
 void build_tree(Builder& b, double S, int k) {
   const int n = b.n();
-  // Tree 0 is the binary tree; tree 1 mirrors it (n even) or shifts it by one (n odd), so
-  // that most ranks are a leaf in one tree and an inner node in the other (ncclGetDtree).
-  std::array<std::vector<int>, 2> parent;
-  for (int t = 0; t < 2; ++t) {
-    parent[t].assign(static_cast<size_t>(n), -1);
-    for (int r = 0; r < n; ++r) {
-      if (t == 0) {
-        parent[t][r] = btree_parent(n, r);
-      } else if (n % 2 == 0) {
-        int p = btree_parent(n, n - 1 - r);
-        parent[t][r] = p < 0 ? -1 : n - 1 - p;
-      } else {
-        int p = btree_parent(n, (r - 1 + n) % n);
-        parent[t][r] = p < 0 ? -1 : (p + 1) % n;
-      }
-    }
+  const auto nodes = b.nodes();
+  const int C = static_cast<int>(nodes.front().size());
+  std::vector<TreeChannel> channels;
+  for (int c = 0; c < C; ++c) channels.push_back(tree_channel(nodes, c, n));
+  // Reduce: rank r sends chunk i up at phase i + height(r); broadcast: a rank at depth d
+  // receives chunk i at phase i + height(root) + d - 1. The first `fill` phases carry chunk
+  // 0 along the critical path and pay that hop's latency; the rest overlap.
+  int fill = 0, last = 0;
+  for (const auto& t : channels) {
+    const int max_depth = *std::max_element(t.depth.begin(), t.depth.end());
+    fill = std::max(fill, t.height[static_cast<size_t>(t.root)] + max_depth);
+    last = std::max(last, k - 1 + t.height[static_cast<size_t>(t.root)] + max_depth - 1);
   }
-  // Phase of each send: reduce: rank r sends chunk c up at phase c + height(r);
-  // broadcast: a child at depth d receives chunk c at c + height(root) + d - 1.
-  std::map<int, std::vector<FlowSpec>> by_phase;
-  const double chunk = S / 2 / k;
-  int last = 0, fill = 0;
-  for (int t = 0; t < 2; ++t) {
-    std::vector<int> height(static_cast<size_t>(n), 0), depth(static_cast<size_t>(n), 0);
-    // Heights: iterate until stable (trees are shallow: log2 n rounds).
-    for (int round = 0; round < 64; ++round) {
-      bool changed = false;
-      for (int r = 0; r < n; ++r) {
-        int p = parent[t][r];
-        if (p >= 0 && height[p] < height[r] + 1) height[p] = height[r] + 1, changed = true;
-        if (p >= 0 && depth[r] != depth[p] + 1) depth[r] = depth[p] + 1, changed = true;
-      }
-      if (!changed) break;
-    }
-    int root = 0;
-    for (int r = 0; r < n; ++r)
-      if (parent[t][r] < 0) root = r;
-    int max_depth = *std::max_element(depth.begin(), depth.end());
-    fill = std::max(fill, height[root] + max_depth);
-    for (int c = 0; c < k; ++c) {
-      for (int r = 0; r < n; ++r) {
-        int p = parent[t][r];
-        if (p < 0) continue;
-        int up = c + height[r];
-        int down = c + height[root] + depth[r] - 1;
-        by_phase[up].push_back({b.v(r), b.v(p), chunk});
-        by_phase[down].push_back({b.v(p), b.v(r), chunk});
-        last = std::max(last, down);
-      }
-    }
-  }
-  // Identical consecutive phases share a pattern (the steady state of the pipeline).
-  std::vector<FlowSpec> previous;
+  const double chunk = S / C / k;
+  std::vector<FlowSpec> flows, previous;
   int previous_pattern = -1;
-  for (int p = 0; p <= last && n > 1; ++p) {
-    auto& flows = by_phase[p];
-    auto key = [](const FlowSpec& f) { return std::make_tuple(f.src, f.dst); };
-    std::sort(flows.begin(), flows.end(),
-              [&](const FlowSpec& x, const FlowSpec& y) { return key(x) < key(y); });
-    bool same = previous_pattern >= 0 && flows.size() == previous.size() &&
-                std::equal(flows.begin(), flows.end(), previous.begin(),
-                           [&](const FlowSpec& x, const FlowSpec& y) {
-                             return x.src == y.src && x.dst == y.dst && x.bytes == y.bytes;
-                           });
+  for (int p = 0; p <= last; ++p) {
+    flows.clear();
+    int cls = UNCHARGED;
+    for (const auto& t : channels) {
+      const int top = t.height[static_cast<size_t>(t.root)];
+      for (int r = 0; r < n; ++r) {
+        const int q = t.parent[static_cast<size_t>(r)];
+        if (q < 0) continue;
+        const int up = p - t.height[static_cast<size_t>(r)];
+        const int down = p - (top + t.depth[static_cast<size_t>(r)] - 1);
+        if (up >= 0 && up < k) {
+          flows.push_back({b.v(r), b.v(q), chunk});
+          if (up == 0) cls = std::max(cls, b.route_class(r, q));
+        }
+        if (down >= 0 && down < k) {
+          flows.push_back({b.v(q), b.v(r), chunk});
+          if (down == 0) cls = std::max(cls, b.route_class(q, r));
+        }
+      }
+    }
+    std::sort(flows.begin(), flows.end(), [](const FlowSpec& x, const FlowSpec& y) {
+      return std::tie(x.src, x.dst) < std::tie(y.src, y.dst);
+    });
+    const bool same = previous_pattern >= 0 && flows.size() == previous.size() &&
+                      std::equal(flows.begin(), flows.end(), previous.begin(),
+                                 [](const FlowSpec& x, const FlowSpec& y) {
+                                   return x.src == y.src && x.dst == y.dst;
+                                 });
     if (!same) {
       previous_pattern = b.begin_pattern();
       for (const auto& f : flows) b.flow(f.src, f.dst, f.bytes);
-      previous = flows;
+      std::swap(previous, flows);
     }
-    b.phase(previous_pattern, p < fill);
+    b.phase_class(previous_pattern, p < fill ? (cls == UNCHARGED ? DERIVED : cls) : UNCHARGED);
   }
 }
 
@@ -666,6 +768,60 @@ void validate(const topo::Cluster& cluster, const CollectiveRequest& req) {
   }
 }
 
+}  // namespace
+
+NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
+  CollectiveRequest request;
+  request.ranks = ranks;
+  Builder b(fabric, request);
+  const auto& gpu = fabric.cluster().gpu;
+  NcclShape shape;
+  shape.ranks = b.n();
+  const auto nodes = b.nodes();
+  shape.nodes = static_cast<int>(nodes.size());
+  shape.arch = nccl_arch(gpu);
+  shape.channels = nccl_channels(gpu);
+  for (const auto& node : nodes) {
+    if (node.size() >= 2) {
+      shape.intra = static_cast<LatencyClass>(b.route_class(node[0], node[1]));
+      break;
+    }
+  }
+  if (b.n() < 2) return shape;
+  // The raw bus bandwidth (NCCL: nChannels x bw from its topology search) is the rate at
+  // which each rank sends in one uncontended step of loom's rings: one byte per flow, the
+  // busiest link's load over its capacity.
+  std::vector<double> load(static_cast<size_t>(fabric.num_links()), 0.0);
+  const auto orders = ring_orders(b);
+  double ps_per_byte = 0;
+  for (const auto& order : orders) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      RouteRef r = fabric.route(b.v(order[i]), b.v(order[(i + 1) % order.size()]));
+      for (topo::LinkId l : fabric.links(r)) {
+        load[static_cast<size_t>(l)] += 1.0;
+        ps_per_byte = std::max(ps_per_byte, load[static_cast<size_t>(l)] / fabric.capacity_Bpps(l));
+      }
+    }
+  }
+  if (ps_per_byte > 0) {
+    shape.bus_bandwidth_GBps =
+        static_cast<double>(orders.size()) / ps_per_byte * static_cast<double>(PS_PER_SECOND) / 1e9;
+  }
+  return shape;
+}
+
+namespace {
+
+// Tree pipeline depth: chunks of about NCCL's per-step slice per channel (LL 4 KiB: a 64 KiB
+// LL buffer over 8 steps at half payload; LL128 ~120 KiB; Simple 512 KiB), 1 to 64 chunks.
+int tree_chunks(const Builder& b, double S, Protocol protocol) {
+  const double slice = protocol == Protocol::LL      ? 4.0 * 1024
+                       : protocol == Protocol::LL128 ? 120.0 * 1024
+                                                     : 512.0 * 1024;
+  const double per_channel = S / static_cast<double>(b.nodes().front().size());
+  return static_cast<int>(std::clamp(std::ceil(per_channel / slice), 1.0, 64.0));
+}
+
 CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algorithm a,
                              Protocol protocol, const CostOptions& options) {
   Builder b(fabric, req);
@@ -693,7 +849,7 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
         build_ring(b, op, S, req);
         break;
       case Algorithm::TREE:
-        build_tree(b, S, req.pipeline_chunks ? req.pipeline_chunks : default_chunks(S, 32));
+        build_tree(b, S, req.pipeline_chunks ? req.pipeline_chunks : tree_chunks(b, S, protocol));
         break;
       case Algorithm::DIRECT:
         build_direct(b, op, S, req.root);
@@ -714,40 +870,84 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
         throw InternalError("build_schedule called with auto");
     }
   }
+  const std::vector<int> classes = b.phase_classes();
   CollectiveSchedule s = b.finish();
   s.algorithm = a;
   s.protocol = protocol;
-  const auto proto = static_cast<size_t>(protocol);
-  const auto fam = static_cast<size_t>(family_of(a));
-  double wire = 1.0;
-  if (options.nccl_overheads) {
-    wire /= nccl::PROTOCOL_EFFICIENCY[proto];
-    if (a == Algorithm::NVLS) {
-      wire /= nccl::NVLS_EFFICIENCY_HOPPER * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS;
-    }
-    s.base_latency = to_sim_time(nccl::BASE_LATENCY_US[fam][proto] * 1e-6);
-    // Per-step latency by the slowest hardware class the step's flows cross.
-    std::vector<SimTime> pattern_latency(static_cast<size_t>(s.num_patterns()), 0);
-    for (int p = 0; p < s.num_patterns(); ++p) {
-      int cls = -1;
-      SimTime wire = 0;
-      for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i) {
-        RouteRef r = fabric.route(s.flows[i].src, s.flows[i].dst);
-        cls = std::max(cls, static_cast<int>(r.latency_class));
-        wire = std::max(wire, r.latency);
-      }
-      // NCCL's hwLat is the whole per-step latency, wire included: charge only what it adds
-      // to the flows' own path latency, so a step costs max(hwLat, path latency).
-      if (cls >= 0) {
-        SimTime hw = to_sim_time(nccl::HW_LATENCY_US[cls][fam][proto] * 1e-6);
-        pattern_latency[p] = std::max<SimTime>(0, hw - wire);
-      }
-    }
-    for (auto& ph : s.phases) ph.overhead = ph.overhead ? pattern_latency[ph.pattern] : 0;
-  } else {
+  if (!options.nccl_overheads) {
     for (auto& ph : s.phases) ph.overhead = 0;
+    s.wire_factor = req.contention;
+    return s;
   }
-  s.wire_factor = wire * req.contention;
+  const auto proto = static_cast<size_t>(protocol);
+  const auto fam = family_of(a);
+  const NcclShape shape = nccl_shape(fabric, req.ranks);
+  // Bandwidth: NCCL's multiplicative refinements slow the wire (LL's 8-byte stores carry 4
+  // bytes, etc.); its absolute caps (llMaxBw, nChannels x perChMax) bound each rank's send
+  // rate, shared by the rank's flows of a step.
+  double factor, cap_GBps;
+  if (a == Algorithm::NVLS) {
+    factor = nccl::NVLS_EFFICIENCY_HOPPER * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS;
+    cap_GBps = std::numeric_limits<double>::infinity();
+  } else {
+    NcclBandwidth bw = nccl_bus_bandwidth(a, protocol, op, shape);
+    factor = bw.factor;
+    cap_GBps = bw.cap_GBps;
+    if (a == Algorithm::TREE) {
+      const double corr = nccl_tree_correction(protocol, S);
+      factor *= corr;
+      cap_GBps *= corr;
+    }
+  }
+  s.wire_factor = req.contention / factor;
+  if (std::isfinite(cap_GBps)) {
+    const double cap_Bpps = cap_GBps * 1e9 / static_cast<double>(PS_PER_SECOND);
+    std::map<topo::VertexId, int> out_degree;
+    for (int p = 0; p < s.num_patterns(); ++p) {
+      out_degree.clear();
+      for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i)
+        ++out_degree[s.flows[i].src];
+      for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i)
+        s.flows[i].max_rate_Bpps = cap_Bpps / out_degree[s.flows[i].src];
+    }
+  }
+  // Latency: NCCL's baseLat once, and per charged phase its hwLat row, wire included (so the
+  // flows' own path latency is not added). Ring-like steps inside a node cost at least
+  // netOverhead when the group spans nodes; with one rank per node the NET row is Tree's;
+  // Ring+Simple all-reduce across nodes pays the plateau factor (tuning.cc).
+  s.path_latency = false;
+  const bool ring_like = fam == nccl::RING;
+  double scale = 1.0;
+  if (a == Algorithm::RING && protocol == Protocol::SIMPLE && shape.nodes > 1 &&
+      op == Op::ALL_REDUCE && S / (static_cast<double>(shape.channels) * shape.ranks) >= 64) {
+    scale = nccl::RING_PLATEAU_LATENCY_FACTOR;
+  }
+  s.base_latency = to_sim_time(scale * nccl::BASE_LATENCY_US[fam][proto] * 1e-6);
+  std::vector<int> derived(static_cast<size_t>(s.num_patterns()), -1);
+  for (int p = 0; p < s.num_patterns(); ++p) {
+    for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i) {
+      RouteRef r = fabric.route(s.flows[i].src, s.flows[i].dst);
+      derived[p] = std::max(derived[p], static_cast<int>(r.latency_class));
+    }
+  }
+  for (size_t i = 0; i < s.phases.size(); ++i) {
+    auto& ph = s.phases[i];
+    int cls = classes[i] == DERIVED ? derived[static_cast<size_t>(ph.pattern)] : classes[i];
+    if (classes[i] == UNCHARGED || cls < 0) {
+      ph.overhead = 0;
+      continue;
+    }
+    auto row = static_cast<size_t>(fam);
+    if (ring_like && cls == static_cast<int>(LatencyClass::NET) && shape.ranks_per_node() == 1)
+      row = nccl::TREE;
+    double us = nccl::HW_LATENCY_US[static_cast<size_t>(cls)][row][proto];
+    if (ring_like && shape.nodes > 1 && cls != static_cast<int>(LatencyClass::NET)) {
+      us = std::max(
+          us, nccl::NET_OVERHEAD_US *
+                  (protocol == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
+    }
+    ph.overhead = to_sim_time(scale * us * 1e-6);
+  }
   return s;
 }
 
@@ -806,6 +1006,7 @@ CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& req,
   validate(fabric.cluster(), req);
   std::vector<Protocol> protocols = {Protocol::SIMPLE};
   if (options.nccl_overheads) protocols = {Protocol::LL, Protocol::LL128, Protocol::SIMPLE};
+  // Algorithms NCCL does not have: the protocol with the least analytical time.
   auto best_protocol = [&](Algorithm a) {
     CollectiveSchedule best;
     SimTime best_time = std::numeric_limits<SimTime>::max();
@@ -817,7 +1018,45 @@ CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& req,
     }
     return std::make_pair(best_time, std::move(best));
   };
-  if (req.algorithm != Algorithm::AUTO) return best_protocol(req.algorithm).second;
+  // NCCL's tuner: every (algorithm, protocol) its model covers, by predicted time; ties go
+  // to the first in NCCL's loop order (Tree, Ring, NVLS; LL, LL128, Simple).
+  auto tuned = [&](const std::vector<Algorithm>& algorithms) {
+    std::vector<std::tuple<double, int, Algorithm, Protocol>> options_by_time;
+    if (!options.nccl_overheads || req.ranks.size() < 2) return options_by_time;
+    const NcclShape shape = nccl_shape(fabric, req.ranks);
+    int order = 0;
+    for (Algorithm a : algorithms) {
+      if (!implements(a, req.op)) continue;
+      for (Protocol p : protocols) {
+        double t = nccl_time_us(a, p, req.op, shape, req.op == Op::BARRIER ? 0.0 : req.bytes);
+        if (t >= 0) options_by_time.emplace_back(t, order++, a, p);
+      }
+    }
+    std::sort(options_by_time.begin(), options_by_time.end());
+    return options_by_time;
+  };
+  // The first candidate this group can run (e.g. NVLS needs an NVLS switch next to every rank).
+  auto first_buildable = [&](const std::vector<std::tuple<double, int, Algorithm, Protocol>>& c,
+                             CollectiveSchedule& out) {
+    for (const auto& [t, order, a, p] : c) {
+      try {
+        out = build_schedule(fabric, req, a, p, options);
+        return true;
+      } catch (const ValidationError&) {
+        if (req.algorithm != Algorithm::AUTO) throw;
+      }
+    }
+    return false;
+  };
+  CollectiveSchedule chosen;
+  if (req.algorithm != Algorithm::AUTO) {
+    if (first_buildable(tuned({req.algorithm}), chosen)) return chosen;
+    return best_protocol(req.algorithm).second;
+  }
+  if (first_buildable(tuned({Algorithm::TREE, Algorithm::RING, Algorithm::NVLS}), chosen)) {
+    return chosen;
+  }
+  // Without NCCL's model (overheads off, or an op it does not cover): least analytical time.
   std::vector<Algorithm> candidates;
   for (Algorithm a : {Algorithm::RING, Algorithm::TREE, Algorithm::NVLS})
     if (implements(a, req.op)) candidates.push_back(a);

@@ -89,11 +89,14 @@ struct CollectiveSchedule {
   std::vector<Phase> phases;
   SimTime base_latency = 0;  ///< once per collective (NCCL baseLat), ps
   double wire_factor = 1.0;  ///< wire bytes per payload byte
+  /// False when the phases' overheads are NCCL's whole step latencies (wire included): the
+  /// network then adds no path latency (BatchSpec::path_latency).
+  bool path_latency = true;
   Algorithm algorithm = Algorithm::RING;
   Protocol protocol = Protocol::SIMPLE;
 
   int num_patterns() const { return static_cast<int>(pattern_begin.size()) - 1; }
-  /// The batch of pattern `p` (flows, wire factor; no overhead or memo key).
+  /// The batch of pattern `p` (flows, wire factor, path latency; no overhead or memo key).
   BatchSpec batch(int p) const;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.hpp"
 
@@ -109,6 +110,16 @@ TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<Task
   }
   Comm comm;
   comm.schedule = plan_collective(*fabric_, spec.request, options_.cost);
+  // Phases with the same pattern and overhead are identical batches: they share a memo class
+  // (the index of the first such phase). Schedules have few distinct pairs.
+  const auto& phases = comm.schedule.phases;
+  comm.memo_class.resize(phases.size());
+  std::map<std::pair<std::int32_t, SimTime>, std::uint32_t> first;
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    auto [it, inserted] = first.emplace(std::make_pair(phases[i].pattern, phases[i].overhead),
+                                        static_cast<std::uint32_t>(i));
+    comm.memo_class[i] = it->second;
+  }
   TaskId id = add_task(Kind::COMMUNICATION, spec.streams, deps);
   comm.task = id;
   tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
@@ -174,12 +185,9 @@ void Engine::start_phase(std::int32_t comm) {
   const auto& phase = c.schedule.phases[static_cast<size_t>(c.phase)];
   BatchSpec batch = c.schedule.batch(phase.pattern);
   batch.overhead = phase.overhead;
-  // Phases with the same pattern and overhead are identical batches (memo key; 0 = none).
-  if (phase.pattern < (1 << 22)) {
-    batch.memo_key = (static_cast<std::uint64_t>(comm + 1) << 23) |
-                     (static_cast<std::uint64_t>(phase.pattern) << 1) |
-                     (phase.overhead > 0 ? 1u : 0u);
-  }
+  // Memo key (0 = none): the collective and the phase's memo class.
+  batch.memo_key =
+      (static_cast<std::uint64_t>(comm + 1) << 32) | c.memo_class[static_cast<size_t>(c.phase)];
   network_->start_batch(now_, batch, comm);
 }
 

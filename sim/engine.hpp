@@ -144,6 +144,7 @@ class Engine {
   };
   struct Comm {
     CollectiveSchedule schedule;
+    std::vector<std::uint32_t> memo_class;  // per phase: first phase with its pattern+overhead
     TaskId task = 0;
     std::int32_t phase = 0;
   };

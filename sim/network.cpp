@@ -70,7 +70,9 @@ SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
     double drain = 0;
     for (topo::LinkId l : fabric.links(r))
       drain = std::max(drain, load[l] / fabric.capacity_Bpps(l));
-    worst_ps = std::max(worst_ps, static_cast<double>(r.latency) + drain);
+    if (f.max_rate_Bpps > 0 && r.length > 0) drain = std::max(drain, f.bytes / f.max_rate_Bpps);
+    const double latency = batch.path_latency ? static_cast<double>(r.latency) : 0.0;
+    worst_ps = std::max(worst_ps, latency + drain);
   }
   for (topo::LinkId l : touched) load[l] = 0.0;
   return static_cast<SimTime>(std::ceil(worst_ps)) + batch.overhead;
@@ -159,7 +161,7 @@ class FlowNetwork final : public Network {
       ++b.outstanding;
       if (wire <= 0 || r.length == 0) {
         tally(spec);
-        b.last_delivery = std::max(b.last_delivery, now + r.latency);
+        b.last_delivery = std::max(b.last_delivery, now + (batch.path_latency ? r.latency : 0));
         --b.outstanding;
         continue;
       }
@@ -174,6 +176,8 @@ class FlowNetwork final : public Network {
       Flow& f = flows_[static_cast<size_t>(slot)];
       f.remaining = wire;
       f.rate = 0;
+      f.cap = spec.max_rate_Bpps > 0 ? spec.max_rate_Bpps * batch.wire_factor
+                                     : std::numeric_limits<double>::infinity();
       f.route = r;
       f.batch = id;
       f.spec = spec;
@@ -206,6 +210,7 @@ class FlowNetwork final : public Network {
   struct Flow {
     double remaining = 0;  // wire bytes
     double rate = 0;       // wire bytes per picosecond
+    double cap = 0;        // ceiling on rate, wire bytes per picosecond (infinity: none)
     RouteRef route;
     BatchId batch = 0;
     FlowSpec spec;
@@ -256,7 +261,7 @@ class FlowNetwork final : public Network {
   void deliver(const Flow& f, SimTime now) {
     tally(f.spec);
     Batch& b = batches_[static_cast<size_t>(f.batch)];
-    b.last_delivery = std::max(b.last_delivery, now + f.route.latency);
+    b.last_delivery = std::max(b.last_delivery, now + (b.spec.path_latency ? f.route.latency : 0));
     if (--b.outstanding == 0) finish_batch(f.batch);
   }
 
@@ -325,24 +330,24 @@ class FlowNetwork final : public Network {
     }
     unfrozen_.assign(active_.begin(), active_.end());
     while (!unfrozen_.empty()) {
-      double share = std::numeric_limits<double>::infinity();
+      // The next level: the tightest link's fair share, or the lowest flow ceiling.
+      double level = std::numeric_limits<double>::infinity();
       for (topo::LinkId l : touched_) {
-        if (count_[l] > 0) share = std::min(share, remaining_cap_[l] / count_[l]);
+        if (count_[l] > 0) level = std::min(level, remaining_cap_[l] / count_[l]);
       }
-      const double limit = share * (1 + 1e-12);
+      for (std::int32_t s : unfrozen_) level = std::min(level, flows_[static_cast<size_t>(s)].cap);
+      const double limit = level * (1 + 1e-12);
       frozen_.clear();
       size_t keep = 0;
       for (std::int32_t s : unfrozen_) {
         Flow& f = flows_[static_cast<size_t>(s)];
-        bool bottleneck = false;
+        bool bottleneck = f.cap <= limit;
         for (topo::LinkId l : fabric_.links(f.route)) {
-          if (remaining_cap_[l] / count_[l] <= limit) {
-            bottleneck = true;
-            break;
-          }
+          if (bottleneck) break;
+          bottleneck = remaining_cap_[l] / count_[l] <= limit;
         }
         if (bottleneck) {
-          f.rate = share;
+          f.rate = std::min(level, f.cap);
           frozen_.push_back(s);
         } else {
           unfrozen_[keep++] = s;
@@ -350,8 +355,9 @@ class FlowNetwork final : public Network {
       }
       unfrozen_.resize(keep);
       for (std::int32_t s : frozen_) {
-        for (topo::LinkId l : fabric_.links(flows_[static_cast<size_t>(s)].route)) {
-          remaining_cap_[l] = std::max(0.0, remaining_cap_[l] - share);
+        const Flow& f = flows_[static_cast<size_t>(s)];
+        for (topo::LinkId l : fabric_.links(f.route)) {
+          remaining_cap_[l] = std::max(0.0, remaining_cap_[l] - f.rate);
           --count_[l];
         }
       }

@@ -28,6 +28,9 @@ struct FlowSpec {
   topo::VertexId src = 0;
   topo::VertexId dst = 0;
   double bytes = 0;  ///< payload bytes
+  /// Ceiling on this flow's payload rate in bytes per picosecond (0: none), e.g. NCCL's LL
+  /// bandwidth cap shared among a rank's flows. The network applies it on top of link sharing.
+  double max_rate_Bpps = 0;
 };
 
 using BatchId = std::int32_t;
@@ -40,6 +43,9 @@ struct BatchSpec {
   double wire_factor = 1.0;    ///< wire bytes per payload byte (protocol efficiency, contention)
   SimTime overhead = 0;        ///< fixed time added after the last delivery (protocol step latency)
   std::uint64_t memo_key = 0;  ///< identical contents share a key (0: none); enables reuse
+  /// True: each flow is delivered its path latency after it drains. False: the overhead is
+  /// the whole step latency, wire included (NCCL's hwLat), and flows deliver as they drain.
+  bool path_latency = true;
 };
 
 /// What a network needs from the engine that drives it.

@@ -74,29 +74,45 @@ TEST_CASE("sim::Collectives: ring all-gather and reduce-scatter take (n-1)(alpha
         doctest::Approx(want).epsilon(TOL));
 }
 
-TEST_CASE(
-    "sim::Collectives: double binary tree all-reduce on 4 ranks, one chunk, takes 4 alpha + 3S/B") {
-  // Tree 0: 0 <- 2 <- {1, 3}; tree 1 (mirror): 3 <- 1 <- {2, 0}; each tree carries S/2.
-  // Step 1: leaves send up: rank 2 and rank 1 each receive two halves -> alpha + S/B.
-  // Step 2: 2 -> 0 and 1 -> 3, one half each -> alpha + S/(2B).
-  // Step 3: 0 -> 2 and 3 -> 1 (broadcast starts) -> alpha + S/(2B).
-  // Step 4: 2 -> {1, 3} and 1 -> {2, 0}: ranks 2 and 1 each send two halves -> alpha + S/B.
-  auto c = testing::star(4, B, h);
-  double want = 4 * alpha + 3 * S / B;
-  CHECK(time_of(c, CollectiveOp::ALL_REDUCE, Algorithm::TREE, S, iota(4), raw(), 1) ==
-        doctest::Approx(want).epsilon(TOL));
+TEST_CASE("sim::Collectives: tree all-reduce on one node is a chain: 2(n-1)(alpha + S/(nB))") {
+  // NCCL chains the ranks of a node (tree across nodes, chain within). loom runs n channels,
+  // channel c chaining c, c+1, ... with S/n each. One chunk: n-1 steps up, n-1 steps down;
+  // in every step each rank sends one S/n flow -> 2(n-1)(alpha + S/(nB)), like the ring.
+  for (int n : {4, 8}) {
+    auto c = testing::star(n, B, h);
+    double want = 2.0 * (n - 1) * (alpha + S / (n * B));
+    CHECK(time_of(c, CollectiveOp::ALL_REDUCE, Algorithm::TREE, S, iota(n), raw(), 1) ==
+          doctest::Approx(want).epsilon(TOL));
+  }
 }
 
 TEST_CASE(
-    "sim::Collectives: pipelined tree all-reduce approaches 2S/B (each rank sends 4 chunks of S/2k "
-    "per step)") {
-  // Steady state: an inner rank sends 1 chunk up + 2 down in its inner tree and 1 up as a
-  // leaf of the other: 4 chunks of S/(2k) per step, k steps -> 2S/B plus fill steps.
+    "sim::Collectives: tree all-reduce across 4 nodes of 2 ranks, one chunk, takes 12h + S/Bi + "
+    "3S/Bn") {
+  // 2 channels of S/2: chain tail -> head inside each node; heads in binary tree 0 over the
+  // nodes (0 <- 2 <- {1, 3}) on rail 0 for channel 0, the mirrored tree 1 (3 <- 1 <- {2, 0})
+  // on rail 1 for channel 1. Every path is 2 hops (2h). Phases:
+  //  up 1: tails -> heads (intra), S/2 each              -> 2h + S/(2Bi)
+  //  up 2: two leaf heads -> the inner head (one NIC)    -> 2h + S/Bn
+  //  up 3: inner head -> root head                       -> 2h + S/(2Bn)
+  //  down 1..3 mirror them                               -> 2h + S/(2Bn), 2h + S/Bn, 2h + S/(2Bi)
+  const double Bi = 400e9, Bn = 50e9;
+  auto c = testing::rails(4, 2, Bi, Bn, h);
+  double want = 12 * h + S / Bi + 3 * S / Bn;
+  CHECK(time_of(c, CollectiveOp::ALL_REDUCE, Algorithm::TREE, S, iota(8), raw(), 1) ==
+        doctest::Approx(want).epsilon(TOL));
+}
+
+TEST_CASE("sim::Collectives: pipelined tree all-reduce approaches the chain's 2(n-1)/n S/B") {
+  // Steady state: a rank sends one chunk up and one down in each channel where it is inside
+  // the chain (n-2 of n), one in the two where it is head or tail: 2(n-1) chunks of S/(nk)
+  // per step, k steps, plus 2(n-1) fill steps.
   auto c = testing::star(8, B, h);
   const int k = 64;
+  const double steady = 2.0 * 7 / 8 * S / B;
   double t = time_of(c, CollectiveOp::ALL_REDUCE, Algorithm::TREE, S, iota(8), raw(), k);
-  CHECK(t > 2 * S / B);
-  CHECK(t < 2 * S / B * 1.15);
+  CHECK(t > steady);
+  CHECK(t < steady * (k + 14.0) / k * 1.01);
 }
 
 TEST_CASE("sim::Collectives: direct all-reduce takes 2(alpha + (n-1)S/(nB))") {

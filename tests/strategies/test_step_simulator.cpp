@@ -120,7 +120,8 @@ TEST_CASE("strategies::StepSimulator: a TP group leaving its NVLink domain is sl
   auto a = simulate_step(model, in, cluster, {});
   auto b = simulate_step(model, out, cluster, {});
   // TP16 halves each GPU's compute but its all-reduces cross InfiniBand.
-  CHECK(b.comm_time_s[0] > 3 * a.comm_time_s[0]);
+  // (2.5x: NCCL's tuner runs Tree/LL128 across the 2 nodes at these sizes, sim/nccl_model.hpp.)
+  CHECK(b.comm_time_s[0] > 2.5 * a.comm_time_s[0]);
 }
 
 TEST_CASE("strategies::StepSimulator: report fields are consistent") {

@@ -1,0 +1,170 @@
+#include "sim/nccl_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace loom::sim {
+
+namespace {
+
+using Op = CollectiveOp;
+
+std::size_t proto_index(Protocol p) {
+  return static_cast<std::size_t>(p);
+}
+
+double hw_latency_us(LatencyClass cls, nccl::Family family, Protocol p) {
+  return nccl::HW_LATENCY_US[static_cast<std::size_t>(cls)][static_cast<std::size_t>(family)]
+                            [proto_index(p)];
+}
+
+// nsteps of the busBw -> algBw conversion (tuning.cc ncclTopoTuneModel).
+int algbw_steps(Op op, int n) {
+  if (op == Op::ALL_REDUCE) return 2 * (n - 1);
+  if (op == Op::ALL_GATHER || op == Op::REDUCE_SCATTER) return n - 1;
+  return n;
+}
+
+}  // namespace
+
+nccl::Arch nccl_arch(const topo::GpuSpec& gpu) {
+  switch (gpu.nvlink_generation) {
+    case 1:
+    case 2:
+      return nccl::VOLTA;
+    case 4:
+      return nccl::HOPPER;
+    case 5:
+      return nccl::BLACKWELL;
+    default:
+      return nccl::AMPERE;
+  }
+}
+
+int nccl_channels(const topo::GpuSpec& gpu) {
+  if (gpu.nvlink_bandwidth_Bps <= 0) return 2;
+  // NVLink 3 and 4 links carry 25 GB/s per direction, NVLink 5 links 50 GB/s.
+  const double per_link = gpu.nvlink_generation >= 5 ? 50e9 : 25e9;
+  const int links = std::max(1, static_cast<int>(std::lround(gpu.nvlink_bandwidth_Bps / per_link)));
+  return std::clamp(2 * links, 2, nccl::MAX_CHANNELS);
+}
+
+bool nccl_models(Algorithm a, Protocol p, Op op) {
+  switch (a) {
+    case Algorithm::RING:
+      return op == Op::ALL_REDUCE || op == Op::ALL_GATHER || op == Op::REDUCE_SCATTER ||
+             op == Op::BROADCAST || op == Op::REDUCE || op == Op::BARRIER;
+    case Algorithm::TREE:
+      return op == Op::ALL_REDUCE || op == Op::BARRIER;
+    case Algorithm::NVLS:
+      return (op == Op::ALL_REDUCE || op == Op::BARRIER) && p == Protocol::SIMPLE;
+    default:
+      return false;
+  }
+}
+
+NcclBandwidth nccl_bus_bandwidth(Algorithm a, Protocol p, Op op, const NcclShape& shape) {
+  NcclBandwidth bw;
+  const auto arch = static_cast<std::size_t>(shape.arch);
+  const auto col = static_cast<std::size_t>(shape.node_column());
+  const double channels = shape.channels;
+  const double ll_max = nccl::LL_MAX_BW_GBPS[arch][col];
+  auto scale = [&](double f) {
+    bw.factor *= f;
+    bw.cap_GBps *= f;
+  };
+  auto cap = [&](double c) { bw.cap_GBps = std::min(bw.cap_GBps, c); };
+  if (a == Algorithm::NVLS) {
+    const double eff =
+        shape.arch == nccl::BLACKWELL ? 0.74 : nccl::NVLS_EFFICIENCY_HOPPER;  // nvlsEfficiency
+    scale(eff * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS);
+    if (op == Op::ALL_REDUCE || op == Op::BARRIER) scale(2.0);
+    return bw;
+  }
+  if (a == Algorithm::TREE) {
+    if (op == Op::ALL_REDUCE || op == Op::BARRIER) {
+      scale(nccl::TREE_ALLREDUCE_FACTOR);
+      cap(channels * nccl::PER_CH_MAX_TREE_BW_GBPS[arch][col]);
+    }
+    if (p == Protocol::LL) {
+      scale(1.0 / nccl::TREE_LL_DIVISOR);
+      cap(ll_max);
+    } else if (p == Protocol::LL128) {
+      scale(shape.nodes <= 1 ? nccl::TREE_LL128_FACTOR_ONE_NODE : nccl::TREE_LL128_FACTOR_NODES);
+      cap(channels * nccl::PER_CH_MAX_TREE_LL128_BW_GBPS[arch][col]);
+    }
+    return bw;
+  }
+  // Ring, and the algorithms NCCL does not have, which take the Ring rows.
+  if (p == Protocol::LL) {
+    scale(nccl::PROTOCOL_EFFICIENCY[0]);
+    cap(ll_max);
+  } else if (p == Protocol::LL128) {
+    scale(nccl::LL128_FACTOR);
+    cap(channels * nccl::PER_CH_MAX_RING_LL128_BW_GBPS[arch][col]);
+  }
+  return bw;
+}
+
+double nccl_tree_correction(Protocol p, double bytes) {
+  if (!(bytes < 1073741824.0)) return 1.0;  // past the table (and no overflow below)
+  // log2i(nBytes >> 6): the index of the highest set bit (0 for 0).
+  auto chunks = static_cast<std::uint64_t>(std::max(0.0, bytes)) >> 6;
+  int log = 0;
+  while (chunks >>= 1) ++log;
+  const auto& row = nccl::TREE_CORRECTION[proto_index(p)];
+  return log < static_cast<int>(row.size()) ? row[static_cast<std::size_t>(log)] : 1.0;
+}
+
+double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, double bytes) {
+  const int n = shape.ranks, nodes = std::max(1, shape.nodes);
+  const int ppn = shape.ranks_per_node();
+  if (a == Algorithm::NVLS) {
+    double lat = hw_latency_us(LatencyClass::NVLINK, nccl::NVLS, p);
+    if (nodes > 1) lat += hw_latency_us(LatencyClass::NET, nccl::NVLS, p);
+    return lat;
+  }
+  if (a == Algorithm::TREE) {
+    const double intra = hw_latency_us(shape.intra, nccl::TREE, p);
+    const double inter = hw_latency_us(LatencyClass::NET, nccl::TREE, p);
+    return nccl::BASE_LATENCY_US[nccl::TREE][proto_index(p)] +
+           2 * ((ppn - 1) * intra + std::log2(static_cast<double>(nodes)) * inter);
+  }
+  // Ring. Broadcast and reduce run as a chain of n - 1 hops, nNodes - 1 of them between
+  // nodes (loom's reading; NCCL's own nsteps there is n).
+  const bool ar = op == Op::ALL_REDUCE || op == Op::BARRIER;
+  const int steps = ar ? 2 * (n - 1) : n - 1;
+  const int inter_steps = ar ? 2 * (nodes - 1) : nodes - 1;
+  double intra = hw_latency_us(shape.intra, nccl::RING, p);
+  if (nodes > 1) {
+    const double overhead = nccl::NET_OVERHEAD_US *
+                            (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0);
+    intra = std::max(intra, overhead);
+  }
+  // interLat takes the Tree row when there is one rank per node (tuning.cc).
+  const double inter = hw_latency_us(LatencyClass::NET, ppn == 1 ? nccl::TREE : nccl::RING, p);
+  double lat = nccl::BASE_LATENCY_US[nccl::RING][proto_index(p)] + (steps - inter_steps) * intra +
+               inter_steps * inter;
+  if (p == Protocol::SIMPLE && nodes > 1 && ar &&
+      bytes / (static_cast<double>(shape.channels) * n) >= 64) {
+    lat *= nccl::RING_PLATEAU_LATENCY_FACTOR;
+  }
+  return lat;
+}
+
+double nccl_algorithm_bandwidth_GBps(Algorithm a, Protocol p, Op op, const NcclShape& shape,
+                                     double bytes) {
+  const double bus = nccl_bus_bandwidth(a, p, op, shape).bus_GBps(shape.bus_bandwidth_GBps);
+  if (a == Algorithm::TREE) return bus * 0.5 * nccl_tree_correction(p, bytes);
+  const int n = shape.ranks;
+  return bus * n / std::max(1, algbw_steps(op == Op::BARRIER ? Op::ALL_REDUCE : op, n));
+}
+
+double nccl_time_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, double bytes) {
+  if (!nccl_models(a, p, op) || shape.ranks < 2) return -1;
+  const double bw = nccl_algorithm_bandwidth_GBps(a, p, op, shape, bytes);
+  if (!(bw > 0)) return -1;
+  return nccl_latency_us(a, p, op, shape, bytes) + bytes / (1000 * bw);
+}
+
+}  // namespace loom::sim
