@@ -4,15 +4,24 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
 #include "topologies/cluster_builder.hpp"
+#include "topologies/cluster_presets.hpp"
 #include "topologies/gpu_json.hpp"
 #include "topologies/link_catalog.hpp"
 
 namespace loom::topo {
 namespace {
+
+// Bounds on hand-written values: generous for real hardware, small enough that a typo
+// cannot build a graph that exhausts memory.
+constexpr int MAX_LINK_LANES = 1024;
+constexpr int MAX_SPINES = 4096;
+constexpr double MAX_OVERSUBSCRIPTION = 64;
 
 const std::vector<std::string>& vertex_kind_names() {
   static const std::vector<std::string> names = {"gpu", "nvswitch", "pcie-switch", "cpu",
@@ -41,10 +50,11 @@ RawVertex read_vertex(ObjectReader& r, bool allow_node) {
   if (out.v.in_switch_reduce && out.v.kind != VertexKind::NVSWITCH)
     r.fail("in_switch_reduce", "true", "only on an nvswitch vertex");
   if (allow_node) {
+    // Leaves and spines sit outside every node (-1, the default); devices inside one.
     const bool fabric = out.v.kind == VertexKind::LEAF || out.v.kind == VertexKind::SPINE;
-    out.node = static_cast<int>(r.get_count_or("node", fabric ? -1 : 0));
-    if (r.has("node") && r.raw("node").is_number() && r.raw("node").get<double>() == -1)
-      out.node = -1;
+    out.node = fabric
+                   ? static_cast<int>(r.get_int_in_range_or("node", -1, -1, -1))
+                   : static_cast<int>(r.get_int_in_range_or("node", 0, MAX_CLUSTER_NODES - 1, 0));
   }
   r.finish();
   return out;
@@ -64,7 +74,8 @@ NodeTemplate::L read_link(ObjectReader& r, Known known) {
   if (l.a == l.b) r.fail("b", fmt::format("'{}'", l.b), "a vertex other than \"a\"");
   const std::string type = r.get_enum("type", link_type_names());
   const LinkSpec& spec = find_link_type(type);
-  const int lanes = static_cast<int>(r.get_positive_int_or("lanes", spec.default_lanes));
+  const int lanes =
+      static_cast<int>(r.get_int_in_range_or("lanes", 1, MAX_LINK_LANES, spec.default_lanes));
   l.kind = spec.kind;
   l.bandwidth_Bps =
       r.get_quantity_or("bandwidth", Unit::BANDWIDTH, spec.lane_bandwidth_Bps * lanes);
@@ -97,9 +108,15 @@ NodeTemplate read_template(ObjectReader& r, const std::string& file) {
     t.vertices.push_back(v.v);
   }
   const auto& ls = array_of(r, "links");
+  std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < ls.size(); ++i) {
     ObjectReader lr(ls[i], file, fmt::format("{}/{}", r.pointer_of("links"), i));
-    t.links.push_back(read_link(lr, [&](const std::string& n) { return names.count(n) != 0; }));
+    NodeTemplate::L l = read_link(lr, [&](const std::string& n) { return names.count(n) != 0; });
+    if (!seen.emplace(std::minmax(l.a, l.b)).second) {
+      lr.fail("b", fmt::format("'{}' (a second {} - {} link)", l.b, l.a, l.b),
+              "one link per pair of vertices; give a wider link with \"lanes\" or \"bandwidth\"");
+    }
+    t.links.push_back(std::move(l));
   }
   return t;
 }
@@ -115,11 +132,12 @@ FabricSpec read_fabric(ObjectReader& r) {
   if (r.has("bandwidth") && !(f.bandwidth_Bps > 0))
     r.fail("bandwidth", r.raw("bandwidth").dump(), "a positive bandwidth, e.g. \"400Gbps\"");
   f.latency_s = r.get_quantity_or("latency", Unit::TIME, -1);
-  f.spines = static_cast<int>(r.get_positive_int_or("spines", 0));
+  f.spines = static_cast<int>(r.get_int_in_range_or("spines", 1, MAX_SPINES, 0));
   f.oversubscription = r.get_number_or("oversubscription", 1);
-  if (!(f.oversubscription >= 1))
-    r.fail("oversubscription", r.raw("oversubscription").dump(),
-           "a ratio >= 1 (downlink : uplink; 2 means 2:1)");
+  if (!(f.oversubscription >= 1 && f.oversubscription <= MAX_OVERSUBSCRIPTION))
+    r.fail(
+        "oversubscription", r.raw("oversubscription").dump(),
+        fmt::format("a ratio from 1 to {} (downlink : uplink; 2 means 2:1)", MAX_OVERSUBSCRIPTION));
   r.finish();
   return f;
 }
@@ -166,15 +184,34 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
     cluster.add_vertex(std::move(vertex));
   }
   if (cluster.gpus().empty()) r.fail("vertices", "(no GPU)", "at least one vertex of kind \"gpu\"");
+  // The cluster is homogeneous: nodes 0..max each hold the same number of GPUs.
+  const auto& gpus_by_node = counts[VertexKind::GPU];
+  auto gpus_on = [&](int n) {
+    auto it = gpus_by_node.find(n);
+    return it == gpus_by_node.end() ? 0 : it->second;
+  };
+  const int want = gpus_on(0);
+  for (int n = 0; n <= max_node; ++n) {
+    const int have = gpus_on(n);
+    if (have != want || have == 0) {
+      r.fail("vertices", fmt::format("(node {} has {} GPUs, node 0 has {})", n, have, want),
+             "nodes numbered 0, 1, ... without gaps, each with the same number of GPUs");
+    }
+  }
   if (nodes && *nodes != max_node + 1) {
     throw ValidationError("--nodes", fmt::format("{} lists explicit vertices on {} nodes; --nodes "
                                                  "/ --gpus cannot resize it (asked for {})",
                                                  file, max_node + 1, *nodes));
   }
   const auto& ls = array_of(r, "links");
+  std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < ls.size(); ++i) {
     ObjectReader lr(ls[i], file, fmt::format("/links/{}", i));
     auto l = read_link(lr, [&](const std::string& n) { return cluster.find_vertex(n) >= 0; });
+    if (!seen.emplace(std::minmax(l.a, l.b)).second) {
+      lr.fail("b", fmt::format("'{}' (a second {} - {} link)", l.b, l.a, l.b),
+              "one link per pair of vertices; give a wider link with \"lanes\" or \"bandwidth\"");
+    }
     cluster.add_duplex_link(cluster.find_vertex(l.a), cluster.find_vertex(l.b), l.kind,
                             l.bandwidth_Bps, l.latency_s, l.label);
   }
@@ -203,7 +240,8 @@ Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
       r.finish();
       return c;
     }
-    const int file_nodes = static_cast<int>(r.get_positive_int_or("nodes", 1));
+    const int file_nodes =
+        static_cast<int>(r.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
     const int n = nodes.value_or(file_nodes);
     ObjectReader nr = r.child("node");
     NodeTemplate t;

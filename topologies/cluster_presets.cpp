@@ -91,6 +91,14 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) 
 
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
                       const FabricSpec& fabric) {
+  const auto per_node = std::count_if(t.vertices.begin(), t.vertices.end(),
+                                      [](const auto& v) { return v.kind == VertexKind::GPU; });
+  if (static_cast<double>(per_node) * nodes > MAX_CLUSTER_GPUS) {
+    throw ValidationError("--nodes",
+                          fmt::format("--nodes: {} nodes x {} GPUs = {} GPUs exceed "
+                                      "loom's maximum of {}; simulate fewer nodes",
+                                      nodes, per_node, per_node * nodes, MAX_CLUSTER_GPUS));
+  }
   Cluster cluster;
   cluster.name = name;
   cluster.gpu = gpu;
@@ -253,8 +261,12 @@ std::optional<int> resolve_nodes(const ClusterRequest& r, int gpus_per_node) {
   if (r.nodes && *r.nodes < 1)
     throw ValidationError::not_positive("--nodes", std::to_string(*r.nodes));
   if (r.gpus && *r.gpus < 1) throw ValidationError::not_positive("--gpus", std::to_string(*r.gpus));
-  if (r.nodes && *r.nodes > 1'000'000)
-    throw ValidationError::bad_value("--nodes", std::to_string(*r.nodes), "at most 1000000");
+  if (r.nodes && *r.nodes > MAX_CLUSTER_NODES)
+    throw ValidationError::bad_value("--nodes", std::to_string(*r.nodes),
+                                     fmt::format("at most {}", MAX_CLUSTER_NODES));
+  if (r.gpus && *r.gpus > MAX_CLUSTER_GPUS)
+    throw ValidationError::bad_value("--gpus", std::to_string(*r.gpus),
+                                     fmt::format("at most {}", MAX_CLUSTER_GPUS));
   if (!r.gpus) return r.nodes;
   if (*r.gpus % gpus_per_node != 0) {
     throw ValidationError("--gpus", fmt::format("--gpus {} is not a multiple of the {} GPUs per "

@@ -178,9 +178,13 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   s.hbm_bandwidth_Bps = r.get_quantity_or("hbm_bandwidth", Unit::BANDWIDTH, s.hbm_bandwidth_Bps);
   s.nvlink_bandwidth_Bps =
       r.get_quantity_or("nvlink_bandwidth", Unit::BANDWIDTH, s.nvlink_bandwidth_Bps);
-  s.nvlink_generation = static_cast<int>(r.get_count_or("nvlink_generation", s.nvlink_generation));
-  s.pcie_generation = static_cast<int>(r.get_positive_int_or("pcie_generation", s.pcie_generation));
+  s.nvlink_generation =
+      static_cast<int>(r.get_int_in_range_or("nvlink_generation", 0, 9, s.nvlink_generation));
+  s.pcie_generation =
+      static_cast<int>(r.get_int_in_range_or("pcie_generation", 1, 9, s.pcie_generation));
   s.tdp_watts = r.get_number_or("tdp_watts", s.tdp_watts);
+  if (!(s.tdp_watts >= 0 && s.tdp_watts <= 1e5))
+    r.fail("tdp_watts", r.raw("tdp_watts").dump(), "a power in watts from 0 to 100000");
   if (s.bf16_flops <= 0) r.fail("bf16", "0", "a positive FLOP rate, e.g. \"989TFLOPS\"");
   if (s.hbm_bytes <= 0) r.fail("hbm_capacity", "0", "a positive size, e.g. \"80GB\"");
   if (s.hbm_bandwidth_Bps <= 0)

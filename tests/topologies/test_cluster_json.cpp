@@ -42,6 +42,15 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
       {"bad_disconnected", "vertex 'cpu1' is not connected"},
       {"bad_zero_bandwidth", "/links/1/bandwidth: invalid value \"0GBps\""},
       {"bad_unknown_key", "did you mean 'lanes'?"},
+      // Used to double the pair's bandwidth silently.
+      {"bad_duplicate_link", "/links/4/b: invalid value 'gpu1' (a second gpu0 - gpu1 link)"},
+      // Used to report "2 GPUs on 6 nodes (0 per node)".
+      {"bad_node_gap", "(node 1 has 0 GPUs, node 0 has 1)"},
+      // Used to run out of memory (10^8 nodes) or loop for minutes (10^8 spines).
+      {"bad_huge_nodes", "/nodes: invalid value 100000000; allowed: an integer from 1 to 65536"},
+      {"bad_huge_spines", "/fabric/spines: invalid value 100000000"},
+      // 2^32 + 1 lanes used to wrap to 1 lane (25 GB/s) when narrowed to int.
+      {"bad_lanes_wrap", "/node/links/0/lanes: invalid value 4294967297"},
   };
   for (auto [file, message] : cases) {
     CAPTURE(file);
@@ -58,4 +67,16 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
   CHECK_THROWS_WITH_AS(
       load_cluster(ClusterRequest{src("examples/clusters/explicit_pcie_pair.json"), 2, {}}),
       doctest::Contains("cannot resize"), loom::ValidationError);
+}
+
+TEST_CASE("topologies::Cluster: sizes beyond MAX_CLUSTER_NODES / MAX_CLUSTER_GPUS are bad input") {
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", 65537, {}}),
+                       doctest::Contains("--nodes: invalid value '65537'; allowed: at most 65536"),
+                       loom::ValidationError);
+  // 8,000 GB200 NVL72 racks = 576,000 GPUs > 2^19.
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"gb200-nvl72", 8000, {}}),
+                       doctest::Contains("576000 GPUs exceed loom's maximum of 524288"),
+                       loom::ValidationError);
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", {}, 1 << 20}),
+                       doctest::Contains("--gpus: invalid value '1048576'"), loom::ValidationError);
 }

@@ -1,0 +1,2 @@
+topo --cluster tests/topologies/data/bad_huge_nodes.json
+exit: 2
