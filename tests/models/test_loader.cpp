@@ -162,7 +162,15 @@ TEST_CASE("models::Loader: absurd sizes and wrong types are bad input, never a c
   CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 4611686018427387904,
                                             "heads": 2, "vocab": 10, "ffn": 4})",
                                         "m.json"),
-                       doctest::Contains("beyond the supported maximum"), ValidationError);
+                       doctest::Contains("/hidden: invalid value 4611686018427387904; allowed: an "
+                                         "integer up to 2^53"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 2, "hidden": 1099511627776, "heads": 2,
+                                            "vocab": 10, "ffn": 4})",
+                                        "m.json"),
+                       doctest::Contains("model.hidden: 1099511627776 is beyond the supported "
+                                         "maximum 1048576"),
+                       ValidationError);
   CHECK_THROWS_WITH_AS(parse_model_json(R"({"layers": 100000, "hidden": 8, "heads": 2,
                                             "vocab": 10, "ffn": 4})",
                                         "m.json"),
