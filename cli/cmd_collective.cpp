@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,13 +32,26 @@ struct CollectiveFlags {
   std::string max_bytes = "128M";
   double factor = 2;
   int root = 0;
+  bool ranks_given = false;
+  bool group_given = false;
   std::string algo = "auto";
   std::string network = "flow";
   std::string format = "table";
 };
 
+// The largest message a sweep accepts (1 TiB) and the most rows it prints.
+constexpr double MAX_SIZE_BYTES = TiB;
+constexpr int MAX_ROWS = 200;
+
 // nccl-tests sizes ("8", "64K", "1M", "8G": powers of 1024) or loom quantities ("8GiB", "1MB").
+// Throws ValidationError naming `field` for a negative, zero, non-finite or > 1 TiB size.
 double parse_size(const std::string& text, const char* field) {
+  const std::string example = "e.g. 8, 64K, 1M, 8G or 8GiB";
+  if (!text.empty() && text.front() == '-') {
+    throw ValidationError(
+        field, fmt::format("{}: size '{}' is negative; give a size > 0, {}", field, text, example));
+  }
+  double bytes = -1;
   if (!text.empty()) {
     char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
     std::string number = text;
@@ -49,9 +63,25 @@ double parse_size(const std::string& text, const char* field) {
     bool digits = !number.empty();
     for (char c : number)
       digits = digits && (std::isdigit(static_cast<unsigned char>(c)) || c == '.');
-    if (digits) return std::stod(number) * scale;
+    if (digits) {
+      try {
+        bytes = std::stod(number) * scale;
+      } catch (const std::logic_error&) {
+        throw ValidationError::bad_value(field, text, example);
+      }
+    }
   }
-  return parse_bytes(text, field);
+  if (bytes < 0) bytes = parse_bytes(text, field);
+  if (!(bytes > 0)) {
+    throw ValidationError(
+        field, fmt::format("{}: size '{}' is zero; give a size > 0, {}", field, text, example));
+  }
+  if (!(bytes <= MAX_SIZE_BYTES)) {
+    throw ValidationError(field, fmt::format("{}: size '{}' is above the 1 TiB limit; give at "
+                                             "most 1T",
+                                             field, text));
+  }
+  return bytes;
 }
 
 // "0,1,2,3" or "0-7" or "0-3,8-11".
@@ -75,7 +105,7 @@ std::vector<int> parse_group(const std::string& text) {
       } else {
         int a = std::stoi(item.substr(0, dash), &used);
         int b = std::stoi(item.substr(dash + 1));
-        if (b < a) throw bad();
+        if (b < a || a < 0 || b - a > (1 << 20)) throw bad();
         for (int r = a; r <= b; ++r) ranks.push_back(r);
       }
     } catch (const std::logic_error&) {
@@ -105,28 +135,67 @@ int run_collective(const CollectiveFlags& f) {
   topo::Cluster cluster = resolve_cluster(f.cluster);
 
   std::vector<int> ranks;
-  if (!f.group.empty() && f.ranks > 0) {
-    throw ValidationError("--group", "give either --ranks N or --group LIST, not both");
+  if (f.group_given && f.ranks_given) {
+    throw ValidationError("--group", "--group: give either --ranks N or --group LIST, not both");
   }
-  if (!f.group.empty()) {
+  if (f.group_given) {
     ranks = parse_group(f.group);
+    std::set<int> seen;
+    for (int r : ranks) {
+      if (r < 0 || r >= cluster.num_gpus()) {
+        throw ValidationError(
+            "--group", fmt::format("--group: rank {} is outside the cluster's ranks 0..{}; add "
+                                   "--nodes or list ranks below {}",
+                                   r, cluster.num_gpus() - 1, cluster.num_gpus()));
+      }
+      if (!seen.insert(r).second) {
+        throw ValidationError("--group", fmt::format("--group: rank {} appears twice; list each "
+                                                     "rank once",
+                                                     r));
+      }
+    }
   } else {
-    int n = f.ranks > 0 ? f.ranks : cluster.num_gpus();
+    if (f.ranks_given && f.ranks < 1) {
+      throw ValidationError("--ranks", fmt::format("--ranks: must be at least 1, got {}; give "
+                                                   "a rank count up to the cluster's {} GPUs",
+                                                   f.ranks, cluster.num_gpus()));
+    }
+    int n = f.ranks_given ? f.ranks : cluster.num_gpus();
     if (n > cluster.num_gpus()) {
-      throw ValidationError("--ranks", fmt::format("--ranks {} exceeds the cluster's {} GPUs; add "
-                                                   "--nodes or lower --ranks",
+      throw ValidationError("--ranks", fmt::format("--ranks: {} exceeds the cluster's {} GPUs; "
+                                                   "add --nodes or lower --ranks",
                                                    n, cluster.num_gpus()));
     }
     for (int r = 0; r < n; ++r) ranks.push_back(r);
   }
+  if (is_rooted(op) && (f.root < 0 || f.root >= static_cast<int>(ranks.size()))) {
+    throw ValidationError("--root", fmt::format("--root: {} is outside the group of {} ranks; "
+                                                "give a position in the group, 0..{}",
+                                                f.root, ranks.size(), ranks.size() - 1));
+  }
+  if (op == sim::CollectiveOp::SEND_RECV && ranks.size() < 2) {
+    throw ValidationError("--ranks",
+                          "--ranks: send_recv needs at least 2 ranks; give --ranks 2 "
+                          "or a --group of 2");
+  }
   const double min_bytes = parse_size(f.min_bytes, "-b");
   const double max_bytes = parse_size(f.max_bytes, "-e");
   if (!(max_bytes >= min_bytes)) {
-    throw ValidationError(
-        "-e", fmt::format("maximum size {} is below the minimum {}", f.max_bytes, f.min_bytes));
+    throw ValidationError("-e", fmt::format("-e: maximum size {} is below the minimum -b {}; "
+                                            "give -e >= -b",
+                                            f.max_bytes, f.min_bytes));
   }
-  if (!(f.factor > 1)) {
-    throw ValidationError("-f", fmt::format("factor {} must be > 1", f.factor));
+  if (!(f.factor > 1) || !std::isfinite(f.factor)) {
+    throw ValidationError("-f", fmt::format("-f: factor {} must be a number > 1 (each row "
+                                            "multiplies the size by it), e.g. -f 2",
+                                            f.factor));
+  }
+  const double rows_needed = std::floor(std::log(max_bytes / min_bytes) / std::log(f.factor)) + 1;
+  if (rows_needed > MAX_ROWS) {
+    throw ValidationError("-f",
+                          fmt::format("-f: factor {} gives {:.0f} sizes from -b {} to -e "
+                                      "{}; at most {} rows, raise -f or narrow the range",
+                                      f.factor, rows_needed, f.min_bytes, f.max_bytes, MAX_ROWS));
   }
   const int n = static_cast<int>(ranks.size());
   const double type_bytes = 4;  // float, as nccl-tests' default
@@ -182,7 +251,6 @@ int run_collective(const CollectiveFlags& f) {
     row["algorithm"] = sim::to_string(schedule.algorithm);
     row["protocol"] = sim::to_string(schedule.protocol);
     rows.push_back(row);
-    if (size <= 0) break;
   }
 
   if (format == Format::JSON) {
@@ -223,8 +291,10 @@ Command add_collective_command(CLI::App& root) {
                return s;
              }())
       ->required();
-  app->add_option("--ranks", flags->ranks, "use global ranks 0..N-1 (default: every GPU)");
-  app->add_option("--group", flags->group, "explicit group, e.g. 0,8,16,24 or 0-7");
+  app->add_option("--ranks", flags->ranks, "use global ranks 0..N-1 (default: every GPU)")
+      ->each([flags](const std::string&) { flags->ranks_given = true; });
+  app->add_option("--group", flags->group, "explicit group, e.g. 0,8,16,24 or 0-7")
+      ->each([flags](const std::string&) { flags->group_given = true; });
   app->add_option("-b,--minbytes", flags->min_bytes, "smallest size (8, 64K, 1M, 8G or 8GiB)")
       ->capture_default_str();
   app->add_option("-e,--maxbytes", flags->max_bytes, "largest size")->capture_default_str();

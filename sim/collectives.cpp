@@ -247,7 +247,7 @@ bool is_power_of_two(int n) {
 }
 
 [[noreturn]] void cannot(Algorithm a, std::string_view why) {
-  throw ValidationError("--algo", fmt::format("algorithm '{}' {}", to_string(a), why));
+  throw ValidationError("--algo", fmt::format("--algo: algorithm '{}' {}", to_string(a), why));
 }
 
 // ---- ring -------------------------------------------------------------------------------
@@ -836,7 +836,7 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
     for (const auto& info : collective_algorithms())
       if (implements(info.id, req.op)) names.push_back(info.name);
     throw ValidationError("--algo",
-                          fmt::format("algorithm '{}' does not implement {}; use one "
+                          fmt::format("--algo: algorithm '{}' does not implement {}; use one "
                                       "of: {}",
                                       to_string(a), to_string(req.op), join(names, ", ")));
   }
@@ -1072,8 +1072,9 @@ CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& req,
     }
   }
   if (best_time == std::numeric_limits<SimTime>::max()) {
-    throw ValidationError("--algo",
-                          fmt::format("no algorithm can run {} on this group", to_string(req.op)));
+    throw ValidationError(
+        "--algo", fmt::format("--algo: no algorithm can run {} on this group; try --algo direct",
+                              to_string(req.op)));
   }
   return best;
 }

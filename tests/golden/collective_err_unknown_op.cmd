@@ -1,0 +1,2 @@
+collective --cluster dgx-h100 --op allreduce
+exit: 2
