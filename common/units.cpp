@@ -130,6 +130,12 @@ double parse_quantity(std::string_view text, Unit unit, std::string_view field) 
         std::string(field),
         fmt::format("{}: '{}' must be a non-negative finite quantity", field, text));
   }
+  if (!std::isfinite(number * factor)) {
+    throw ValidationError(
+        std::string(field),
+        fmt::format("{}: '{}' is too large to represent; write a smaller value: {}", field, text,
+                    unit_help(unit)));
+  }
   return number * factor;
 }
 

@@ -44,3 +44,11 @@ TEST_CASE("common::units: formatting picks a readable prefix") {
   CHECK(format_time(1.5e-6) == "1.50 us");
   CHECK(format_count(8.03e9) == "8.03B");
 }
+
+TEST_CASE("common::units: a quantity that overflows after scaling is rejected") {
+  // 1e300 is a finite double but 1e300 GB is not: used to return inf.
+  CHECK_THROWS_WITH_AS(parse_bytes("1e300GB", "--cuda-context"),
+                       doctest::Contains("--cuda-context: '1e300GB' is too large"),
+                       loom::ValidationError);
+  CHECK(parse_bytes("1e300B") == doctest::Approx(1e300));
+}
