@@ -35,6 +35,25 @@ std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) 
                          app->get_name());
     }
   }
+  // CLI11: "Could not convert: --tp = 1.5"; say what the flag takes instead.
+  const std::string prefix = "Could not convert: ";
+  if (message.rfind(prefix, 0) == 0) {
+    const std::string rest = message.substr(prefix.size());
+    const auto eq = rest.find(" = ");
+    if (eq != std::string::npos) {
+      const std::string flag = rest.substr(0, eq), value = rest.substr(eq + 3);
+      std::string type;
+      for (const CLI::Option* opt : app->get_options())
+        for (const auto& l : opt->get_lnames())
+          if ("--" + l == flag) type = opt->get_type_name();
+      const bool integer = type.find("INT") != std::string::npos;
+      return fmt::format("{}: '{}' is not {}; see `loom {} --help`", flag, value,
+                         integer                                   ? "a whole number below 2^31"
+                         : type.find("FLOAT") != std::string::npos ? "a number"
+                                                                   : "a valid " + type,
+                         app->get_name());
+    }
+  }
   for (auto& c : message)
     if (c == '\n') c = ' ';
   return message;
