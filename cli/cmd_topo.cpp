@@ -192,6 +192,13 @@ int run_dot(const topo::Cluster& c) {
 int run_path(const topo::Cluster& c, int a, int b, Format format) {
   if (a == b)
     throw ValidationError("--path", fmt::format("--path {} {}: give two different ranks", a, b));
+  for (int r : {a, b}) {
+    if (r < 0 || r >= c.num_gpus()) {
+      throw ValidationError("--path", fmt::format("--path: rank {} is out of range; {} has ranks "
+                                                  "0 to {}",
+                                                  r, c.name, c.num_gpus() - 1));
+    }
+  }
   const topo::Path p = c.route_ranks(a, b);
   if (format == Format::JSON) {
     OrderedJson hops = OrderedJson::array();

@@ -1,0 +1,2 @@
+memory --model llama3-8b --gpus 0
+exit: 2
