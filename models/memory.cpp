@@ -110,6 +110,17 @@ void validate_plan(const ModelSpec& m, const TrainingPlan& p) {
   require_positive(p.seq, "--seq");
   if (p.zero < 0 || p.zero > 3)
     throw ValidationError::bad_value("--zero", std::to_string(p.zero), "0, 1, 2 or 3");
+  // NaN fails these comparisons too: a NaN fraction used to print "nan B" totals.
+  if (!(p.fragmentation_fraction >= 0 && p.fragmentation_fraction < 1)) {
+    throw ValidationError::bad_value("--fragmentation",
+                                     fmt::format("{}", p.fragmentation_fraction * 100),
+                                     "a percentage in [0, 100)");
+  }
+  if (!(p.cuda_context_bytes >= 0 && p.cuda_context_bytes < 1e15)) {
+    throw ValidationError::bad_value("--cuda-context",
+                                     fmt::format("{} bytes", p.cuda_context_bytes),
+                                     "a size from 0B to 1PB, e.g. 512MiB");
+  }
   if (p.precision == Precision::FP32 && p.grad_dtype == GradDtype::BF16) {
     throw ValidationError("--grad-dtype",
                           "--grad-dtype: bf16 gradients need a 16-bit --precision (bf16, fp16 or "

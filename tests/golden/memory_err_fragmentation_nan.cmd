@@ -1,0 +1,2 @@
+memory --model llama3-8b --fragmentation nan
+exit: 2
