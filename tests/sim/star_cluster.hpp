@@ -1,10 +1,21 @@
 #pragma once
-// Small hand-checkable clusters for the sim tests.
+// Small hand-checkable clusters and engine options for the sim tests.
 #include <fmt/format.h>
 
+#include "sim/engine.hpp"
 #include "topologies/cluster.hpp"
 
 namespace loom::sim::testing {
+
+/// Pure alpha-beta engine options: links at line rate, no NCCL overheads, capacity checked.
+inline EngineOptions raw(NetworkMode mode = NetworkMode::FLOW) {
+  EngineOptions o;
+  o.network = mode;
+  o.link_efficiency = LinkEfficiency::line_rate();
+  o.cost.nccl_overheads = false;
+  o.check_capacity = true;
+  return o;
+}
 
 /// `n` GPUs on one switch, every GPU-switch link `bandwidth_Bps` per direction and
 /// `hop_latency_s`; a GPU-to-GPU path is 2 hops (alpha = 2 * hop latency).

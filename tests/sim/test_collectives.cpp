@@ -14,14 +14,7 @@ using namespace loom::sim;
 
 namespace {
 
-EngineOptions raw(NetworkMode mode = NetworkMode::FLOW) {
-  EngineOptions o;
-  o.network = mode;
-  o.link_efficiency = LinkEfficiency::line_rate();
-  o.cost.nccl_overheads = false;
-  o.check_capacity = true;
-  return o;
-}
+using testing::raw;
 
 std::vector<int> iota(int n, int from = 0) {
   std::vector<int> r;

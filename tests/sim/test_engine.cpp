@@ -7,15 +7,7 @@
 using namespace loom;
 using namespace loom::sim;
 
-namespace {
-EngineOptions raw(NetworkMode mode = NetworkMode::FLOW) {
-  EngineOptions o;
-  o.network = mode;
-  o.link_efficiency = LinkEfficiency::line_rate();
-  o.cost.nccl_overheads = false;
-  return o;
-}
-}  // namespace
+using testing::raw;
 
 TEST_CASE("sim::Engine: a stream runs its tasks in issue order, streams run in parallel") {
   auto cluster = testing::star(2, 100e9, 1e-6);
