@@ -62,8 +62,13 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   t.add_row({"exposed communication", format_time(r.exposed_comm_time_s)});
   for (int k = 0; k < strategies::COMM_CLASSES; ++k) {
     t.add_row({fmt::format("communication {}", strategies::to_string(strategies::CommClass(k))),
-               format_time(r.comm_time_s[k])});
+               fmt::format("{} ({} exposed)", format_time(r.comm_time_s[k]),
+                           format_time(r.exposed_comm_s[k]))});
   }
+  if (plan.dp > 1)
+    t.add_row(
+        {"dp volume per GPU", fmt::format("{} ({} collectives over all stages)",
+                                          format_bytes(r.dp_bytes_per_gpu), r.dp_collectives)});
   t.add_row({"optimizer step", format_time(r.optimizer_time_s)});
   out += t.render();
   const double cap = cluster.gpu.hbm_bytes;
@@ -99,6 +104,12 @@ OrderedJson render_results(const strategies::StepReport& r, double capacity) {
   for (int k = 0; k < strategies::COMM_CLASSES; ++k)
     comm[strategies::to_string(strategies::CommClass(k))] = r.comm_time_s[k];
   res["comm_time_s"] = comm;
+  OrderedJson exposed;
+  for (int k = 0; k < strategies::COMM_CLASSES; ++k)
+    exposed[strategies::to_string(strategies::CommClass(k))] = r.exposed_comm_s[k];
+  res["exposed_comm_time_s_by_kind"] = exposed;
+  res["dp_bytes_per_gpu"] = r.dp_bytes_per_gpu;
+  res["dp_collectives"] = r.dp_collectives;
   res["optimizer_time_s"] = r.optimizer_time_s;
   res["simulated_gpus"] = r.simulated_gpus;
   OrderedJson mem;

@@ -149,6 +149,48 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   return c;
 }
 
+// One FSDP unit / bucketing granule of a virtual stage: the embedding, one layer or the head.
+struct Unit {
+  std::string name;  // "emb", "L12", "head"
+  PassCost cost;
+};
+
+// A DDP gradient bucket of one model chunk: a run of parameters in reverse layer order, over
+// the units lo..hi (forward indices; a large unit may be split over several buckets).
+struct Bucket {
+  double params = 0;
+  int lo = 0;  // first unit in forward order: its backward completes the bucket
+  int hi = 0;
+};
+
+// Megatron-style buckets: parameters taken in reverse order (backward order), a bucket closed
+// when it holds `capacity` parameters; the split is continuous (a unit's parameters can spill
+// into the next bucket), so a chunk of P parameters gets ceil(P / capacity) buckets.
+std::vector<Bucket> make_buckets(const std::vector<Unit>& units, double capacity) {
+  std::vector<Bucket> out;
+  Bucket cur;
+  bool open = false;
+  for (int u = static_cast<int>(units.size()) - 1; u >= 0; --u) {
+    double rem = units[static_cast<size_t>(u)].cost.params;
+    while (rem > 0) {
+      if (!open) {
+        cur = Bucket{0, u, u};
+        open = true;
+      }
+      const double take = std::min(rem, capacity - cur.params);
+      cur.params += take;
+      cur.lo = u;
+      rem -= take;
+      if (cur.params >= capacity * (1 - 1e-12)) {
+        out.push_back(cur);
+        open = false;
+      }
+    }
+  }
+  if (open && cur.params > 0) out.push_back(cur);
+  return out;
+}
+
 // Process groups and coordinates of every rank, computed once from the layout (each
 // RankLayout query walks the whole world, so per-rank queries would be quadratic).
 class RankIndex {
@@ -228,8 +270,10 @@ struct Lowering {
   RankIndex index;
   sim::Engine engine;
   PipelineSchedule schedule;
-  std::vector<PassCost> chunk_cost;  // by virtual stage
+  std::vector<PassCost> chunk_cost;      // by virtual stage
+  std::vector<std::vector<Unit>> units;  // by virtual stage: its units in forward order
   std::map<std::tuple<int, int, std::int64_t, int>, double> comm_cache;
+  std::map<std::tuple<int, std::int64_t, int, int>, double> dp_cache;
   sim::Fabric fabric;
 
   Lowering(const models::ModelSpec& m, const models::TrainingPlan& p, const topo::Cluster& c,
@@ -271,6 +315,26 @@ struct Lowering {
     comm_cache.emplace(key, t);
     return t;
   }
+
+  // Seconds of one data-parallel collective on `group` with its identical concurrent groups
+  // (memoised by op, size and group).
+  double dp_seconds(sim::CollectiveOp op, double bytes, const std::vector<int>& group,
+                    const std::vector<std::vector<int>>& concurrent) {
+    if (group.size() < 2 || bytes <= 0 || options.network == sim::NetworkMode::IDEAL) return 0;
+    auto key = std::make_tuple(static_cast<int>(op), static_cast<std::int64_t>(bytes),
+                               group.front(), static_cast<int>(concurrent.size()));
+    auto it = dp_cache.find(key);
+    if (it != dp_cache.end()) return it->second;
+    sim::CollectiveRequest req;
+    req.op = op;
+    req.ranks = group;
+    req.bytes = bytes;
+    req.concurrent_groups = concurrent;
+    const auto sched = sim::plan_collective(fabric, req, sim::CostOptions{});
+    const double t = sim::to_seconds(sim::estimate_schedule(fabric, sched));
+    dp_cache.emplace(key, t);
+    return t;
+  }
 };
 
 }  // namespace
@@ -289,25 +353,36 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   const int m = static_cast<int>(plan.micro_batches());
   L.schedule = build_schedule(plan.schedule, p, m, v);
   const bool split_backward = plan.schedule == models::Schedule::ZERO_BUBBLE;
+  const bool dp_comm = plan.dp > 1;
+  const bool fsdp = dp_comm && plan.zero >= 3;
+  const bool zero_sharded = plan.zero >= 1;
 
-  // Per virtual stage: the cost of its layers (+ embedding on the first, head on the last).
+  // Per virtual stage: its units (embedding on the first, each layer, head on the last) and
+  // their sum.
   const auto vs_layers = models::virtual_stage_layers(model, plan);
   std::map<bool, PassCost> layer_cache;  // identical layers: dense vs MoE
   {
     int next = 0;
     for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
-      PassCost c;
-      if (vs == 0) c.add(cost_ops(models::embedding_ops(model, plan), plan, L.gpu));
+      std::vector<Unit> us;
+      if (vs == 0) {
+        const auto ops = models::embedding_ops(model, plan);
+        if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, L.gpu)});
+      }
       for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
         const bool moe = model.is_moe_layer(next);
         auto it = layer_cache.find(moe);
         if (it == layer_cache.end())
           it = layer_cache.emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, L.gpu))
                    .first;
-        c.add(it->second);
+        us.push_back({fmt::format("L{}", next), it->second});
       }
-      if (vs + 1 == vs_layers.size()) c.add(cost_ops(models::head_ops(model, plan), plan, L.gpu));
+      if (vs + 1 == vs_layers.size())
+        us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, L.gpu)});
+      PassCost c;
+      for (const auto& u : us) c.add(u.cost);
       L.chunk_cost.push_back(std::move(c));
+      L.units.push_back(std::move(us));
     }
   }
 
@@ -329,26 +404,57 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   R.simulated_gpus = static_cast<int>(replicas.size()) * p;
 
   sim::Engine& E = L.engine;
-  const SimTime ps = 1;
-  (void)ps;
   auto T = [](double s) { return sim::to_sim_time(s); };
 
-  // Streams: per simulated GPU a compute stream and a data-parallel stream.
+  // Per stage: which passes finish a chunk's weight gradients (the last B, or W under
+  // zero-bubble) and which is a chunk's first forward.
+  std::vector<std::vector<int>> final_pass(p, std::vector<int>(v, -1));
+  std::vector<std::vector<int>> first_forward(p, std::vector<int>(v, -1));
+  for (int s = 0; s < p; ++s) {
+    const auto& order = L.schedule.per_stage[s];
+    for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+      const Pass& pass = order[static_cast<size_t>(i)];
+      if (pass.kind == PassKind::FORWARD && first_forward[s][pass.chunk] < 0)
+        first_forward[s][pass.chunk] = i;
+      if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT ||
+          (pass.kind == PassKind::BACKWARD_INPUT && !split_backward))
+        final_pass[s][pass.chunk] = i;
+    }
+  }
+  // Passes lowered unit by unit (one task per unit and its collectives) so that DP work can
+  // hang on single units: every pass under ZeRO-3; a chunk's final weight-gradient pass with
+  // --overlap-grad-reduce; its first forward with --overlap-param-gather (ZeRO-1/2).
+  auto split_pass = [&](int s, int i) {
+    if (!dp_comm) return false;
+    if (fsdp) return true;
+    const int c = L.schedule.per_stage[s][static_cast<size_t>(i)].chunk;
+    if (plan.overlap_grad_reduce && final_pass[s][c] == i) return true;
+    if (zero_sharded && plan.overlap_param_gather && first_forward[s][c] == i) return true;
+    return false;
+  };
+
+  // Streams: per simulated GPU a compute stream and a data-parallel stream (ZeRO-3: and a
+  // parameter all-gather stream, as FSDP's unshard stream).
+  struct PassTasks {
+    TaskId first = -1, last = -1;
+  };
   struct Gpu {
     int rank;
-    sim::StreamId compute, dp;
-    std::vector<TaskId> pass_end;  // per pass in per_stage order: the task that ends it
+    sim::StreamId compute, dp, ag;
     TaskId last_backward = -1;
-    std::vector<TaskId> chunk_last_backward;
+    std::vector<std::vector<PassTasks>> units;  // per pass index: per unit (split passes only)
   };
   std::vector<std::vector<Gpu>> gpus(replicas.size());  // [replica][stage]
+  std::vector<int> rank_to_replica(static_cast<size_t>(plan.gpus()), -1);
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
     for (int s = 0; s < p; ++s) {
       Gpu g;
       g.rank = L.index.rank(replicas[ri].t, replicas[ri].c, replicas[ri].d, s);
       g.compute = E.add_stream(fmt::format("rank{}/compute", g.rank), g.rank);
       g.dp = E.add_stream(fmt::format("rank{}/dp", g.rank), g.rank);
-      g.chunk_last_backward.assign(v, -1);
+      g.ag = fsdp ? E.add_stream(fmt::format("rank{}/dp-ag", g.rank), g.rank) : g.dp;
+      g.units.resize(L.schedule.per_stage[s].size());
+      rank_to_replica[static_cast<size_t>(g.rank)] = static_cast<int>(ri);
       gpus[ri].push_back(std::move(g));
     }
   }
@@ -376,9 +482,6 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
 
   // Tasks: each pass is a compute task, followed on the same stream by its model-parallel
   // collectives (Megatron runs them blocking on the compute stream).
-  struct PassTasks {
-    TaskId first = -1, last = -1;
-  };
   // key: (kind F/B, mb, vs) -> per replica task of the pass (for cross-stage deps)
   const int vstages = p * v;
   auto key = [&](int kind, int mb, int vs) {
@@ -388,75 +491,95 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
       replicas.size(), std::vector<PassTasks>(static_cast<size_t>(3) * m * vstages));
   std::vector<double> busy_compute(p, 0), busy_comm(p, 0);
   std::vector<TaskId> all_pass_tasks;
+  std::vector<std::vector<TaskId>> rep_compute(p);  // representative compute-stream tasks
 
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
     const bool rep = ri == 0;
     for (int s = 0; s < p; ++s) {
       Gpu& g = gpus[ri][s];
-      for (const Pass& pass : L.schedule.per_stage[s]) {
+      const auto& order = L.schedule.per_stage[s];
+      for (int pi = 0; pi < static_cast<int>(order.size()); ++pi) {
+        const Pass& pass = order[static_cast<size_t>(pi)];
         const int vs = L.schedule.virtual_stage(s, pass.chunk);
-        const PassCost& c = L.chunk_cost[vs];
+        const bool split = split_pass(s, pi);
         std::array<double, COMM_CLASSES> by_class{};
         auto* acc = rep ? &by_class : nullptr;
         double compute_s = 0, comm_s = 0;
-        std::string what;
         int kind = 0;
-        TaskId first = -1;
+        TaskId first = -1, last = -1;
         auto add = [&](double seconds, const std::string& label) {
           TaskId id = E.add_compute(g.compute, T(seconds), label);
           if (first < 0) first = id;
+          if (rep) rep_compute[s].push_back(id);
+          last = id;
           return id;
         };
-        TaskId last = -1;
         const std::string where = fmt::format("mb{} c{}", pass.micro_batch, pass.chunk);
-        switch (pass.kind) {
-          case PassKind::FORWARD:
-            compute_s = c.fwd_s;
-            last = add(c.fwd_s, "F " + where);
-            comm_s = comm_list_seconds(c.fwd_comm, g.rank, acc);
-            if (comm_s > 0) last = add(comm_s, "F-comm " + where);
-            kind = 0;
-            break;
-          case PassKind::BACKWARD:
-          case PassKind::BACKWARD_INPUT: {
-            if (c.recompute_s > 0) {
-              last = add(c.recompute_s, "R " + where);
-              compute_s += c.recompute_s;
-              if (plan.recompute == models::Recompute::FULL) {
-                const double rc = comm_list_seconds(c.fwd_comm, g.rank, acc);
-                if (rc > 0) last = add(rc, "R-comm " + where);
-                comm_s += rc;
-              }
+        // The work of one pass over `c` (a whole chunk, or one unit when split), labelled
+        // with `suffix`.
+        auto emit = [&](const PassCost& c, const std::string& suffix) {
+          switch (pass.kind) {
+            case PassKind::FORWARD: {
+              compute_s += c.fwd_s;
+              add(c.fwd_s, "F " + where + suffix);
+              const double fc = comm_list_seconds(c.fwd_comm, g.rank, acc);
+              if (fc > 0) add(fc, "F-comm " + where + suffix);
+              comm_s += fc;
+              break;
             }
-            const double b =
-                pass.kind == PassKind::BACKWARD ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s;
-            last = add(b, (pass.kind == PassKind::BACKWARD ? "B " : "Bi ") + where);
-            compute_s += b;
-            const double bc = comm_list_seconds(c.bwd_comm, g.rank, acc);
-            if (bc > 0) last = add(bc, "B-comm " + where);
-            comm_s += bc;
-            kind = 1;
-            break;
+            case PassKind::BACKWARD:
+            case PassKind::BACKWARD_INPUT: {
+              if (c.recompute_s > 0) {
+                add(c.recompute_s, "R " + where + suffix);
+                compute_s += c.recompute_s;
+                if (plan.recompute == models::Recompute::FULL) {
+                  const double rc = comm_list_seconds(c.fwd_comm, g.rank, acc);
+                  if (rc > 0) add(rc, "R-comm " + where + suffix);
+                  comm_s += rc;
+                }
+              }
+              const double b =
+                  pass.kind == PassKind::BACKWARD ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s;
+              add(b, (pass.kind == PassKind::BACKWARD ? "B " : "Bi ") + where + suffix);
+              compute_s += b;
+              const double bc = comm_list_seconds(c.bwd_comm, g.rank, acc);
+              if (bc > 0) add(bc, "B-comm " + where + suffix);
+              comm_s += bc;
+              break;
+            }
+            case PassKind::BACKWARD_WEIGHT:
+              add(c.bwd_weight_s, "W " + where + suffix);
+              compute_s += c.bwd_weight_s;
+              break;
           }
-          case PassKind::BACKWARD_WEIGHT:
-            last = add(c.bwd_weight_s, "W " + where);
-            compute_s = c.bwd_weight_s;
-            kind = 2;
-            break;
+        };
+        if (split) {
+          const auto& us = L.units[static_cast<size_t>(vs)];
+          auto& ut = g.units[static_cast<size_t>(pi)];
+          ut.assign(us.size(), PassTasks{});
+          const int n = static_cast<int>(us.size());
+          for (int k = 0; k < n; ++k) {
+            const int u = pass.kind == PassKind::FORWARD ? k : n - 1 - k;
+            first = -1;
+            emit(us[static_cast<size_t>(u)].cost, " " + us[static_cast<size_t>(u)].name);
+            ut[static_cast<size_t>(u)] = {first, last};
+          }
+          // The pass begins with the first unit in execution order.
+          first = ut[static_cast<size_t>(pass.kind == PassKind::FORWARD ? 0 : n - 1)].first;
+        } else {
+          emit(L.chunk_cost[static_cast<size_t>(vs)], "");
         }
+        kind = pass.kind == PassKind::FORWARD ? 0 : pass.kind == PassKind::BACKWARD_WEIGHT ? 2 : 1;
         pass_tasks[ri][key(kind, pass.micro_batch, vs)] = {first, last};
         all_pass_tasks.push_back(last);
         if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT ||
-            (pass.kind == PassKind::BACKWARD_INPUT && !split_backward)) {
+            (pass.kind == PassKind::BACKWARD_INPUT && !split_backward))
           g.last_backward = last;
-          g.chunk_last_backward[pass.chunk] = last;
-        }
         if (rep) {
           busy_compute[s] += compute_s;
           busy_comm[s] += comm_s;
           for (int k = 0; k < COMM_CLASSES; ++k) comm_total[k] += by_class[k];
         }
-        (void)what;
       }
     }
   }
@@ -465,13 +588,12 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   // transfers (non-blocking isend/irecv, as Megatron's batched p2p).
   const double act_bytes = models::tokens_per_gpu(model, plan) * double(model.hidden) *
                            models::activation_element_bytes(plan) / double(plan.tp);
-  double pp_seconds = 0;
+  std::vector<TaskId> pp_tasks;
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
     for (int mb = 0; mb < m; ++mb) {
       for (int vs = 0; vs + 1 < vstages; ++vs) {
         const int s0 = vs % p, s1 = (vs + 1) % p;
         const int r0 = gpus[ri][s0].rank, r1 = gpus[ri][s1].rank;
-        // forward: F(mb, vs) -> F(mb, vs+1)
         for (int dir = 0; dir < 2; ++dir) {
           const int kind = dir == 0 ? 0 : 1;
           const PassTasks& from = pass_tasks[ri][key(kind, mb, dir == 0 ? vs : vs + 1)];
@@ -484,101 +606,192 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
                                 dir == 0 ? vs : vs + 1, dir == 0 ? vs + 1 : vs);
           const TaskId tr = E.add_transfer(t, {from.last});
           E.add_dependency(tr, to.first);
+          if (ri == 0) pp_tasks.push_back(tr);
         }
       }
     }
-    // Same stage: B needs its own F; W needs its Bi (stream order already ensures it).
   }
 
-  // Data-parallel gradient reduction and optimizer step, per simulated GPU.
+  // Data-parallel communication and the optimizer step, one DP group at a time: in symmetric
+  // mode the representative alone (its TP/CP peers' identical groups as concurrent traffic);
+  // in full mode every group once, with every simulated member's streams and dependencies.
   const double grad_bytes_per_param = plan.grad_dtype == models::GradDtype::FP32 ? 4.0 : 2.0;
   const double param_bytes = plan.precision == models::Precision::FP32 ? 4.0 : 2.0;
-  std::vector<TaskId> step_end;
-  std::vector<TaskId> dp_tasks;
-  std::map<int, std::vector<TaskId>> group_reduced;  // full mode: by the group's first rank
-  for (size_t ri = 0; ri < replicas.size(); ++ri) {
-    for (int s = 0; s < p; ++s) {
+  const double bucket_params = std::max(1.0, plan.dp_bucket_bytes / grad_bytes_per_param);
+  std::vector<std::vector<TaskId>> rep_dp(p);  // the representative's DP collectives
+  std::vector<double> rep_dp_bytes(p, 0);      // ZeRO paper Sec. 7 volume per GPU
+  for (int s = 0; s < p; ++s) {
+    std::vector<std::vector<Bucket>> buckets(v);
+    if (dp_comm && !fsdp)
+      for (int c = 0; c < v; ++c)
+        buckets[c] = make_buckets(L.units[L.schedule.virtual_stage(s, c)], bucket_params);
+    // Chunks in the order their gradients complete / their parameters are first used.
+    std::vector<int> by_final(v), by_first(v);
+    std::iota(by_final.begin(), by_final.end(), 0);
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::sort(by_final.begin(), by_final.end(),
+              [&](int a, int b) { return final_pass[s][a] < final_pass[s][b]; });
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int a, int b) { return first_forward[s][a] < first_forward[s][b]; });
+
+    for (size_t ri = 0; ri < replicas.size(); ++ri) {
       Gpu& g = gpus[ri][s];
+      std::vector<int> members{static_cast<int>(ri)};
+      std::vector<int> group;
+      std::vector<std::vector<int>> concurrent;
+      if (dp_comm) {
+        group = L.index.group(g.rank, Dim::DP);
+        if (options.full) {
+          if (group.front() != g.rank) continue;  // the group's first member issues for all
+          members.clear();
+          for (int r : group) members.push_back(rank_to_replica[static_cast<size_t>(r)]);
+        }
+        // The identical DP groups of its TP/CP peers run at the same time on the same nodes.
+        for (int peer : L.index.group(g.rank, Dim::TP))
+          if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
+        for (int peer : L.index.group(g.rank, Dim::CP))
+          if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
+      }
+      // One collective over the group. Its duration is the sim's cost of that collective on the
+      // real group over the routed topology with the identical concurrent groups' flows (as
+      // for TP); it runs as a task of that duration on every simulated member's dp (or ag)
+      // stream, each waiting for every member's dependencies. Returns the task per member.
+      auto collective = [&](sim::CollectiveOp op, double bytes, const std::string& label,
+                            bool gather_stream, const std::vector<TaskId>& deps) {
+        const double seconds = L.dp_seconds(op, bytes, group, concurrent);
+        std::vector<TaskId> ids;
+        for (int rj : members) {
+          const Gpu& h = gpus[static_cast<size_t>(rj)][s];
+          ids.push_back(E.add_compute(gather_stream ? h.ag : h.dp, T(seconds), label, deps));
+          if (rj == 0) rep_dp[s].push_back(ids.back());
+        }
+        if (std::find(members.begin(), members.end(), 0) != members.end())
+          rep_dp_bytes[s] += (op == sim::CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * bytes;
+        return ids;
+      };
+      auto unit_task = [&](int rj, int pass_index, int unit) -> const PassTasks& {
+        return gpus[static_cast<size_t>(rj)][s]
+            .units[static_cast<size_t>(pass_index)][static_cast<size_t>(unit)];
+      };
+      std::vector<std::vector<TaskId>> reduced(members.size());  // per member
+      auto add_reduced = [&](const std::vector<TaskId>& ids) {
+        for (size_t k = 0; k < ids.size(); ++k) reduced[k].push_back(ids[k]);
+      };
+
+      if (dp_comm && !fsdp && zero_sharded && plan.overlap_param_gather) {
+        // ZeRO-1/2 parameter all-gather of the previous step's update, overlapped with this
+        // step's forward (Megatron's --overlap-param-gather): issued at the start in the order
+        // the buckets are first used; a bucket's first layer waits for it.
+        for (int c : by_first) {
+          const auto& bs = buckets[c];
+          for (auto b = bs.rbegin(); b != bs.rend(); ++b) {
+            const auto ids =
+                collective(sim::CollectiveOp::ALL_GATHER, b->params * param_bytes,
+                           fmt::format("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, {});
+            for (size_t k = 0; k < members.size(); ++k)
+              E.add_dependency(ids[k], unit_task(members[k], first_forward[s][c], b->lo).first);
+          }
+        }
+      }
+      if (dp_comm && !fsdp) {
+        // Gradient buckets, in the order they complete: with --overlap-grad-reduce each as
+        // soon as the backward of its first layer (in forward order) ends in the chunk's final
+        // weight-gradient pass; otherwise all after the stage's last backward.
+        const auto op =
+            zero_sharded ? sim::CollectiveOp::REDUCE_SCATTER : sim::CollectiveOp::ALL_REDUCE;
+        for (int c : by_final) {
+          for (const Bucket& b : buckets[c]) {
+            std::vector<TaskId> deps;
+            for (int rj : members)
+              deps.push_back(plan.overlap_grad_reduce
+                                 ? unit_task(rj, final_pass[s][c], b.lo).last
+                                 : gpus[static_cast<size_t>(rj)][s].last_backward);
+            add_reduced(collective(
+                op, b.params * grad_bytes_per_param,
+                fmt::format("dp-{} c{} L{}-{}", zero_sharded ? "rs" : "ar", c, b.lo, b.hi), false,
+                deps));
+          }
+        }
+      }
+      if (fsdp) {
+        // ZeRO-3 / FSDP: every use of a unit's parameters (its forward, its backward; each
+        // micro-batch) all-gathers them on the ag stream just before; with prefetch the gather
+        // of use i waits only for use i-2 to finish (at most two units gathered at once, the
+        // memory model's buffers), without it for use i-1. Gradients are reduce-scattered per
+        // unit after each weight-gradient pass (every micro-batch: they are sharded).
+        const auto& order = L.schedule.per_stage[s];
+        std::vector<std::pair<int, int>> uses, grads;  // (pass index, unit)
+        for (int pi = 0; pi < static_cast<int>(order.size()); ++pi) {
+          const Pass& pass = order[static_cast<size_t>(pi)];
+          const int n = static_cast<int>(L.units[L.schedule.virtual_stage(s, pass.chunk)].size());
+          for (int k = 0; k < n; ++k) {
+            const int u = pass.kind == PassKind::FORWARD ? k : n - 1 - k;
+            if (pass.kind != PassKind::BACKWARD_WEIGHT) uses.push_back({pi, u});
+            if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT)
+              grads.push_back({pi, u});
+          }
+        }
+        const int ahead = options.fsdp_prefetch ? 2 : 1;
+        for (size_t i = 0; i < uses.size(); ++i) {
+          const auto [pi, u] = uses[i];
+          const Pass& pass = order[static_cast<size_t>(pi)];
+          const Unit& unit =
+              L.units[L.schedule.virtual_stage(s, pass.chunk)][static_cast<size_t>(u)];
+          if (unit.cost.params <= 0) continue;
+          std::vector<TaskId> deps;
+          if (i >= static_cast<size_t>(ahead))
+            for (int rj : members)
+              deps.push_back(unit_task(rj, uses[i - ahead].first, uses[i - ahead].second).last);
+          const auto ids = collective(sim::CollectiveOp::ALL_GATHER, unit.cost.params * param_bytes,
+                                      fmt::format("dp-ag {} mb{} c{} {}", to_string(pass.kind),
+                                                  pass.micro_batch, pass.chunk, unit.name),
+                                      true, deps);
+          for (size_t k = 0; k < members.size(); ++k)
+            E.add_dependency(ids[k], unit_task(members[k], pi, u).first);
+        }
+        for (const auto& [pi, u] : grads) {
+          const Pass& pass = order[static_cast<size_t>(pi)];
+          const Unit& unit =
+              L.units[L.schedule.virtual_stage(s, pass.chunk)][static_cast<size_t>(u)];
+          if (unit.cost.params <= 0) continue;
+          std::vector<TaskId> deps;
+          for (int rj : members) deps.push_back(unit_task(rj, pi, u).last);
+          add_reduced(
+              collective(sim::CollectiveOp::REDUCE_SCATTER, unit.cost.params * grad_bytes_per_param,
+                         fmt::format("dp-rs mb{} c{} {}", pass.micro_batch, pass.chunk, unit.name),
+                         false, deps));
+        }
+      }
+
+      // Optimizer step (memory-bound over the local shard) on each member's compute stream.
       double stage_params = 0;
       for (int c = 0; c < v; ++c)
         stage_params += L.chunk_cost[L.schedule.virtual_stage(s, c)].params;
-      std::vector<TaskId> reduced;
-      if (plan.dp > 1) {
-        const std::vector<int> group = L.index.group(g.rank, Dim::DP);
-        std::vector<std::vector<int>> concurrent;
-        if (!options.full) {
-          for (int peer : L.index.group(g.rank, Dim::TP))
-            if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
-          for (int peer : L.index.group(g.rank, Dim::CP))
-            if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
-        }
-        // In full mode one collective per group: issued by the group's first member.
-        const bool issue = !options.full || group.front() == g.rank;
-        if (issue) {
-          std::vector<sim::StreamId> streams(group.size(), sim::NO_STREAM);
-          std::vector<TaskId> deps_all;
-          if (options.full) {
-            for (size_t i = 0; i < group.size(); ++i) {
-              for (size_t rj = 0; rj < replicas.size(); ++rj)
-                if (gpus[rj][s].rank == group[i]) {
-                  streams[i] = gpus[rj][s].dp;
-                  deps_all.push_back(gpus[rj][s].last_backward);
-                }
-            }
-          } else {
-            streams[std::find(group.begin(), group.end(), g.rank) - group.begin()] = g.dp;
-            deps_all.push_back(g.last_backward);
-          }
-          // One collective per model chunk: a chunk's backward is one task, so all of its
-          // buckets become ready together; with --overlap-grad-reduce a chunk's reduction
-          // starts as soon as its last backward ends, otherwise after the stage's last one.
-          const bool zero_rs = plan.zero >= 1;
-          std::vector<TaskId> chunk_ends;
-          for (int c = 0; c < v; ++c) {
-            const double chunk_params = L.chunk_cost[L.schedule.virtual_stage(s, c)].params;
-            std::vector<TaskId> deps = deps_all;
-            if (plan.overlap_grad_reduce && !options.full) deps = {g.chunk_last_backward[c]};
-            sim::CollectiveSpec spec;
-            spec.request.op =
-                zero_rs ? sim::CollectiveOp::REDUCE_SCATTER : sim::CollectiveOp::ALL_REDUCE;
-            spec.request.ranks = group;
-            spec.request.bytes = chunk_params * grad_bytes_per_param;
-            spec.request.concurrent_groups = concurrent;
-            spec.streams = streams;
-            spec.label = fmt::format("dp-{} c{}", zero_rs ? "rs" : "ar", c);
-            const TaskId id = E.add_collective(spec, deps);
-            reduced.push_back(id);
-            dp_tasks.push_back(id);
-          }
-          if (options.full) group_reduced[group.front()] = reduced;
-        } else {
-          reduced = group_reduced.at(group.front());
-        }
-      }
-      // Optimizer step (memory-bound over the local shard) on the compute stream.
-      const double shard = plan.zero >= 1 ? plan.dp : 1.0;
+      const double shard = zero_sharded ? plan.dp : 1.0;
       const double opt_s =
           L.gpu.memory_time_s(stage_params / shard * optimizer_bytes_per_param(plan));
-      std::vector<TaskId> deps = reduced;
-      deps.push_back(g.last_backward);
-      const TaskId opt = E.add_compute(g.compute, T(opt_s), "optimizer", deps);
-      if (ri == 0) R.optimizer_time_s += opt_s / p;
-      TaskId end = opt;
-      if (plan.zero >= 1 && plan.dp > 1 &&
-          (!options.full || L.index.group(g.rank, Dim::DP).front() == g.rank)) {
-        sim::CollectiveSpec spec;
-        spec.request.op = sim::CollectiveOp::ALL_GATHER;
-        spec.request.ranks = L.index.group(g.rank, Dim::DP);
-        spec.request.bytes = stage_params * param_bytes;
-        std::vector<sim::StreamId> streams(spec.request.ranks.size(), sim::NO_STREAM);
-        streams[std::find(spec.request.ranks.begin(), spec.request.ranks.end(), g.rank) -
-                spec.request.ranks.begin()] = g.dp;
-        spec.streams = streams;
-        spec.label = "zero-param-all-gather";
-        end = E.add_collective(spec, {opt});
-        dp_tasks.push_back(end);
+      std::vector<TaskId> opts;
+      for (size_t k = 0; k < members.size(); ++k) {
+        const int rj = members[k];
+        Gpu& h = gpus[static_cast<size_t>(rj)][s];
+        std::vector<TaskId> deps = reduced[k];
+        deps.push_back(h.last_backward);
+        const TaskId opt = E.add_compute(h.compute, T(opt_s), "optimizer", deps);
+        opts.push_back(opt);
+        if (rj == 0) {
+          R.optimizer_time_s += opt_s / p;
+          rep_compute[s].push_back(opt);
+        }
       }
-      step_end.push_back(end);
+      if (dp_comm && !fsdp && zero_sharded && !plan.overlap_param_gather) {
+        // ZeRO-1/2: the updated shards are all-gathered per bucket after the optimizer step.
+        for (int c : by_first) {
+          const auto& bs = buckets[c];
+          for (auto b = bs.rbegin(); b != bs.rend(); ++b)
+            collective(sim::CollectiveOp::ALL_GATHER, b->params * param_bytes,
+                       fmt::format("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, opts);
+        }
+      }
     }
   }
 
@@ -605,21 +818,47 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   R.bubble_fraction = pipeline_end > 0 ? R.bubble_time_s / pipeline_end : 0;
   R.compute_time_s = compute + R.optimizer_time_s;
   for (int k = 0; k < COMM_CLASSES; ++k) R.comm_time_s[k] = comm_total[k] / p;
-  // Pipeline transfers and data-parallel collectives: busy time of their tasks.
+  // Pipeline transfers: busy time of the representative's transfer tasks, per GPU.
   double pp_total = 0;
-  for (TaskId t = 0; t < E.num_tasks(); ++t) {
-    const auto& label = E.label(t);
-    if (label.rfind("send-", 0) == 0) pp_total += sim::to_seconds(E.finish(t) - E.start(t));
+  for (TaskId t : pp_tasks) pp_total += sim::to_seconds(E.finish(t) - E.start(t));
+  R.comm_time_s[static_cast<int>(CommClass::PP)] = pp_total / p;
+  // Data-parallel: busy time of the representative's collectives, and the part of it during
+  // which its compute stream was idle (exposed: not hidden behind compute or the blocking
+  // model-parallel collectives).
+  double dp_total = 0, dp_exposed = 0, dp_bytes = 0;
+  std::int64_t dp_count = 0;
+  for (int s = 0; s < p; ++s) {
+    std::vector<std::pair<SimTime, SimTime>> busy, dp;
+    for (TaskId t : rep_compute[s]) busy.push_back({E.start(t), E.finish(t)});
+    for (TaskId t : rep_dp[s]) {
+      dp.push_back({E.start(t), E.finish(t)});
+      dp_total += sim::to_seconds(E.finish(t) - E.start(t));
+    }
+    std::sort(busy.begin(), busy.end());
+    std::sort(dp.begin(), dp.end());
+    // Union of the DP intervals, each merged interval minus its overlap with compute.
+    size_t j = 0;
+    for (size_t i = 0; i < dp.size();) {
+      SimTime a = dp[i].first, b = dp[i].second;
+      for (++i; i < dp.size() && dp[i].first <= b; ++i) b = std::max(b, dp[i].second);
+      SimTime covered = 0;
+      while (j < busy.size() && busy[j].second <= a) ++j;
+      for (size_t k = j; k < busy.size() && busy[k].first < b; ++k)
+        covered += std::max<SimTime>(0, std::min(b, busy[k].second) - std::max(a, busy[k].first));
+      dp_exposed += sim::to_seconds(b - a - covered);
+    }
+    dp_bytes += rep_dp_bytes[s];
+    dp_count += static_cast<std::int64_t>(rep_dp[s].size());
   }
-  pp_seconds = pp_total / double(replicas.size() * p);
-  R.comm_time_s[static_cast<int>(CommClass::PP)] = pp_seconds;
-  double dp_total = 0;
-  for (TaskId t : dp_tasks) dp_total += sim::to_seconds(E.finish(t) - E.start(t));
-  R.comm_time_s[static_cast<int>(CommClass::DP)] =
-      options.full ? dp_total / double(p * plan.tp * plan.cp) : dp_total / p;
-  // Exposed: model-parallel comm on the compute stream plus the wait between the end of the
-  // pipeline and the end of the step that is not optimizer compute.
-  R.exposed_comm_time_s = mp_comm + std::max(0.0, step - pipeline_end - R.optimizer_time_s);
+  R.comm_time_s[static_cast<int>(CommClass::DP)] = dp_total / p;
+  R.exposed_comm_s = {};
+  for (int k = 0; k < COMM_CLASSES; ++k)
+    if (k != static_cast<int>(CommClass::PP) && k != static_cast<int>(CommClass::DP))
+      R.exposed_comm_s[k] = R.comm_time_s[k];
+  R.exposed_comm_s[static_cast<int>(CommClass::DP)] = dp_exposed / p;
+  R.exposed_comm_time_s = mp_comm + dp_exposed / p;
+  R.dp_bytes_per_gpu = dp_bytes / p;
+  R.dp_collectives = dp_count;
 
   const double gpus_total = double(plan.gpus());
   const double model_flops = models::model_flops_per_step(model, plan);
@@ -641,9 +880,9 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
       const auto& sname = E.stream_name(sl.stream);
       ts.stream = sname.substr(sname.find('/') + 1);
       ts.name = E.label(sl.task);
-      ts.category = ts.name.find("comm") != std::string::npos                      ? "tp"
-                    : ts.name.rfind("dp", 0) == 0 || ts.name.rfind("zero", 0) == 0 ? "dp"
-                                                                                   : "compute";
+      ts.category = ts.name.rfind("dp", 0) == 0                 ? "dp"
+                    : ts.name.find("comm") != std::string::npos ? "tp"
+                                                                : "compute";
       ts.start_s = sim::to_seconds(sl.start);
       ts.end_s = sim::to_seconds(sl.end);
       R.timeline.push_back(std::move(ts));

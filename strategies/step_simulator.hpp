@@ -34,6 +34,9 @@ struct SimulateOptions {
   bool full = false;           ///< simulate every GPU instead of one per pipeline stage
   bool keep_timeline = false;  ///< fill StepReport::timeline (for --trace)
   topo::GpuEfficiency efficiency = {};
+  /// ZeRO-3/FSDP: gather the next unit's parameters while the current one computes (at most
+  /// two units gathered at once); false gathers each unit only when it is about to run.
+  bool fsdp_prefetch = true;
 };
 
 /// One executed slice, for the Chrome trace.
@@ -66,8 +69,16 @@ struct StepReport {
   double bubble_time_s = 0;            ///< pipeline idle time of the busiest stage
   double pipeline_time_s = 0;          ///< end of the last forward/backward pass
   double compute_time_s = 0;           ///< compute-stream busy time without comm, mean over stages
-  double exposed_comm_time_s = 0;      ///< comm the compute stream waited for, mean over stages
+  double exposed_comm_time_s = 0;      ///< comm not hidden behind compute, mean over stages
   std::array<double, COMM_CLASSES> comm_time_s{};  ///< comm time by kind, mean per GPU
+  /// Exposed comm by kind, mean per GPU: tp/cp/ep block the compute stream (all exposed); dp
+  /// counts the time a DP collective runs while the compute stream is idle; pp waits are
+  /// part of the bubble (0 here).
+  std::array<double, COMM_CLASSES> exposed_comm_s{};
+  /// Data-parallel volume per GPU per step, bytes, counted as the ZeRO paper (Sec. 7) does:
+  /// an all-reduce of S bytes moves 2·S, a reduce-scatter or all-gather S.
+  double dp_bytes_per_gpu = 0;
+  std::int64_t dp_collectives = 0;  ///< DP collectives of the representative replica, all stages
   double optimizer_time_s = 0;
   int simulated_gpus = 0;
   std::int64_t tasks = 0;

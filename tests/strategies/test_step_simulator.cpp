@@ -4,10 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
+#include "models/memory.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/step_simulator.hpp"
 #include "topologies/cluster_presets.hpp"
@@ -87,22 +89,31 @@ TEST_CASE("strategies::StepSimulator: GPipe holds more activations than 1F1B") {
 TEST_CASE("strategies::StepSimulator: symmetric and full modes agree on a homogeneous cluster") {
   const auto model = models::load_model("gpt-1.7b");
   const auto cluster = dgx_a100(2);
-  models::TrainingPlan p;
-  p.tp = 2;
-  p.pp = 2;
-  p.dp = 4;
-  p.mbs = 1;
-  p.gbs = 32;
-  p.seq = 1024;
-  for (auto mode : {sim::NetworkMode::ANALYTICAL, sim::NetworkMode::FLOW}) {
-    SimulateOptions sym, full;
-    sym.network = full.network = mode;
-    full.full = true;
-    auto a = simulate_step(model, p, cluster, sym);
-    auto b = simulate_step(model, p, cluster, full);
-    CHECK(b.simulated_gpus == 16);
-    CHECK(a.simulated_gpus == 2);
-    CHECK(a.step_time_s == doctest::Approx(b.step_time_s).epsilon(0.01));
+  models::TrainingPlan base;
+  base.tp = 2;
+  base.pp = 2;
+  base.dp = 4;
+  base.mbs = 1;
+  base.gbs = 32;
+  base.seq = 1024;
+  // DDP without and with overlap, ZeRO-1 with both overlaps, ZeRO-3.
+  std::vector<models::TrainingPlan> plans(4, base);
+  plans[1].overlap_grad_reduce = true;
+  plans[2].zero = 1;
+  plans[2].overlap_grad_reduce = plans[2].overlap_param_gather = true;
+  plans[3].zero = 3;
+  for (const auto& p : plans) {
+    for (auto mode : {sim::NetworkMode::ANALYTICAL, sim::NetworkMode::FLOW}) {
+      SimulateOptions sym, full;
+      sym.network = full.network = mode;
+      full.full = true;
+      auto a = simulate_step(model, p, cluster, sym);
+      auto b = simulate_step(model, p, cluster, full);
+      CHECK(b.simulated_gpus == 16);
+      CHECK(a.simulated_gpus == 2);
+      CHECK(a.step_time_s == doctest::Approx(b.step_time_s).epsilon(0.01));
+      CHECK(a.dp_bytes_per_gpu == doctest::Approx(b.dp_bytes_per_gpu));
+    }
   }
 }
 
@@ -183,4 +194,117 @@ TEST_CASE("strategies::StepSimulator: the trace is valid Chrome-trace JSON") {
   CHECK(slices > 10);
   CHECK(counters > 0);
   std::remove(path.c_str());
+}
+
+namespace {
+
+// gpt-1.7b data-parallel over two DGX A100 nodes (the DP ring crosses InfiniBand).
+models::TrainingPlan dp16_plan(int zero, std::int64_t gbs) {
+  models::TrainingPlan p;
+  p.dp = 16;
+  p.mbs = 1;
+  p.gbs = gbs;
+  p.seq = 1024;
+  p.zero = zero;
+  p.grad_dtype = models::GradDtype::BF16;  // 16-bit gradients, as the ZeRO paper counts
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "strategies::StepSimulator: DDP buckets overlap the backward with --overlap-grad-reduce") {
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = dgx_a100(2);
+  auto plan = dp16_plan(0, 32);
+  plan.grad_dtype = models::GradDtype::FP32;
+  auto off = simulate_step(model, plan, cluster, {});
+  plan.overlap_grad_reduce = true;
+  auto on = simulate_step(model, plan, cluster, {});
+  const int dp = static_cast<int>(CommClass::DP);
+  // Same buckets, same bytes: only their timing moves.
+  CHECK(on.comm_time_s[dp] == doctest::Approx(off.comm_time_s[dp]));
+  CHECK(on.dp_collectives == off.dp_collectives);
+  // Without overlap every bucket runs after the backward: all of it is exposed.
+  CHECK(off.exposed_comm_s[dp] == doctest::Approx(off.comm_time_s[dp]).epsilon(0.01));
+  CHECK(on.exposed_comm_s[dp] >= 0);
+  CHECK(on.exposed_comm_s[dp] < 0.6 * off.exposed_comm_s[dp]);
+  CHECK(on.step_time_s < off.step_time_s);
+  // All-reduce volume per rank: 2·Ψ gradient bytes (ZeRO paper, Rajbhandari et al. 2020,
+  // Sec. 7.1: reduce-scatter Ψ + all-gather Ψ). Ψ = the parameters this GPU holds.
+  const double psi = on.memory.stages[0].parameters;
+  CHECK(on.dp_bytes_per_gpu == doctest::Approx(2 * psi * 4).epsilon(1e-9));
+}
+
+TEST_CASE("strategies::StepSimulator: the DP bucket size sets the number of DP collectives") {
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = dgx_a100(2);
+  auto plan = dp16_plan(0, 16);
+  plan.overlap_grad_reduce = true;
+  const double psi_bytes = 2.0 * models::estimate_memory(model, plan).stages[0].parameters;
+  std::int64_t previous = 0;
+  for (double bucket : {1e12, 400e6, 160e6, 40e6}) {
+    plan.dp_bucket_bytes = bucket;
+    auto r = simulate_step(model, plan, cluster, {});
+    // Megatron's buckets: gradients in reverse layer order, ceil(gradient bytes / bucket).
+    CHECK(r.dp_collectives == static_cast<std::int64_t>(std::ceil(psi_bytes / bucket)));
+    CHECK(r.dp_collectives > previous);
+    CHECK(r.dp_bytes_per_gpu == doctest::Approx(2 * psi_bytes));
+    previous = r.dp_collectives;
+  }
+}
+
+TEST_CASE("strategies::StepSimulator: ZeRO-1 parameter all-gather overlaps the next forward") {
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = dgx_a100(2);
+  auto plan = dp16_plan(1, 32);
+  plan.overlap_grad_reduce = true;
+  auto off = simulate_step(model, plan, cluster, {});
+  plan.overlap_param_gather = true;
+  auto on = simulate_step(model, plan, cluster, {});
+  const int dp = static_cast<int>(CommClass::DP);
+  CHECK(on.comm_time_s[dp] == doctest::Approx(off.comm_time_s[dp]));
+  CHECK(on.exposed_comm_s[dp] >= 0);
+  CHECK(on.exposed_comm_s[dp] < off.exposed_comm_s[dp]);
+  CHECK(on.step_time_s < off.step_time_s);
+  // Reduce-scatter Ψ gradients + all-gather Ψ parameters (ZeRO paper Sec. 7.2.1: 2Ψ).
+  const double psi = on.memory.stages[0].parameters;
+  CHECK(on.dp_bytes_per_gpu == doctest::Approx(2 * psi * 2).epsilon(1e-9));
+}
+
+TEST_CASE("strategies::StepSimulator: ZeRO-3 moves 1.5x the DP bytes of ZeRO-1/2 and is slower") {
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = dgx_a100(2);
+  const int dp = static_cast<int>(CommClass::DP);
+  // One micro-batch: ZeRO-3 gathers parameters for forward and backward and reduce-scatters
+  // gradients, 3Ψ, against 2Ψ for ZeRO-1/2 (ZeRO paper Sec. 7.2.2: 1.5x).
+  auto z1 = simulate_step(model, dp16_plan(1, 16), cluster, {});
+  auto z2 = simulate_step(model, dp16_plan(2, 16), cluster, {});
+  auto z3 = simulate_step(model, dp16_plan(3, 16), cluster, {});
+  CHECK(z2.dp_bytes_per_gpu == doctest::Approx(z1.dp_bytes_per_gpu));
+  CHECK(z3.dp_bytes_per_gpu == doctest::Approx(1.5 * z1.dp_bytes_per_gpu).epsilon(1e-9));
+  // FSDP hides most of it behind compute (prefetch), but not all.
+  CHECK(z3.exposed_comm_s[dp] > 0);
+  CHECK(z3.exposed_comm_s[dp] < 0.5 * z3.comm_time_s[dp]);
+  // With gradient accumulation FSDP re-gathers every micro-batch (2m + ... gathers): on the
+  // same plan, with ZeRO-1's overlaps on, ZeRO-3 is not faster.
+  auto p1 = dp16_plan(1, 64);
+  p1.overlap_grad_reduce = p1.overlap_param_gather = true;
+  auto a = simulate_step(model, p1, cluster, {});
+  auto b = simulate_step(model, dp16_plan(3, 64), cluster, {});
+  CHECK(b.dp_bytes_per_gpu > 4 * a.dp_bytes_per_gpu);
+  CHECK(b.step_time_s >= a.step_time_s);
+}
+
+TEST_CASE("strategies::StepSimulator: ZeRO-3 prefetch hides parameter gathers") {
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = dgx_a100(2);
+  SimulateOptions no_prefetch;
+  no_prefetch.fsdp_prefetch = false;
+  auto with = simulate_step(model, dp16_plan(3, 32), cluster, {});
+  auto without = simulate_step(model, dp16_plan(3, 32), cluster, no_prefetch);
+  const int dp = static_cast<int>(CommClass::DP);
+  CHECK(with.dp_bytes_per_gpu == doctest::Approx(without.dp_bytes_per_gpu));
+  CHECK(with.step_time_s < without.step_time_s);
+  CHECK(with.exposed_comm_s[dp] < without.exposed_comm_s[dp]);
 }
