@@ -19,8 +19,7 @@ struct PresetsOptions {
   std::string format;
 };
 
-template <typename Preset>
-void add_named(Table& table, OrderedJson& list, const std::vector<Preset>& presets) {
+void add_named(Table& table, OrderedJson& list, const std::vector<PresetInfo>& presets) {
   for (const auto& p : presets) {
     table.add_row({p.name, p.description});
     list.push_back({{"name", p.name}, {"description", p.description}});

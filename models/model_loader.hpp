@@ -5,15 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "common/preset_info.hpp"
 #include "models/model_spec.hpp"
 
 namespace loom::models {
-
-/// A registered preset: its name and one line saying what it is and where it comes from.
-struct PresetInfo {
-  std::string name;
-  std::string description;
-};
 
 /// Every model preset, in a fixed order (for `loom presets models`).
 std::vector<PresetInfo> model_presets();

@@ -167,9 +167,7 @@ std::vector<PresetInfo> model_presets() {
 }
 
 std::vector<std::string> model_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : presets()) out.push_back(p.info.name);
-  return out;
+  return preset_names(model_presets());
 }
 
 ModelSpec model_preset(const std::string& name, const std::string& field) {

@@ -249,9 +249,7 @@ std::vector<PresetInfo> cluster_presets() {
 }
 
 std::vector<std::string> cluster_preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : presets()) out.push_back(p.name);
-  return out;
+  return preset_names(cluster_presets());
 }
 
 namespace {

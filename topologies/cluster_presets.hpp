@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/preset_info.hpp"
 #include "topologies/cluster.hpp"
 
 namespace loom::topo {
@@ -21,12 +22,6 @@ struct ClusterRequest {
   std::string spec;          ///< preset name or path to a cluster JSON file
   std::optional<int> nodes;  ///< number of nodes (default: 1, or the file's "nodes")
   std::optional<int> gpus;   ///< number of GPUs; must be a multiple of the GPUs per node
-};
-
-/// A registered preset: its name and a one-line description.
-struct PresetInfo {
-  std::string name;
-  std::string description;
 };
 
 /// Builds the cluster (routing index finalized). Throws ValidationError on an unknown preset
