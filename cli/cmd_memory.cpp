@@ -7,6 +7,7 @@
 
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_import.hpp"
 #include "common/document.hpp"
@@ -122,13 +123,29 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
 
 OrderedJson render_json_results(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                 const models::MemoryReport& r, std::optional<double> capacity) {
-  const models::ParameterCounts counts = models::count_parameters(model);
-  OrderedJson res;
-  res["parameters"] = counts.total;
-  res["active_parameters"] = counts.active;
-  res["capacity_bytes"] = capacity ? OrderedJson(*capacity) : OrderedJson(nullptr);
-  res["fits"] = capacity ? OrderedJson(r.peak_bytes <= *capacity) : OrderedJson(nullptr);
-  res["peak_bytes"] = r.peak_bytes;
+  OrderedJson res =
+      memory_report_json(r, capacity, [&](const models::StageMemory& s, OrderedJson& j) {
+        j["stage"] = s.stage;
+        j["layers"] = s.layers.size();
+        j["first_layer"] = s.layers.empty() ? -1 : s.layers.front();
+        j["expert_parameters"] = s.expert_parameters;
+        if (capacity) j["fits"] = s.total_bytes <= *capacity;
+        OrderedJson acts;
+        acts["layer_bytes_per_microbatch"] = s.layer_activation_bytes;
+        acts["inflight_microbatches"] = s.inflight_microbatches;
+        acts["embedding_bytes"] = s.embedding_activation_bytes;
+        acts["head_bytes"] = s.head_activation_bytes;
+        acts["logits_bytes"] = s.logits_bytes;
+        acts["recompute_working_bytes"] = s.recompute_working_bytes;
+        j["activations"] = acts;
+        OrderedJson other;
+        other["cuda_context_bytes"] = s.other.cuda_context_bytes;
+        other["comm_buffer_bytes"] = s.other.comm_buffer_bytes;
+        other["fragmentation_bytes"] = s.other.fragmentation_bytes;
+        j["other"] = other;
+        j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
+      });
+  res["active_parameters"] = models::count_parameters(model).active;
   res["peak_stage"] = r.peak_stage;
   const models::BytesPerParameter& b = r.bytes_per_param;
   const double group = static_cast<double>(plan.dp) * plan.cp;
@@ -141,38 +158,6 @@ OrderedJson render_json_results(const models::ModelSpec& model, const models::Tr
   bpp["total"] = b.total();
   bpp["after_zero"] = models::sharded_bytes_per_parameter(plan, plan.zero, group).total();
   res["bytes_per_parameter"] = bpp;
-  OrderedJson stages = OrderedJson::array();
-  for (const auto& s : r.stages) {
-    OrderedJson j;
-    j["stage"] = s.stage;
-    j["layers"] = s.layers.size();
-    j["first_layer"] = s.layers.empty() ? -1 : s.layers.front();
-    j["parameters"] = s.parameters;
-    j["expert_parameters"] = s.expert_parameters;
-    j["weights_bytes"] = s.weights_bytes;
-    j["gradients_bytes"] = s.gradients_bytes;
-    j["optimizer_bytes"] = s.optimizer_bytes;
-    j["activations_bytes"] = s.activations_bytes;
-    j["other_bytes"] = s.other_bytes;
-    j["total_bytes"] = s.total_bytes;
-    if (capacity) j["fits"] = s.total_bytes <= *capacity;
-    OrderedJson acts;
-    acts["layer_bytes_per_microbatch"] = s.layer_activation_bytes;
-    acts["inflight_microbatches"] = s.inflight_microbatches;
-    acts["embedding_bytes"] = s.embedding_activation_bytes;
-    acts["head_bytes"] = s.head_activation_bytes;
-    acts["logits_bytes"] = s.logits_bytes;
-    acts["recompute_working_bytes"] = s.recompute_working_bytes;
-    j["activations"] = acts;
-    OrderedJson other;
-    other["cuda_context_bytes"] = s.other.cuda_context_bytes;
-    other["comm_buffer_bytes"] = s.other.comm_buffer_bytes;
-    other["fragmentation_bytes"] = s.other.fragmentation_bytes;
-    j["other"] = other;
-    j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
-    stages.push_back(j);
-  }
-  res["per_stage"] = stages;
   return res;
 }
 
