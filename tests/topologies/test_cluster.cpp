@@ -129,3 +129,32 @@ TEST_CASE("topologies::Cluster: bad requests are one-line errors") {
   CHECK_THROWS_AS(load_cluster(ClusterRequest{"dgx-h100", 0, {}}), loom::ValidationError);
   CHECK_THROWS_AS(load_cluster(ClusterRequest{"dgx-h100", 2, 8}), loom::ValidationError);
 }
+
+TEST_CASE("topologies::Cluster: preset link figures match the vendors' published numbers") {
+  // Per GPU per direction = the datasheet's bidirectional figure / 2; NIC ports per direction.
+  struct Expect {
+    const char* preset;
+    double nvlink_Bps;  // GPU -> NVSwitch (or bridge)
+    double nic_Bps;     // one NIC port, rank 0 -> first rank of node 1 (same rail)
+    int domain;         // GPUs in one NVLink domain
+  };
+  const Expect cases[] = {
+      // DGX A100 user guide: NVLink3 600 GB/s bidirectional per GPU through NVSwitch
+      // (300 GB/s/dir); 8x ConnectX-6 HDR InfiniBand 200 Gb/s = 25 GB/s per port.
+      {"dgx-a100", 300e9, 25e9, 8},
+      // DGX H100 user guide: NVLink4 900 GB/s bidirectional (450 GB/s/dir); 8x ConnectX-7
+      // NDR 400 Gb/s = 50 GB/s per port.
+      {"dgx-h100", 450e9, 50e9, 8},
+      // GB200 NVL72 product page: 1.8 TB/s bidirectional NVLink5 per GPU (900 GB/s/dir), one
+      // 72-GPU NVLink domain; ConnectX-7 NDR 400 Gb/s per GPU.
+      {"gb200-nvl72", 900e9, 50e9, 72},
+  };
+  for (const Expect& e : cases) {
+    CAPTURE(e.preset);
+    Cluster c = load_cluster(ClusterRequest{e.preset, 2, {}});
+    CHECK(c.nvlink_bandwidth_Bps(0) == doctest::Approx(e.nvlink_Bps));
+    CHECK(c.nvlink_domain_size(0) == e.domain);
+    CHECK(c.route_ranks(0, 1).bandwidth_Bps == doctest::Approx(e.nvlink_Bps));
+    CHECK(c.route_ranks(0, e.domain).bandwidth_Bps == doctest::Approx(e.nic_Bps));
+  }
+}
