@@ -11,7 +11,7 @@ Assumptions (global, stated, never per row):
   micro-batch 1, 1F1B schedule, DP gradient all-reduce after backward (no overlap),
   DGX A100 nodes (8 GPUs, NVSwitch, 8x HDR200 rail-optimised fat-tree).
   vTrain: its README's settings: 1F1B, full recompute, 8 GPUs per node, 800 Gb/s per node
-  inter-node (8 rails x 100 Gb/s), fp16, no flash attention, GPT-2 vocabulary 50257, seq 2048,
+  inter-node (8 rails x 100 Gb/s; bench/vtrain-a100.json), fp16, no flash attention, GPT-2 vocabulary 50257, seq 2048,
   no gradient bucketing (one DP bucket).
 
 Usage: bench/validate_runs.py [--loom build/loom] [--reference ../shared/reference] [--quick]
@@ -25,6 +25,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# 8 x A100 80GB per node on NVSwitch, 8 rails x 100 Gb/s = 800 Gb/s per node (vTrain's setting).
+VTRAIN_CLUSTER = os.path.join(ROOT, "bench", "vtrain-a100.json")
 
 
 def run_loom(loom, args):
@@ -99,6 +101,7 @@ def vtrain(loom, ref, quick):
         rows = rows[::6]
     tmp = tempfile.mkdtemp(prefix="loom_vtrain_")
     pred, meas, errors = [], [], []
+    by_tp = {}
     print("\nvTrain multi-node A100 (iteration time, ms)")
     print(f"{'params':>6} {'GPUs':>5} {'gbs':>5} {'mbs':>4} {'h':>6} {'L':>4} {'tp':>3} {'dp':>3} "
           f"{'pp':>3} {'measured':>9} {'loom':>9} {'error':>7}")
@@ -112,12 +115,8 @@ def vtrain(loom, ref, quick):
                        "norm": "layernorm", "vocab": 50257, "tied_embeddings": True,
                        "linear_bias": True, "max_position_embeddings": int(seq),
                        "dropout": True, "seq": int(seq)}, f)
-        cluster = os.path.join(tmp, f"vtrain-{gpus}.json")
-        with open(cluster, "w") as f:
-            json.dump({"name": "vtrain-a100", "node": {"preset": "dgx-a100"},
-                       "nodes": max(1, gpus // 8),
-                       "fabric": {"link": "ib-hdr", "bandwidth": "100Gbps"}}, f)
-        args = ["--model", model, "--cluster", cluster, "--tp", str(tp), "--pp", str(pp),
+        args = ["--model", model, "--cluster", VTRAIN_CLUSTER, "--nodes", str(max(1, gpus // 8)),
+                "--tp", str(tp), "--pp", str(pp),
                 "--dp", str(dp), "--mbs", mbs, "--gbs", gbs, "--seq", seq, "--recompute", "full",
                 "--precision", "fp16", "--flash-attention", "off", "--schedule", "1f1b",
                 "--dp-bucket-size", "1TB"]
@@ -130,11 +129,16 @@ def vtrain(loom, ref, quick):
         pred.append(p_ms)
         meas.append(float(ms))
         errors.append(abs(e))
+        by_tp.setdefault((params, tp), []).append(e)
         print(f"{params:>6} {gpus:>5} {gbs:>5} {mbs:>4} {hidden:>6} {layers:>4} {tp:>3} {dp:>3} "
               f"{pp:>3} {float(ms):>9.1f} {p_ms:>9.1f} {100*e:>+6.1f}%")
     if errors:
         print(f"MAPE {100*sum(errors)/len(errors):.1f}%  Spearman rho {spearman(pred, meas):.3f}  "
               f"rows {len(errors)}/{len(rows)}")
+        print("signed error by model and tp (mean, min, max):")
+        for (params, tp), es in sorted(by_tp.items(), key=lambda kv: (float(kv[0][0]), kv[0][1])):
+            print(f"  {params:>5}B tp {tp:>2}: {len(es):>3} rows  {100*sum(es)/len(es):+6.1f}%  "
+                  f"{100*min(es):+6.1f}%  {100*max(es):+6.1f}%")
     return errors
 
 
