@@ -26,7 +26,9 @@ class Error : public std::runtime_error {
 class ConfigError : public Error {
  public:
   ConfigError(std::string file, std::string pointer, std::string message);
+  /// The input file the error is about.
   const std::string& file() const { return file_; }
+  /// JSON pointer of the offending value inside the file ("" for the whole file).
   const std::string& pointer() const { return pointer_; }
 
   static ConfigError file_not_found(const std::string& file, std::string_view what);
@@ -48,6 +50,7 @@ class ConfigError : public Error {
 class ValidationError : public Error {
  public:
   ValidationError(std::string field, std::string message);
+  /// The flag or model field at fault ("--tp", "model.hidden").
   const std::string& field() const { return field_; }
 
   /// "--field: value 'v' is not valid; allowed: ...".

@@ -29,6 +29,7 @@ class RankLayout {
   explicit RankLayout(const models::TrainingPlan& plan, std::string_view order = "tp-cp-ep-dp-pp");
   RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order = "tp-cp-ep-dp-pp");
 
+  /// GPUs the layout covers: tp x cp x dp x pp (ep is carved out of dp x cp).
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
   /// Size of one group of `dim`.
   int size(Dim dim) const;

@@ -71,9 +71,13 @@ class Cluster {
   LinkId add_duplex_link(VertexId a, VertexId b, LinkKind kind, double bandwidth_Bps,
                          double latency_s, std::string label = {});
 
+  /// Every vertex, indexed by VertexId.
   const std::vector<Vertex>& vertices() const { return vertices_; }
+  /// Every directed link, indexed by LinkId (a duplex link is ids 2k and 2k + 1).
   const std::vector<Link>& links() const { return links_; }
+  /// The vertex `id`; throws std::out_of_range on a bad id (a caller bug).
   const Vertex& vertex(VertexId id) const { return vertices_.at(static_cast<size_t>(id)); }
+  /// The directed link `id`; throws std::out_of_range on a bad id (a caller bug).
   const Link& link(LinkId id) const { return links_.at(static_cast<size_t>(id)); }
   /// The outgoing link ids of a vertex.
   const std::vector<LinkId>& out_links(VertexId id) const {
@@ -82,8 +86,11 @@ class Cluster {
 
   /// GPU vertices in global-rank order.
   const std::vector<VertexId>& gpus() const { return gpus_; }
+  /// Number of GPUs (global ranks 0 .. num_gpus() - 1).
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
+  /// Number of nodes (1 for a single box).
   int num_nodes() const { return num_nodes_; }
+  /// Sets the node count (builders only; vertices carry their node index).
   void set_num_nodes(int n) { num_nodes_ = n; }
   /// GPUs per node (num_gpus() / num_nodes(); the cluster is homogeneous).
   int gpus_per_node() const { return num_nodes_ > 0 ? num_gpus() / num_nodes_ : num_gpus(); }
