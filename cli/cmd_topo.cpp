@@ -104,10 +104,14 @@ int run_summary(const topo::Cluster& c, Format format) {
   out += fmt::format("GPU: {} ({}), {:g} GB HBM ({}), {} bf16 dense\n", c.gpu.display_name,
                      c.gpu.name, c.gpu.hbm_bytes / 1e9, format_bytes(c.gpu.hbm_bytes),
                      format_flop_rate(c.gpu.bf16_flops));
-  out += fmt::format("NVLink domain: {} GPU{} ({} domain{}), {} per GPU per direction\n",
-                     c.nvlink_domain_size(0), c.nvlink_domain_size(0) == 1 ? "" : "s",
-                     c.num_nvlink_domains(), c.num_nvlink_domains() == 1 ? "" : "s",
-                     format_bandwidth(c.nvlink_bandwidth_Bps(0)));
+  if (c.nvlink_bandwidth_Bps(0) > 0) {
+    out += fmt::format("NVLink domain: {} GPU{} ({} domain{}), {} per GPU per direction\n",
+                       c.nvlink_domain_size(0), c.nvlink_domain_size(0) == 1 ? "" : "s",
+                       c.num_nvlink_domains(), c.num_nvlink_domains() == 1 ? "" : "s",
+                       format_bandwidth(c.nvlink_bandwidth_Bps(0)));
+  } else {
+    out += "NVLink: none (GPUs talk over PCIe and the network)\n";
+  }
   if (c.has_fabric()) {
     out += fmt::format(
         "fabric: {} rail-optimised fat-tree, {} leaves (one per rail), {} spines, "

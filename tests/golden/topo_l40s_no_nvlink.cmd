@@ -1,0 +1,1 @@
+topo --cluster l40s-pcie
