@@ -618,8 +618,9 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   const double grad_bytes_per_param = plan.grad_dtype == models::GradDtype::FP32 ? 4.0 : 2.0;
   const double param_bytes = plan.precision == models::Precision::FP32 ? 4.0 : 2.0;
   const double bucket_params = std::max(1.0, plan.dp_bucket_bytes / grad_bytes_per_param);
-  std::vector<std::vector<TaskId>> rep_dp(p);  // the representative's DP collectives
-  std::vector<double> rep_dp_bytes(p, 0);      // ZeRO paper Sec. 7 volume per GPU
+  std::vector<std::vector<TaskId>> rep_dp(p);      // the representative's DP collectives
+  std::vector<std::vector<TaskId>> rep_gather(p);  // of which parameter gathers compute waits on
+  std::vector<double> rep_dp_bytes(p, 0);          // ZeRO paper Sec. 7 volume per GPU
   for (int s = 0; s < p; ++s) {
     std::vector<std::vector<Bucket>> buckets(v);
     if (dp_comm && !fsdp)
@@ -690,6 +691,8 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
                            fmt::format("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, {});
             for (size_t k = 0; k < members.size(); ++k)
               E.add_dependency(ids[k], unit_task(members[k], first_forward[s][c], b->lo).first);
+            for (size_t k = 0; k < members.size(); ++k)
+              if (members[k] == 0) rep_gather[s].push_back(ids[k]);
           }
         }
       }
@@ -748,6 +751,8 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
                                       true, deps);
           for (size_t k = 0; k < members.size(); ++k)
             E.add_dependency(ids[k], unit_task(members[k], pi, u).first);
+          for (size_t k = 0; k < members.size(); ++k)
+            if (members[k] == 0) rep_gather[s].push_back(ids[k]);
         }
         for (const auto& [pi, u] : grads) {
           const Pass& pass = order[static_cast<size_t>(pi)];
@@ -802,21 +807,6 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   double pipeline_end = 0;
   for (TaskId t : all_pass_tasks)
     pipeline_end = std::max(pipeline_end, sim::to_seconds(E.finish(t)));
-  // Bubble: the idle time of the busiest stage during the pipeline phase (with identical
-  // stages every stage idles the same; a heavier last stage with the LM head sets the pace).
-  double bubble = pipeline_end, compute = 0, mp_comm = 0;
-  for (int s = 0; s < p; ++s) {
-    bubble = std::min(bubble, pipeline_end - (busy_compute[s] + busy_comm[s]));
-    compute += busy_compute[s];
-    mp_comm += busy_comm[s];
-  }
-  compute /= p;
-  mp_comm /= p;
-  R.step_time_s = step;
-  R.pipeline_time_s = pipeline_end;
-  R.bubble_time_s = std::max(0.0, bubble);
-  R.bubble_fraction = pipeline_end > 0 ? R.bubble_time_s / pipeline_end : 0;
-  R.compute_time_s = compute + R.optimizer_time_s;
   for (int k = 0; k < COMM_CLASSES; ++k) R.comm_time_s[k] = comm_total[k] / p;
   // Pipeline transfers: busy time of the representative's transfer tasks, per GPU.
   double pp_total = 0;
@@ -827,29 +817,51 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   // model-parallel collectives).
   double dp_total = 0, dp_exposed = 0, dp_bytes = 0;
   std::int64_t dp_count = 0;
-  for (int s = 0; s < p; ++s) {
-    std::vector<std::pair<SimTime, SimTime>> busy, dp;
-    for (TaskId t : rep_compute[s]) busy.push_back({E.start(t), E.finish(t)});
-    for (TaskId t : rep_dp[s]) {
-      dp.push_back({E.start(t), E.finish(t)});
-      dp_total += sim::to_seconds(E.finish(t) - E.start(t));
-    }
-    std::sort(busy.begin(), busy.end());
-    std::sort(dp.begin(), dp.end());
-    // Union of the DP intervals, each merged interval minus its overlap with compute.
+  // Seconds of the union of `tasks` (clipped to `until`) during which `busy` (sorted,
+  // disjoint: one serial stream) is idle.
+  auto idle_union_s = [&](const std::vector<TaskId>& tasks,
+                          const std::vector<std::pair<SimTime, SimTime>>& busy, SimTime until) {
+    std::vector<std::pair<SimTime, SimTime>> iv;
+    for (TaskId t : tasks)
+      if (E.start(t) < until) iv.push_back({E.start(t), std::min(E.finish(t), until)});
+    std::sort(iv.begin(), iv.end());
+    double out = 0;
     size_t j = 0;
-    for (size_t i = 0; i < dp.size();) {
-      SimTime a = dp[i].first, b = dp[i].second;
-      for (++i; i < dp.size() && dp[i].first <= b; ++i) b = std::max(b, dp[i].second);
+    for (size_t i = 0; i < iv.size();) {
+      SimTime a = iv[i].first, b = iv[i].second;
+      for (++i; i < iv.size() && iv[i].first <= b; ++i) b = std::max(b, iv[i].second);
       SimTime covered = 0;
       while (j < busy.size() && busy[j].second <= a) ++j;
       for (size_t k = j; k < busy.size() && busy[k].first < b; ++k)
         covered += std::max<SimTime>(0, std::min(b, busy[k].second) - std::max(a, busy[k].first));
-      dp_exposed += sim::to_seconds(b - a - covered);
+      out += sim::to_seconds(b - a - covered);
     }
+    return out;
+  };
+  // Bubble: the idle time of the busiest stage during the pipeline phase, less the time it
+  // waited for parameter gathers (exposed DP, not pipeline idling). With identical stages
+  // every stage idles the same; a heavier last stage with the LM head sets the pace.
+  double bubble = pipeline_end, compute = 0, mp_comm = 0;
+  for (int s = 0; s < p; ++s) {
+    std::vector<std::pair<SimTime, SimTime>> busy;
+    for (TaskId t : rep_compute[s]) busy.push_back({E.start(t), E.finish(t)});
+    std::sort(busy.begin(), busy.end());
+    for (TaskId t : rep_dp[s]) dp_total += sim::to_seconds(E.finish(t) - E.start(t));
+    dp_exposed += idle_union_s(rep_dp[s], busy, E.makespan());
+    const double gather_wait = idle_union_s(rep_gather[s], busy, sim::to_sim_time(pipeline_end));
+    bubble = std::min(bubble, pipeline_end - (busy_compute[s] + busy_comm[s]) - gather_wait);
+    compute += busy_compute[s];
+    mp_comm += busy_comm[s];
     dp_bytes += rep_dp_bytes[s];
     dp_count += static_cast<std::int64_t>(rep_dp[s].size());
   }
+  compute /= p;
+  mp_comm /= p;
+  R.step_time_s = step;
+  R.pipeline_time_s = pipeline_end;
+  R.bubble_time_s = std::max(0.0, bubble);
+  R.bubble_fraction = pipeline_end > 0 ? R.bubble_time_s / pipeline_end : 0;
+  R.compute_time_s = compute + R.optimizer_time_s;
   R.comm_time_s[static_cast<int>(CommClass::DP)] = dp_total / p;
   R.exposed_comm_s = {};
   for (int k = 0; k < COMM_CLASSES; ++k)
