@@ -8,6 +8,7 @@
 
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_import.hpp"
 #include "common/document.hpp"
@@ -112,25 +113,7 @@ OrderedJson render_results(const strategies::StepReport& r, double capacity) {
   res["dp_collectives"] = r.dp_collectives;
   res["optimizer_time_s"] = r.optimizer_time_s;
   res["simulated_gpus"] = r.simulated_gpus;
-  OrderedJson mem;
-  mem["parameters"] = r.memory.parameters;
-  mem["capacity_bytes"] = capacity;
-  mem["fits"] = r.memory.peak_bytes <= capacity;
-  mem["peak_bytes"] = r.memory.peak_bytes;
-  OrderedJson stages = OrderedJson::array();
-  for (const auto& s : r.memory.stages) {
-    OrderedJson j;
-    j["parameters"] = s.parameters;
-    j["weights_bytes"] = s.weights_bytes;
-    j["gradients_bytes"] = s.gradients_bytes;
-    j["optimizer_bytes"] = s.optimizer_bytes;
-    j["activations_bytes"] = s.activations_bytes;
-    j["other_bytes"] = s.other_bytes;
-    j["total_bytes"] = s.total_bytes;
-    stages.push_back(j);
-  }
-  mem["per_stage"] = stages;
-  res["memory"] = mem;
+  res["memory"] = memory_report_json(r.memory, capacity);
   return res;
 }
 
