@@ -490,6 +490,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   std::vector<std::vector<PassTasks>> pass_tasks(
       replicas.size(), std::vector<PassTasks>(static_cast<size_t>(3) * m * vstages));
   std::vector<double> busy_compute(p, 0), busy_comm(p, 0);
+  std::vector<SimTime> busy_ps(p, 0);  // the representative's compute-stream busy time
   std::vector<TaskId> all_pass_tasks;
   std::vector<std::vector<TaskId>> rep_compute(p);  // representative compute-stream tasks
 
@@ -510,7 +511,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
         auto add = [&](double seconds, const std::string& label) {
           TaskId id = E.add_compute(g.compute, T(seconds), label);
           if (first < 0) first = id;
-          if (rep) rep_compute[s].push_back(id);
+          if (rep) {
+            rep_compute[s].push_back(id);
+            busy_ps[s] += T(seconds);
+          }
           last = id;
           return id;
         };
@@ -804,9 +808,9 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
 
   // Measurements on the representative replica.
   const double step = sim::to_seconds(E.makespan());
-  double pipeline_end = 0;
-  for (TaskId t : all_pass_tasks)
-    pipeline_end = std::max(pipeline_end, sim::to_seconds(E.finish(t)));
+  SimTime pipeline_end_ps = 0;
+  for (TaskId t : all_pass_tasks) pipeline_end_ps = std::max(pipeline_end_ps, E.finish(t));
+  const double pipeline_end = sim::to_seconds(pipeline_end_ps);
   for (int k = 0; k < COMM_CLASSES; ++k) R.comm_time_s[k] = comm_total[k] / p;
   // Pipeline transfers: busy time of the representative's transfer tasks, per GPU.
   double pp_total = 0;
@@ -848,8 +852,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
     std::sort(busy.begin(), busy.end());
     for (TaskId t : rep_dp[s]) dp_total += sim::to_seconds(E.finish(t) - E.start(t));
     dp_exposed += idle_union_s(rep_dp[s], busy, E.makespan());
-    const double gather_wait = idle_union_s(rep_gather[s], busy, sim::to_sim_time(pipeline_end));
-    bubble = std::min(bubble, pipeline_end - (busy_compute[s] + busy_comm[s]) - gather_wait);
+    const double gather_wait = idle_union_s(rep_gather[s], busy, pipeline_end_ps);
+    // Busy time summed in integer picoseconds (the durations the engine ran), so a stage that
+    // never idles shows exactly zero bubble; summing seconds leaves rounding residue.
+    bubble = std::min(bubble, sim::to_seconds(pipeline_end_ps - busy_ps[s]) - gather_wait);
     compute += busy_compute[s];
     mp_comm += busy_comm[s];
     dp_bytes += rep_dp_bytes[s];
