@@ -39,9 +39,10 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
                          const topo::Cluster& cluster, const strategies::StepReport& r,
                          const SimulateFlags& f) {
   std::string out;
-  out += fmt::format("model {} on {} ({} x {}), network {}, {} mode ({} GPUs simulated)\n",
+  out += fmt::format("model {} on {} ({} x {}), network {}, {} mode ({} GPU{} simulated)\n",
                      model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name, f.network,
-                     f.full ? "full" : "symmetric", r.simulated_gpus);
+                     f.full ? "full" : "symmetric", r.simulated_gpus,
+                     r.simulated_gpus == 1 ? "" : "s");
   out += fmt::format(
       "plan: tp {} pp {} dp {} cp {}{}{}; mbs {} gbs {} ({} micro-batches) seq {}; {} zero {} "
       "recompute {} schedule {}\n\n",
