@@ -34,6 +34,7 @@ Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
       network_(make_network(options.network, *fabric_, *host_)) {
   network_->set_check_capacity(options.check_capacity);
   network_->set_memo(options.memo);
+  network_->set_incremental(options.incremental_rates);
 }
 
 Engine::~Engine() = default;
@@ -120,6 +121,8 @@ TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<Task
                                         static_cast<std::uint32_t>(i));
     comm.memo_class[i] = it->second;
   }
+  comm.routes.reserve(comm.schedule.flows.size());
+  for (const FlowSpec& f : comm.schedule.flows) comm.routes.push_back(fabric_->route(f.src, f.dst));
   TaskId id = add_task(Kind::COMMUNICATION, spec.streams, deps);
   comm.task = id;
   tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
@@ -184,6 +187,7 @@ void Engine::start_phase(std::int32_t comm) {
   const Comm& c = comms_[comm];
   const auto& phase = c.schedule.phases[static_cast<size_t>(c.phase)];
   BatchSpec batch = c.schedule.batch(phase.pattern);
+  batch.routes = c.routes.data() + c.schedule.pattern_begin[static_cast<size_t>(phase.pattern)];
   batch.overhead = phase.overhead;
   // Memo key (0 = none): the collective and the phase's memo class.
   batch.memo_key =

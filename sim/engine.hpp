@@ -44,6 +44,9 @@ struct EngineOptions {
   bool check_capacity = false;
   /// Flow mode: reuse the time of a repeated step on an otherwise idle network.
   bool memo = true;
+  /// Flow mode: re-fill only the components of the flow-link sharing graph that a started
+  /// or drained flow touches (false: every component at every solve instant; same result).
+  bool incremental_rates = true;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).
@@ -145,6 +148,7 @@ class Engine {
   struct Comm {
     CollectiveSchedule schedule;
     std::vector<std::uint32_t> memo_class;  // per phase: first phase with its pattern+overhead
+    std::vector<RouteRef> routes;           // per schedule flow: its route (looked up once)
     TaskId task = 0;
     std::int32_t phase = 0;
   };

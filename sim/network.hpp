@@ -4,9 +4,11 @@
 // of a collective, or one point-to-point transfer). The network reports back through the
 // typed NetworkHost interface. Three modes:
 //  - flow: flow-level simulation. Every flow follows its routed path; concurrent flows
-//    share each link max-min fairly (progressive filling); rates are recomputed at each
-//    instant where flows start or drain; each flow is delivered its path latency after it
-//    drains.
+//    share each link max-min fairly (progressive filling); at each instant where flows
+//    start or drain, rates are recomputed incrementally: only the connected components of
+//    the flow-link sharing graph that a started or drained flow touches are re-filled (the
+//    others' rates are provably unchanged); each flow is delivered its path latency after
+//    it drains.
 //  - analytical: alpha-beta per batch, contention from the batch's own load on each link
 //    (identical concurrent groups are charged by adding their flows to the batch); other
 //    batches are ignored, so a batch's time is a pure function of its contents (memoised).
@@ -46,6 +48,9 @@ struct BatchSpec {
   /// True: each flow is delivered its path latency after it drains. False: the overhead is
   /// the whole step latency, wire included (NCCL's hwLat), and flows deliver as they drain.
   bool path_latency = true;
+  /// Optional: the flows' routes, as Fabric::route gives them, one per flow (nullptr: the
+  /// network looks each one up). Saves a hash lookup per flow on repeated steps.
+  const RouteRef* routes = nullptr;
 };
 
 /// What a network needs from the engine that drives it.
@@ -76,7 +81,10 @@ struct NetworkStats {
   std::vector<double> received_bytes;  ///< payload bytes delivered to each vertex
   double delivered_bytes = 0;          ///< total payload bytes delivered
   std::int64_t flows = 0;              ///< flows delivered
-  std::int64_t rate_solves = 0;        ///< flow mode: progressive-filling runs
+  std::int64_t rate_solves = 0;        ///< flow mode: instants at which rates were re-solved
+  std::int64_t components_solved = 0;  ///< flow mode: connected components re-filled
+  std::int64_t flows_resolved = 0;     ///< flow mode: flows re-filled, summed over solves
+  std::int64_t active_at_solves = 0;   ///< flow mode: active flows, summed over solves
   std::int64_t memo_hits = 0;          ///< batches whose time was reused
   double max_link_load = 0;            ///< flow mode, when checking: max (sum of rates / capacity)
 };
@@ -94,6 +102,9 @@ class Network {
   void set_check_capacity(bool on) { check_capacity_ = on; }
   /// When false, no batch time is reused (flow mode's idle-network memo; for benchmarks).
   void set_memo(bool on) { memo_enabled_ = on; }
+  /// When false, the flow mode re-fills every component at each solve instant, not only
+  /// those a started or drained flow touches (same rates bit for bit; for tests/benchmarks).
+  void set_incremental(bool on) { incremental_ = on; }
   const NetworkStats& stats() const { return stats_; }
 
  protected:
@@ -105,6 +116,7 @@ class Network {
   NetworkStats stats_;
   bool check_capacity_ = false;
   bool memo_enabled_ = true;
+  bool incremental_ = true;
 };
 
 /// Creates the network of a mode over `fabric`, reporting to `host`.
