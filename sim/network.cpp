@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <span>
 
 #include "common/error.hpp"
@@ -473,6 +474,32 @@ class FlowNetwork final : public Network {
   // it.
   void solve_all_components() {
     const auto n = static_cast<std::int32_t>(active_.size());
+    // The active flows are exactly one fresh batch's: its components are a pure function of
+    // its flows, cached under its route table (BatchSpec::routes).
+    const BatchSpec* whole = nullptr;
+    if (changed_.size() == active_.size()) {
+      const BatchId id = flows_[static_cast<size_t>(active_[0])].batch;
+      const Batch& b = batches_[static_cast<size_t>(id)];
+      if (b.spec.routes && b.outstanding == n) whole = &b.spec;
+    }
+    if (whole) {
+      auto it = structures_.find({whole->routes, whole->flows});
+      if (it != structures_.end() && static_cast<std::int32_t>(it->second.comp.size()) == n) {
+        const Structure& st = it->second;
+        for (std::int32_t i = 0; i < n; ++i)
+          flows_[static_cast<size_t>(active_[static_cast<size_t>(i)])].comp = st.comp[i];
+        comp_links_.assign(st.links.begin(), st.links.end());
+        for (size_t k = 0; k < st.links.size(); ++k) {
+          link_comp_[static_cast<size_t>(st.links[k])] = st.link_comp[k];
+          if (index_valid_) link_flows_[static_cast<size_t>(st.links[k])].clear();
+        }
+        index_valid_ = false;
+        clear_seeds();
+        fill(active_, comp_links_, n);
+        count_solve(st.components, n);
+        return;
+      }
+    }
     parent_.resize(static_cast<size_t>(n));
     comp_links_.clear();
     auto find = [&](std::int32_t i) {
@@ -531,6 +558,19 @@ class FlowNetwork final : public Network {
     index_valid_ = false;
     clear_seeds();
     if (all_dirty) {
+      if (whole && cached_flows_ + n <= MAX_CACHED_FLOWS) {
+        Structure& st = structures_[{whole->routes, whole->flows}];
+        cached_flows_ += n;
+        st.comp.resize(static_cast<size_t>(n));
+        for (std::int32_t i = 0; i < n; ++i)
+          st.comp[static_cast<size_t>(i)] =
+              flows_[static_cast<size_t>(active_[static_cast<size_t>(i)])].comp;
+        st.links = comp_links_;
+        st.link_comp.clear();
+        for (topo::LinkId l : comp_links_)
+          st.link_comp.push_back(link_comp_[static_cast<size_t>(l)]);
+        st.components = components;
+      }
       fill(active_, comp_links_, n);
       count_solve(components, n);
       return;
@@ -638,7 +678,17 @@ class FlowNetwork final : public Network {
   std::vector<std::int32_t> comp_;                     // the component being solved
   std::vector<topo::LinkId> comp_links_;               // its links
   std::vector<std::int32_t> link_owner_;               // per link: first flow position on it (-1)
-  std::vector<std::int32_t> link_active_;              // per link: active flows on it
+  // Components of a batch that ran with every flow new, by (routes, flows) pointers.
+  struct Structure {
+    std::vector<std::int32_t> comp;  // per materialised flow: its component (root position)
+    std::vector<topo::LinkId> links;
+    std::vector<std::int32_t> link_comp;
+    std::int64_t components = 0;
+  };
+  static constexpr std::int64_t MAX_CACHED_FLOWS = 1 << 24;
+  std::map<std::pair<const RouteRef*, const FlowSpec*>, Structure> structures_;  // lookup only
+  std::int64_t cached_flows_ = 0;
+  std::vector<std::int32_t> link_active_;  // per link: active flows on it
   std::vector<std::int32_t> link_comp_;    // per link: its component in the current solve
   std::vector<double> level_;              // per component: the current filling level
   std::vector<std::int32_t> level_round_;  // per component: the round level_ belongs to

@@ -49,7 +49,10 @@ struct BatchSpec {
   /// the whole step latency, wire included (NCCL's hwLat), and flows deliver as they drain.
   bool path_latency = true;
   /// Optional: the flows' routes, as Fabric::route gives them, one per flow (nullptr: the
-  /// network looks each one up). Saves a hash lookup per flow on repeated steps.
+  /// network looks each one up). Saves a hash lookup per flow on repeated steps. When given,
+  /// the flow mode also caches the batch's component structure under (routes, flows): both
+  /// arrays must then stay valid and unchanged for the network's lifetime (as the engine's
+  /// lowered schedules do).
   const RouteRef* routes = nullptr;
 };
 
