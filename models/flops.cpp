@@ -139,16 +139,23 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
   ops.push_back(av);
 }
 
+// The norm before attention or the MLP; with SP it works on the sequence shard and its
+// output is all-gathered over TP before the column-parallel projections.
+void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
+  const double h = static_cast<double>(c.m.hidden);
+  OpCost ln = norm(c, name, c.T / c.seq_div, h);
+  if (c.p.sp && c.p.tp > 1) {
+    ln.comm = CommKind::TP_ALL_GATHER;
+    ln.comm_bytes = c.act * c.T * h;
+  }
+  ops.push_back(ln);
+}
+
 void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
-  OpCost ln = norm(c, "attn_norm", T / c.seq_div, h);
-  if (c.p.sp && c.p.tp > 1) {
-    ln.comm = CommKind::TP_ALL_GATHER;
-    ln.comm_bytes = c.act * T * h;
-  }
-  ops.push_back(ln);
+  push_pre_norm(c, "attn_norm", ops);
   const double qw = static_cast<double>(m.q_width()), kw = static_cast<double>(m.k_width()),
                vw = static_cast<double>(m.v_width());
   const double kv_local = c.act * T * (kw + vw) / c.t;
@@ -238,12 +245,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
-  OpCost ln = norm(c, "mlp_norm", T / c.seq_div, h);
-  if (c.p.sp && c.p.tp > 1) {
-    ln.comm = CommKind::TP_ALL_GATHER;
-    ln.comm_bytes = c.act * T * h;
-  }
-  ops.push_back(ln);
+  push_pre_norm(c, "mlp_norm", ops);
   if (!m.is_moe_layer(layer_index)) {
     mlp_block(c, "mlp", T, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
   } else {
