@@ -720,12 +720,6 @@ void build_nvls(Builder& b, Fabric& fabric, double S) {
   b.phase(p);
 }
 
-nccl::Family family_of(Algorithm a) {
-  if (a == Algorithm::TREE) return nccl::TREE;
-  if (a == Algorithm::NVLS) return nccl::NVLS;
-  return nccl::RING;  // ring-like step latency for ring, direct, and the textbook algorithms
-}
-
 void validate(const topo::Cluster& cluster, const CollectiveRequest& req) {
   const int n = static_cast<int>(req.ranks.size());
   if (n < 1)
@@ -879,8 +873,6 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
     s.wire_factor = req.contention;
     return s;
   }
-  const auto proto = static_cast<size_t>(protocol);
-  const auto fam = family_of(a);
   const NcclShape shape = nccl_shape(fabric, req.ranks);
   // Bandwidth: NCCL's multiplicative refinements slow the wire (LL's 8-byte stores carry 4
   // bytes, etc.); its absolute caps (llMaxBw, nChannels x perChMax) bound each rank's send
@@ -911,18 +903,16 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
         s.flows[i].max_rate_Bpps = cap_Bpps / out_degree[s.flows[i].src];
     }
   }
-  // Latency: NCCL's baseLat once, and per charged phase its hwLat row, wire included (so the
-  // flows' own path latency is not added). Ring-like steps inside a node cost at least
-  // netOverhead when the group spans nodes; with one rank per node the NET row is Tree's;
-  // Ring+Simple all-reduce across nodes pays the plateau factor (tuning.cc).
+  // Latency: NCCL's baseLat once, and per charged phase the hwLat of its class
+  // (nccl_step_latency_us), wire included (so the flows' own path latency is not added).
+  // Ring+Simple all-reduce across nodes pays the plateau factor on both (tuning.cc).
   s.path_latency = false;
-  const bool ring_like = fam == nccl::RING;
-  double scale = 1.0;
-  if (a == Algorithm::RING && protocol == Protocol::SIMPLE && shape.nodes > 1 &&
-      op == Op::ALL_REDUCE && S / (static_cast<double>(shape.channels) * shape.ranks) >= 64) {
-    scale = nccl::RING_PLATEAU_LATENCY_FACTOR;
-  }
-  s.base_latency = to_sim_time(scale * nccl::BASE_LATENCY_US[fam][proto] * 1e-6);
+  const nccl::Family family = nccl_family(a);
+  const double scale = a == Algorithm::RING && nccl_ring_plateau(protocol, op, shape, S)
+                           ? nccl::RING_PLATEAU_LATENCY_FACTOR
+                           : 1.0;
+  s.base_latency =
+      to_sim_time(scale * nccl::BASE_LATENCY_US[family][static_cast<size_t>(protocol)] * 1e-6);
   std::vector<int> derived(static_cast<size_t>(s.num_patterns()), -1);
   for (int p = 0; p < s.num_patterns(); ++p) {
     for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i) {
@@ -937,15 +927,7 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
       ph.overhead = 0;
       continue;
     }
-    auto row = static_cast<size_t>(fam);
-    if (ring_like && cls == static_cast<int>(LatencyClass::NET) && shape.ranks_per_node() == 1)
-      row = nccl::TREE;
-    double us = nccl::HW_LATENCY_US[static_cast<size_t>(cls)][row][proto];
-    if (ring_like && shape.nodes > 1 && cls != static_cast<int>(LatencyClass::NET)) {
-      us = std::max(
-          us, nccl::NET_OVERHEAD_US *
-                  (protocol == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
-    }
+    const double us = nccl_step_latency_us(family, static_cast<LatencyClass>(cls), protocol, shape);
     ph.overhead = to_sim_time(scale * us * 1e-6);
   }
   return s;

@@ -31,11 +31,6 @@ inline constexpr std::array<std::array<std::array<double, 3>, 3>, 3> HW_LATENCY_
     {{{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0.0, 0.0, 18.0}}},  // NET
 }};
 
-/// Payload efficiency per protocol, from ncclTopoTuneModel's refinements: LL carries 4
-/// bytes of data per 8-byte store (Ring+LL: busBw * 0.5); LL128 carries 120 of 128 bytes,
-/// which the tuner models as busBw * 0.92 (Ring+LL128); Simple carries full payload.
-inline constexpr std::array<double, 3> PROTOCOL_EFFICIENCY = {0.5, 0.92, 1.0};
-
 /// llMaxBws[arch][nNodes 1 | 2 | >2], GB/s: the LL protocol's bus-bandwidth ceiling
 /// (tuning.cc; rows Volta, Ampere, Hopper, Blackwell).
 inline constexpr std::array<std::array<double, 3>, 4> LL_MAX_BW_GBPS = {{
@@ -66,7 +61,10 @@ inline constexpr std::array<std::array<double, 3>, 4> PER_CH_MAX_TREE_BW_GBPS = 
     {70.0, 42.8, 24.0},
 }};
 
-/// Ring+LL128 and Tree all-reduce bandwidth factor (ncclTopoTuneModel: busBw * 0.92).
+/// Ring+LL: LL carries 4 bytes of data per 8-byte store (ncclTopoTuneModel: busBw * 0.5).
+inline constexpr double RING_LL_FACTOR = 0.5;
+/// Ring+LL128 (120 of 128 bytes carry data) and Tree all-reduce bandwidth factor
+/// (ncclTopoTuneModel: busBw * 0.92).
 inline constexpr double LL128_FACTOR = 0.92;
 inline constexpr double TREE_ALLREDUCE_FACTOR = 0.92;
 /// Tree+LL: busBw / 3.8 (ncclTopoTuneModel).
@@ -98,6 +96,8 @@ inline constexpr double RING_PLATEAU_LATENCY_FACTOR = 1.4;
 /// nvlsEfficiency for Hopper (compute capability 9.x): the NVLink SHARP reduction's
 /// achievable fraction of the NVLink bandwidth (tuning.cc, v2.30.7-1).
 inline constexpr double NVLS_EFFICIENCY_HOPPER = 0.85;
+/// nvlsEfficiency for Blackwell (compute capability 10.x) (tuning.cc, v2.30.7-1).
+inline constexpr double NVLS_EFFICIENCY_BLACKWELL = 0.74;
 /// NVLS channels (NCCL_NVLS_NCHANNELS default); the tuner scales NVLS bandwidth by
 /// (nCh - 1) / nCh because one channel's worth of bandwidth is not usable.
 inline constexpr int NVLS_CHANNELS = 16;

@@ -75,8 +75,8 @@ NcclBandwidth nccl_bus_bandwidth(Algorithm a, Protocol p, Op op, const NcclShape
   };
   auto cap = [&](double c) { bw.cap_GBps = std::min(bw.cap_GBps, c); };
   if (a == Algorithm::NVLS) {
-    const double eff =
-        shape.arch == nccl::BLACKWELL ? 0.74 : nccl::NVLS_EFFICIENCY_HOPPER;  // nvlsEfficiency
+    const double eff = shape.arch == nccl::BLACKWELL ? nccl::NVLS_EFFICIENCY_BLACKWELL
+                                                     : nccl::NVLS_EFFICIENCY_HOPPER;
     scale(eff * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS);
     if (op == Op::ALL_REDUCE || op == Op::BARRIER) scale(2.0);
     return bw;
@@ -97,7 +97,7 @@ NcclBandwidth nccl_bus_bandwidth(Algorithm a, Protocol p, Op op, const NcclShape
   }
   // Ring, and the algorithms NCCL does not have, which take the Ring rows.
   if (p == Protocol::LL) {
-    scale(nccl::PROTOCOL_EFFICIENCY[0]);
+    scale(nccl::RING_LL_FACTOR);
     cap(ll_max);
   } else if (p == Protocol::LL128) {
     scale(nccl::LL128_FACTOR);
@@ -116,39 +116,54 @@ double nccl_tree_correction(Protocol p, double bytes) {
   return log < static_cast<int>(row.size()) ? row[static_cast<std::size_t>(log)] : 1.0;
 }
 
+nccl::Family nccl_family(Algorithm a) {
+  if (a == Algorithm::TREE) return nccl::TREE;
+  if (a == Algorithm::NVLS) return nccl::NVLS;
+  return nccl::RING;
+}
+
+double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol p,
+                            const NcclShape& shape) {
+  if (family != nccl::RING) return hw_latency_us(cls, family, p);
+  // interLat takes the Tree row when there is one rank per node (tuning.cc).
+  if (cls == LatencyClass::NET)
+    return hw_latency_us(cls, shape.ranks_per_node() == 1 ? nccl::TREE : nccl::RING, p);
+  double us = hw_latency_us(cls, nccl::RING, p);
+  if (shape.nodes > 1) {
+    us = std::max(us, nccl::NET_OVERHEAD_US *
+                          (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
+  }
+  return us;
+}
+
+bool nccl_ring_plateau(Protocol p, Op op, const NcclShape& shape, double bytes) {
+  return p == Protocol::SIMPLE && shape.nodes > 1 && (op == Op::ALL_REDUCE || op == Op::BARRIER) &&
+         bytes / (static_cast<double>(shape.channels) * shape.ranks) >= 64;
+}
+
 double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, double bytes) {
   const int n = shape.ranks, nodes = std::max(1, shape.nodes);
-  const int ppn = shape.ranks_per_node();
-  if (a == Algorithm::NVLS) {
-    double lat = hw_latency_us(LatencyClass::NVLINK, nccl::NVLS, p);
-    if (nodes > 1) lat += hw_latency_us(LatencyClass::NET, nccl::NVLS, p);
+  const nccl::Family family = nccl_family(a);
+  if (family == nccl::NVLS) {
+    double lat = nccl_step_latency_us(family, LatencyClass::NVLINK, p, shape);
+    if (nodes > 1) lat += nccl_step_latency_us(family, LatencyClass::NET, p, shape);
     return lat;
   }
-  if (a == Algorithm::TREE) {
-    const double intra = hw_latency_us(shape.intra, nccl::TREE, p);
-    const double inter = hw_latency_us(LatencyClass::NET, nccl::TREE, p);
+  const double intra = nccl_step_latency_us(family, shape.intra, p, shape);
+  const double inter = nccl_step_latency_us(family, LatencyClass::NET, p, shape);
+  if (family == nccl::TREE) {
     return nccl::BASE_LATENCY_US[nccl::TREE][proto_index(p)] +
-           2 * ((ppn - 1) * intra + std::log2(static_cast<double>(nodes)) * inter);
+           2 * ((shape.ranks_per_node() - 1) * intra +
+                std::log2(static_cast<double>(nodes)) * inter);
   }
   // Ring. Broadcast and reduce run as a chain of n - 1 hops, nNodes - 1 of them between
   // nodes (loom's reading; NCCL's own nsteps there is n).
   const bool ar = op == Op::ALL_REDUCE || op == Op::BARRIER;
   const int steps = ar ? 2 * (n - 1) : n - 1;
   const int inter_steps = ar ? 2 * (nodes - 1) : nodes - 1;
-  double intra = hw_latency_us(shape.intra, nccl::RING, p);
-  if (nodes > 1) {
-    const double overhead = nccl::NET_OVERHEAD_US *
-                            (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0);
-    intra = std::max(intra, overhead);
-  }
-  // interLat takes the Tree row when there is one rank per node (tuning.cc).
-  const double inter = hw_latency_us(LatencyClass::NET, ppn == 1 ? nccl::TREE : nccl::RING, p);
   double lat = nccl::BASE_LATENCY_US[nccl::RING][proto_index(p)] + (steps - inter_steps) * intra +
                inter_steps * inter;
-  if (p == Protocol::SIMPLE && nodes > 1 && ar &&
-      bytes / (static_cast<double>(shape.channels) * n) >= 64) {
-    lat *= nccl::RING_PLATEAU_LATENCY_FACTOR;
-  }
+  if (nccl_ring_plateau(p, op, shape, bytes)) lat *= nccl::RING_PLATEAU_LATENCY_FACTOR;
   return lat;
 }
 

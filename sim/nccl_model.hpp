@@ -62,6 +62,18 @@ bool nccl_models(Algorithm algorithm, Protocol protocol, CollectiveOp op);
 /// for all-reduce. Other algorithms take the Ring rows.
 NcclBandwidth nccl_bus_bandwidth(Algorithm algorithm, Protocol protocol, CollectiveOp op,
                                  const NcclShape& shape);
+/// The latency-row family of an algorithm: Tree, NVLS, or Ring (ring, and the algorithms
+/// NCCL does not have, which take the Ring rows).
+nccl::Family nccl_family(Algorithm algorithm);
+/// hwLat of one step over a route of class `cls`, microseconds: Tree and NVLS take their
+/// row as it is; a Ring step across nodes takes the Tree NET row when there is one rank per
+/// node, and a Ring step inside a node costs at least netOverhead (x3 for Simple) when the
+/// group spans nodes (tuning.cc).
+double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol protocol,
+                            const NcclShape& shape);
+/// Whether Ring+Simple all-reduce pays the plateau factor (x1.4 latency): across nodes, once
+/// bytes / (nChannels nRanks) >= 64 (tuning.cc ncclTopoGetAlgoTime).
+bool nccl_ring_plateau(Protocol protocol, CollectiveOp op, const NcclShape& shape, double bytes);
 /// treeCorrectionFactor[protocol][log2(bytes / 64)] (1 above 512 MiB).
 double nccl_tree_correction(Protocol protocol, double bytes);
 /// Latency in microseconds (tuning.cc): Ring base + (nsteps - nInterSteps) x max(intraLat,
