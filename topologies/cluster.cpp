@@ -153,90 +153,6 @@ void Cluster::finalize() const {
   (void)index();
 }
 
-const RoutingIndex& Cluster::index() const {
-  if (index_) return *index_;
-  auto idx = std::make_shared<RoutingIndex>();
-  const size_t nv = vertices_.size();
-  idx->in.resize(nv);
-  idx->cost.resize(links_.size());
-  for (size_t l = 0; l < links_.size(); ++l) {
-    idx->in[static_cast<size_t>(links_[l].to)].push_back(static_cast<LinkId>(l));
-    idx->cost[l] = link_cost(links_[l]);
-  }
-  int max_node = -1;
-  for (const auto& v : vertices_) max_node = std::max(max_node, v.node);
-  idx->node_vertices.resize(static_cast<size_t>(max_node + 1));
-  idx->egress.resize(static_cast<size_t>(max_node + 1));
-  idx->ingress.resize(static_cast<size_t>(max_node + 1));
-  idx->pos.assign(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    const int node = vertices_[v].node;
-    auto& list = node < 0 ? idx->fabric : idx->node_vertices[static_cast<size_t>(node)];
-    idx->pos[v] = static_cast<int>(list.size());
-    list.push_back(static_cast<VertexId>(v));
-  }
-  for (size_t l = 0; l < links_.size(); ++l) {
-    const int nf = vertices_[links_[l].from].node, nt = vertices_[links_[l].to].node;
-    if (nf >= 0 && nt < 0) idx->egress[static_cast<size_t>(nf)].push_back(static_cast<LinkId>(l));
-    if (nf < 0 && nt >= 0) idx->ingress[static_cast<size_t>(nt)].push_back(static_cast<LinkId>(l));
-  }
-  // All-pairs costs over the fabric (switches only): it is small next to the nodes (leaves
-  // and spines), so one reverse Dijkstra per fabric vertex.
-  const size_t nf = idx->fabric.size();
-  idx->to_fabric.assign(nf, std::vector<Cost>(nf, INF));
-  using Item = std::pair<Cost, VertexId>;
-  for (size_t t = 0; t < nf; ++t) {
-    auto& dist = idx->to_fabric[t];
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-    dist[t] = 0;
-    heap.emplace(0, idx->fabric[t]);
-    while (!heap.empty()) {
-      auto [d, v] = heap.top();
-      heap.pop();
-      if (d > dist[static_cast<size_t>(idx->pos[v])]) continue;
-      for (LinkId l : idx->in[v]) {
-        VertexId u = links_[l].from;
-        if (vertices_[u].node >= 0) continue;
-        Cost nd = d + idx->cost[l];
-        auto& du = dist[static_cast<size_t>(idx->pos[u])];
-        if (nd < du) {
-          du = nd;
-          heap.emplace(nd, u);
-        }
-      }
-    }
-  }
-  // NVLink domains: union-find over NVLink links between GPUs and NVSwitches.
-  std::vector<VertexId> parent(nv);
-  std::iota(parent.begin(), parent.end(), 0);
-  std::function<VertexId(VertexId)> root = [&](VertexId v) {
-    while (parent[v] != v) v = parent[v] = parent[parent[v]];
-    return v;
-  };
-  auto in_domain = [&](VertexId v) {
-    return vertices_[v].kind == VertexKind::GPU || vertices_[v].kind == VertexKind::NVSWITCH;
-  };
-  for (const auto& l : links_) {
-    if (l.kind == LinkKind::NVLINK && in_domain(l.from) && in_domain(l.to)) {
-      VertexId a = root(l.from), b = root(l.to);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    }
-  }
-  std::vector<int> domain_of_root(nv, -1);
-  idx->domain_of_rank.resize(gpus_.size());
-  for (size_t r = 0; r < gpus_.size(); ++r) {
-    VertexId rt = root(gpus_[r]);
-    if (domain_of_root[rt] < 0) {
-      domain_of_root[rt] = static_cast<int>(idx->domain_ranks.size());
-      idx->domain_ranks.emplace_back();
-    }
-    idx->domain_of_rank[r] = domain_of_root[rt];
-    idx->domain_ranks[static_cast<size_t>(domain_of_root[rt])].push_back(static_cast<int>(r));
-  }
-  index_ = std::move(idx);
-  return *index_;
-}
-
 namespace {
 
 // Dijkstra over a subset of vertices (those `member` accepts, addressed by `slot`), from
@@ -276,6 +192,73 @@ struct SubsetSearch {
 };
 
 }  // namespace
+
+const RoutingIndex& Cluster::index() const {
+  if (index_) return *index_;
+  auto idx = std::make_shared<RoutingIndex>();
+  const size_t nv = vertices_.size();
+  idx->in.resize(nv);
+  idx->cost.resize(links_.size());
+  for (size_t l = 0; l < links_.size(); ++l) {
+    idx->in[static_cast<size_t>(links_[l].to)].push_back(static_cast<LinkId>(l));
+    idx->cost[l] = link_cost(links_[l]);
+  }
+  int max_node = -1;
+  for (const auto& v : vertices_) max_node = std::max(max_node, v.node);
+  idx->node_vertices.resize(static_cast<size_t>(max_node + 1));
+  idx->egress.resize(static_cast<size_t>(max_node + 1));
+  idx->ingress.resize(static_cast<size_t>(max_node + 1));
+  idx->pos.assign(nv, -1);
+  for (size_t v = 0; v < nv; ++v) {
+    const int node = vertices_[v].node;
+    auto& list = node < 0 ? idx->fabric : idx->node_vertices[static_cast<size_t>(node)];
+    idx->pos[v] = static_cast<int>(list.size());
+    list.push_back(static_cast<VertexId>(v));
+  }
+  for (size_t l = 0; l < links_.size(); ++l) {
+    const int nf = vertices_[links_[l].from].node, nt = vertices_[links_[l].to].node;
+    if (nf >= 0 && nt < 0) idx->egress[static_cast<size_t>(nf)].push_back(static_cast<LinkId>(l));
+    if (nf < 0 && nt >= 0) idx->ingress[static_cast<size_t>(nt)].push_back(static_cast<LinkId>(l));
+  }
+  // All-pairs costs over the fabric (switches only): it is small next to the nodes (leaves
+  // and spines), so one reverse Dijkstra per fabric vertex.
+  const size_t nf = idx->fabric.size();
+  idx->to_fabric.assign(nf, std::vector<Cost>(nf, INF));
+  const SubsetSearch search{vertices_, links_, *idx, out_};
+  auto in_fabric = [&](VertexId v) { return vertices_[v].node < 0; };
+  auto slot = [&](VertexId v) { return static_cast<size_t>(idx->pos[v]); };
+  for (size_t t = 0; t < nf; ++t)
+    search.run(idx->fabric[t], idx->fabric[t], true, in_fabric, slot, idx->to_fabric[t]);
+  // NVLink domains: union-find over NVLink links between GPUs and NVSwitches.
+  std::vector<VertexId> parent(nv);
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](VertexId v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  auto in_domain = [&](VertexId v) {
+    return vertices_[v].kind == VertexKind::GPU || vertices_[v].kind == VertexKind::NVSWITCH;
+  };
+  for (const auto& l : links_) {
+    if (l.kind == LinkKind::NVLINK && in_domain(l.from) && in_domain(l.to)) {
+      VertexId a = root(l.from), b = root(l.to);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  std::vector<int> domain_of_root(nv, -1);
+  idx->domain_of_rank.resize(gpus_.size());
+  for (size_t r = 0; r < gpus_.size(); ++r) {
+    VertexId rt = root(gpus_[r]);
+    if (domain_of_root[rt] < 0) {
+      domain_of_root[rt] = static_cast<int>(idx->domain_ranks.size());
+      idx->domain_ranks.emplace_back();
+    }
+    idx->domain_of_rank[r] = domain_of_root[rt];
+    idx->domain_ranks[static_cast<size_t>(domain_of_root[rt])].push_back(static_cast<int>(r));
+  }
+  index_ = std::move(idx);
+  return *index_;
+}
 
 Path Cluster::route(VertexId src, VertexId dst) const {
   Path path;
