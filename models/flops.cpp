@@ -39,9 +39,12 @@ struct Ctx {
   double norm_params(double width) const {
     return m.norm == NormKind::LAYERNORM ? 2 * width : width;
   }
-  CommKind tp_reduce() const {
-    if (p.tp == 1) return CommKind::NONE;
-    return p.sp ? CommKind::TP_REDUCE_SCATTER : CommKind::TP_ALL_REDUCE;
+  // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
+  // is `bytes`: an all-reduce, a reduce-scatter with SP, none without TP.
+  void tp_reduce(OpCost& op, double bytes) const {
+    if (p.tp == 1) return;
+    op.comm = p.sp ? CommKind::TP_REDUCE_SCATTER : CommKind::TP_ALL_REDUCE;
+    op.comm_bytes = bytes;
   }
 };
 
@@ -139,8 +142,8 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
   ops.push_back(av);
 }
 
-// The norm before attention or the MLP; with SP it works on the sequence shard and its
-// output is all-gathered over TP before the column-parallel projections.
+// The norm before attention, the MLP or the LM head; with SP it works on the sequence shard
+// and its output is all-gathered over TP before the column-parallel projections.
 void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
   const double h = static_cast<double>(c.m.hidden);
   OpCost ln = norm(c, name, c.T / c.seq_div, h);
@@ -149,6 +152,14 @@ void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
     ln.comm_bytes = c.act * c.T * h;
   }
   ops.push_back(ln);
+}
+
+// Dropout on a block's output before the residual add (dropout models only): it works on
+// the sequence-parallel shard and keeps a 1-byte mask.
+void push_residual_dropout(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
+  if (!c.m.dropout) return;
+  const double h = static_cast<double>(c.m.hidden), bytes = c.act * c.T * h / c.seq_div;
+  ops.push_back(elementwise(name, bytes, bytes, c.T * h / c.seq_div, 2 * c.T * h / c.seq_div));
 }
 
 void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
@@ -203,13 +214,9 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
   const double ow = static_cast<double>(m.attn_out_width());
   OpCost out =
       linear(c, "out_proj", T, ow, h, Parallel::ROW, m.linear_bias, c.act * T * ow / c.t, c.wbytes);
-  out.comm = c.tp_reduce();
-  out.comm_bytes = out.comm == CommKind::NONE ? 0 : c.act * T * h;
+  c.tp_reduce(out, c.act * T * h);
   ops.push_back(out);
-  if (m.dropout) {
-    ops.push_back(elementwise("attn_residual_dropout", c.act * T * h / c.seq_div,
-                              c.act * T * h / c.seq_div, T * h / c.seq_div, 2 * T * h / c.seq_div));
-  }
+  push_residual_dropout(c, "attn_residual_dropout", ops);
 }
 
 // A (possibly gated) MLP of intermediate size f over `tokens` rows, column- then row-parallel.
@@ -234,8 +241,7 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f,
       op->shape.m = static_cast<std::int64_t>(tokens / batch);
     }
   }
-  down.comm = c.tp_reduce();
-  down.comm_bytes = down.comm == CommKind::NONE ? 0 : c.act * tokens * h;
+  c.tp_reduce(down, c.act * tokens * h);
   ops.push_back(up);
   ops.push_back(act);
   ops.push_back(down);
@@ -281,10 +287,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
                 m.linear_bias, seq_in, false, 1, ops);
     }
   }
-  if (m.dropout) {
-    ops.push_back(elementwise("mlp_residual_dropout", c.act * T * h / c.seq_div,
-                              c.act * T * h / c.seq_div, T * h / c.seq_div, 2 * T * h / c.seq_div));
-  }
+  push_residual_dropout(c, "mlp_residual_dropout", ops);
 }
 
 void apply_recompute(const TrainingPlan& plan, std::vector<OpCost>& ops) {
@@ -329,8 +332,7 @@ std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& pl
   op.weight_bytes = c.act * c.T * h;
   op.output_bytes = c.act * c.T * h;
   op.saved_bytes = model.dropout ? c.T * h / c.seq_div : 0;  // the dropout mask
-  op.comm = c.tp_reduce();
-  op.comm_bytes = op.comm == CommKind::NONE ? 0 : c.act * c.T * h;
+  c.tp_reduce(op, c.act * c.T * h);
   ops.push_back(op);
   return ops;
 }
@@ -362,17 +364,10 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   const double h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
   const bool mlp = model.kind == ModelKind::MLP;
   const double div = mlp ? 1 : c.seq_div;
-  if (!mlp) {
-    OpCost ln = norm(c, "final_norm", c.T / c.seq_div, h);
-    if (plan.sp && plan.tp > 1) {
-      ln.comm = CommKind::TP_ALL_GATHER;
-      ln.comm_bytes = c.act * c.T * h;
-    }
-    ops.push_back(ln);
-  }
-  const double head_wbytes = plan.precision == Precision::FP32 ? 4.0 : 2.0;
+  if (!mlp) push_pre_norm(c, "final_norm", ops);
+  // The head's weights stay 16-bit (or fp32) under fp8: they are read at activation width.
   OpCost head = linear(c, mlp ? "classifier" : "lm_head", c.T, h, V, Parallel::COLUMN, mlp,
-                       c.act * c.T * h / div, head_wbytes);
+                       c.act * c.T * h / div, c.act);
   if (!mlp && model.tied_embeddings && plan.pp == 1) head.params = 0;  // shares the embedding
   ops.push_back(head);
   // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live
