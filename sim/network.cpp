@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <unordered_map>
 
 #include "common/error.hpp"
 
@@ -20,24 +21,18 @@ const std::vector<std::pair<std::string, std::string>>& network_modes() {
 }
 
 NetworkMode parse_network_mode(std::string_view name, std::string_view field) {
-  if (name == "flow") return NetworkMode::FLOW;
-  if (name == "analytical") return NetworkMode::ANALYTICAL;
-  if (name == "ideal") return NetworkMode::IDEAL;
+  // network_modes() lists the modes in enum order.
+  const auto& modes = network_modes();
   std::vector<std::string> valid;
-  for (const auto& m : network_modes()) valid.push_back(m.first);
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    if (modes[i].first == name) return static_cast<NetworkMode>(i);
+    valid.push_back(modes[i].first);
+  }
   throw ValidationError::unknown_name(field, name, valid);
 }
 
 std::string to_string(NetworkMode mode) {
-  switch (mode) {
-    case NetworkMode::FLOW:
-      return "flow";
-    case NetworkMode::ANALYTICAL:
-      return "analytical";
-    case NetworkMode::IDEAL:
-      return "ideal";
-  }
-  return "?";
+  return network_modes().at(static_cast<std::size_t>(mode)).first;
 }
 
 Network::Network(Fabric& fabric, NetworkHost& host) : fabric_(fabric), host_(host) {
@@ -55,11 +50,19 @@ SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
   // link's drain time. Scratch arrays persist across calls (hot in the tuner).
   thread_local std::vector<double> load;
   thread_local std::vector<topo::LinkId> touched;
+  thread_local std::vector<RouteRef> looked_up;
   if (load.size() < static_cast<size_t>(fabric.num_links())) load.assign(fabric.num_links(), 0.0);
   touched.clear();
+  const RouteRef* routes = batch.routes;
+  if (!routes) {  // one lookup per flow, shared by both passes
+    looked_up.resize(batch.count);
+    for (std::size_t i = 0; i < batch.count; ++i)
+      looked_up[i] = fabric.route(batch.flows[i].src, batch.flows[i].dst);
+    routes = looked_up.data();
+  }
   for (std::size_t i = 0; i < batch.count; ++i) {
     const FlowSpec& f = batch.flows[i];
-    RouteRef r = fabric.route(f.src, f.dst);
+    const RouteRef& r = routes[i];
     for (topo::LinkId l : fabric.links(r)) {
       if (load[l] == 0.0) touched.push_back(l);
       load[l] += f.bytes * batch.wire_factor;
@@ -68,7 +71,7 @@ SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
   double worst_ps = 0;
   for (std::size_t i = 0; i < batch.count; ++i) {
     const FlowSpec& f = batch.flows[i];
-    RouteRef r = fabric.route(f.src, f.dst);
+    const RouteRef& r = routes[i];
     double drain = 0;
     for (topo::LinkId l : fabric.links(r))
       drain = std::max(drain, load[l] / fabric.capacity_Bpps(l));
@@ -141,8 +144,6 @@ class FlowNetwork final : public Network {
     Batch& b = batches_[static_cast<size_t>(id)];
     b = Batch{};
     b.start = now;
-    b.overhead = batch.overhead;
-    b.memo_key = batch.memo_key;
     b.epoch = ++epoch_;
     b.solo = in_flight_ == 0;
     b.last_delivery = now;
@@ -150,7 +151,8 @@ class FlowNetwork final : public Network {
     ++in_flight_;
     // A repeat of a memoised batch on an idle network is held back (no flows created)
     // until the solve instant decides whether the memo applies.
-    if (memo_enabled_ && b.solo && b.memo_key && active_.empty() && memo_.count(b.memo_key)) {
+    if (memo_enabled_ && b.solo && batch.memo_key && active_.empty() &&
+        memo_.count(batch.memo_key)) {
       deferred_ = id;
       request_solve(now);
       return;
@@ -238,12 +240,10 @@ class FlowNetwork final : public Network {
   struct Batch {
     SimTime start = 0;
     SimTime last_delivery = 0;
-    SimTime overhead = 0;
-    std::uint64_t memo_key = 0;
     std::uint64_t epoch = 0;
     std::int64_t outstanding = 0;
     bool solo = false;
-    BatchSpec spec;  // the caller's flows; they outlive the batch (engine-owned schedules)
+    BatchSpec spec;  // as started (flows, overhead, memo key); flows are engine-owned
   };
 
   void request_solve(SimTime now) {
@@ -261,17 +261,16 @@ class FlowNetwork final : public Network {
     last_update_ = now;
   }
 
-  // A flow within one picosecond of draining has drained (times are integer ps).
-  // Delivers the flows within one picosecond of draining. A drained flow's links that
-  // still carry flows seed the next component search; the drained slots leave their links'
-  // lists (when the index is kept) before they can be reused.
+  // Delivers the flows within one picosecond of draining (times are integer ps). A drained flow's
+  // links that still carry flows seed the next component search; the drained slots leave their
+  // links' lists (when the index is kept) before they can be reused.
   void drain_finished(SimTime now) {
     drained_.clear();
     size_t keep = 0;
     for (size_t i = 0; i < active_.size(); ++i) {
       std::int32_t s = active_[i];
       Flow& f = flows_[static_cast<size_t>(s)];
-      if (f.remaining <= f.rate * 1.0 + 1e-9) {
+      if (f.remaining <= f.rate + 1e-9) {  // one picosecond at its rate
         f.active = false;
         drained_.push_back(s);
         deliver(f, now);
@@ -316,11 +315,11 @@ class FlowNetwork final : public Network {
   void finish_batch(BatchId id) {
     Batch& b = batches_[static_cast<size_t>(id)];
     --in_flight_;
-    SimTime done = b.last_delivery + b.overhead;
+    SimTime done = b.last_delivery + b.spec.overhead;
     // Memoise a batch that ran alone from start to end: its time is then a pure function
     // of its contents, and an identical batch on an idle network takes the same time.
-    if (memo_enabled_ && b.memo_key && b.solo && b.epoch == epoch_) {
-      memo_.emplace(b.memo_key, done - b.start);
+    if (memo_enabled_ && b.spec.memo_key && b.solo && b.epoch == epoch_) {
+      memo_.emplace(b.spec.memo_key, done - b.start);
     }
     host_.batch_done(id, done);
   }
@@ -331,7 +330,7 @@ class FlowNetwork final : public Network {
     if (deferred_ < 0) return false;
     const BatchId id = deferred_;
     Batch& b = batches_[static_cast<size_t>(id)];
-    auto it = memo_.find(b.memo_key);
+    auto it = memo_.find(b.spec.memo_key);
     if (in_flight_ != 1 || !active_.empty() || b.start != now ||
         host_.next_event_time() < now + it->second) {
       materialize(id, now);
