@@ -77,13 +77,14 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   for (const auto& op : ops) {
     double f = 0, bi = 0, bw = 0;
     const auto& s = op.shape;
+    // Seconds of `flops` run as GEMMs of shape [m x k]·[k x n] (s.batch of them).
+    auto t = [&](double flops, std::int64_t m, std::int64_t n, std::int64_t k) {
+      if (flops <= 0) return 0.0;
+      return flops / (peak * gpu.matmul_efficiency(m, n, k, s.batch)) + overhead;
+    };
     if (op.kind == OpKind::MATMUL) {
       // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
       // [k x m]·[m x n]: each timed at the efficiency of its own shape.
-      auto t = [&](double flops, std::int64_t m, std::int64_t n, std::int64_t k) {
-        if (flops <= 0) return 0.0;
-        return flops / (peak * gpu.matmul_efficiency(m, n, k, s.batch)) + overhead;
-      };
       f = t(op.fwd_flops, s.m, s.n, s.k);
       bi = t(op.bwd_input_flops, s.m, s.k, s.n);
       bw = t(op.bwd_weight_flops, s.k, s.n, s.m);
@@ -95,10 +96,6 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
         bi = gpu.attention_time_s((op.bwd_input_flops + op.bwd_weight_flops) * scale, dt) /
              gpu.efficiency().attention_backward_ratio;
       } else {
-        auto t = [&](double flops, std::int64_t m, std::int64_t n, std::int64_t k) {
-          if (flops <= 0) return 0.0;
-          return flops / (peak * gpu.matmul_efficiency(m, n, k, s.batch)) + overhead;
-        };
         f = t(op.fwd_flops, s.m, s.n, s.k);
         bi = t(op.bwd_input_flops + op.bwd_weight_flops, s.m, s.k, s.n);
       }
@@ -196,7 +193,7 @@ std::vector<Bucket> make_buckets(const std::vector<Unit>& units, double capacity
 class RankIndex {
  public:
   RankIndex(const RankLayout& layout, const models::TrainingPlan& plan)
-      : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp), pp_(plan.pp) {
+      : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp) {
     const size_t world = static_cast<size_t>(layout.world_size());
     const Dim dims[] = {Dim::TP, Dim::CP, Dim::DP, Dim::PP, Dim::EP};
     for (int d = 0; d < 5; ++d) {
@@ -238,7 +235,7 @@ class RankIndex {
   size_t index(int t, int c, int d, int p) const {
     return ((static_cast<size_t>(p) * dp_ + d) * cp_ + c) * tp_ + t;
   }
-  int tp_, cp_, dp_, pp_;
+  int tp_, cp_, dp_;
   std::vector<int> ranks_;
   std::vector<std::vector<int>> groups_[5];
   std::vector<int> group_of_[5];
@@ -261,12 +258,8 @@ double optimizer_bytes_per_param(const models::TrainingPlan& plan) {
 }
 
 struct Lowering {
-  const models::ModelSpec& model;
-  const models::TrainingPlan& plan;
-  const topo::Cluster& cluster;
   const SimulateOptions& options;
   topo::GpuCostModel gpu;
-  RankLayout layout;
   RankIndex index;
   sim::Engine engine;
   PipelineSchedule schedule;
@@ -276,15 +269,10 @@ struct Lowering {
   std::map<std::tuple<int, std::int64_t, int, int>, double> dp_cache;
   sim::Fabric fabric;
 
-  Lowering(const models::ModelSpec& m, const models::TrainingPlan& p, const topo::Cluster& c,
-           const SimulateOptions& o)
-      : model(m),
-        plan(p),
-        cluster(c),
-        options(o),
+  Lowering(const models::TrainingPlan& p, const topo::Cluster& c, const SimulateOptions& o)
+      : options(o),
         gpu(c.gpu, o.efficiency),
-        layout(p),
-        index(layout, p),
+        index(RankLayout(p), p),
         engine(c, engine_options(o)),
         fabric(c) {}
 
@@ -348,7 +336,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
                             "the cluster has {}; make them match",
                             plan.tp, plan.pp, plan.dp, plan.cp, plan.gpus(), cluster.num_gpus()));
   }
-  Lowering L(model, plan, cluster, options);
+  Lowering L(plan, cluster, options);
   const int p = plan.pp, v = plan.vpp;
   const int m = static_cast<int>(plan.micro_batches());
   L.schedule = build_schedule(plan.schedule, p, m, v);

@@ -90,10 +90,4 @@ double GpuCostModel::attention_time_s(double flops, DType dtype) const {
          efficiency_.kernel_overhead_s;
 }
 
-double GpuCostModel::flops_time_s(double flops, DType dtype) const {
-  if (flops <= 0) return 0;
-  return flops / (peak_flops(dtype) * efficiency_.matmul_peak_fraction) +
-         efficiency_.kernel_overhead_s;
-}
-
 }  // namespace loom::topo

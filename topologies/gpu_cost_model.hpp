@@ -59,8 +59,6 @@ class GpuCostModel {
   /// Seconds for fused attention performing `flops` in `dtype` (backward: pass the backward
   /// FLOPs; the same efficiency applies).
   double attention_time_s(double flops, DType dtype) const;
-  /// Seconds for `flops` at the large-GEMM rate (for ops known only by their FLOPs).
-  double flops_time_s(double flops, DType dtype) const;
 
   const GpuSpec& gpu() const { return gpu_; }
   const GpuEfficiency& efficiency() const { return efficiency_; }
