@@ -49,6 +49,13 @@ bool loss_op(const OpCost& op) {
   return op.kind == OpKind::LOSS;
 }
 
+// What a layer with op list `ops` keeps per micro-batch under plan.recompute (full: its
+// input only; selective: all but the attention core).
+double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector<OpCost>& ops) {
+  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
+  return sum_saved(ops, p.recompute == Recompute::SELECTIVE ? non_core_op : any_op);
+}
+
 struct OpParams {
   double dense = 0;
   double expert = 0;
@@ -210,8 +217,7 @@ std::vector<std::vector<int>> stage_layer_indices(const ModelSpec& m, const Trai
 
 double stored_layer_activation_bytes(const ModelSpec& m, const TrainingPlan& p, int layer) {
   if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
-  const auto ops = layer_ops(m, p, layer);
-  return sum_saved(ops, p.recompute == Recompute::SELECTIVE ? non_core_op : any_op);
+  return stored_bytes(m, p, layer_ops(m, p, layer));
 }
 
 double inflight_microbatches(const TrainingPlan& p, int stage) {
@@ -247,6 +253,12 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
   const auto ranks = stage_layer_indices(m, p);
   const auto embed = embedding_ops(m, p);
   const auto head = head_ops(m, p);
+  // The same on every stage: NCCL buffers per process group, pipeline send + receive.
+  int groups = 0;
+  for (int size : {p.tp, p.cp, p.dp, p.ep, p.pp})
+    if (size > 1) ++groups;
+  double comm_buffer_bytes = groups * NCCL_BUFFERS_PER_GROUP_BYTES;
+  if (p.pp > 1) comm_buffer_bytes += 2 * layer_input_bytes(m, p);
 
   for (int r = 0; r < p.pp; ++r) {
     StageMemory s;
@@ -262,7 +274,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
       layer_params.dense += lp.dense;
       layer_params.expert += lp.expert;
       largest_unit = std::max(largest_unit, lp.dense + lp.expert);
-      s.layer_activation_bytes += stored_layer_activation_bytes(m, p, l);
+      s.layer_activation_bytes += stored_bytes(m, p, ops);
       full_layer_max = std::max(full_layer_max, sum_saved(ops, any_op));
       core_layer_max = std::max(core_layer_max, sum_saved(ops, core_op));
     }
@@ -312,11 +324,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
     s.activations_bytes = acts;
 
     s.other.cuda_context_bytes = p.cuda_context_bytes;
-    int groups = 0;
-    for (int size : {p.tp, p.cp, p.dp, p.ep, p.pp})
-      if (size > 1) ++groups;
-    s.other.comm_buffer_bytes = groups * NCCL_BUFFERS_PER_GROUP_BYTES;
-    if (p.pp > 1) s.other.comm_buffer_bytes += 2 * layer_input_bytes(m, p);  // send + receive
+    s.other.comm_buffer_bytes = comm_buffer_bytes;
     const double rest = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes +
                         s.activations_bytes + s.other.cuda_context_bytes +
                         s.other.comm_buffer_bytes;
