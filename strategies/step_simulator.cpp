@@ -265,8 +265,7 @@ struct Lowering {
   PipelineSchedule schedule;
   std::vector<PassCost> chunk_cost;      // by virtual stage
   std::vector<std::vector<Unit>> units;  // by virtual stage: its units in forward order
-  std::map<std::tuple<int, int, std::int64_t, int>, double> comm_cache;
-  std::map<std::tuple<int, std::int64_t, int, int>, double> dp_cache;
+  std::map<std::tuple<int, int, std::int64_t, int, int>, double> cost_cache;
   sim::Fabric fabric;
 
   Lowering(const models::TrainingPlan& p, const topo::Cluster& c, const SimulateOptions& o)
@@ -284,35 +283,18 @@ struct Lowering {
     return e;
   }
 
-  // Seconds of one model-parallel collective on `group`, on an otherwise idle network with
-  // the identical groups `concurrent` running at the same time (memoised by shape).
-  double comm_seconds(const CommItem& item, const std::vector<int>& group,
-                      const std::vector<std::vector<int>>& concurrent) {
-    if (group.size() < 2 || item.bytes <= 0 || options.network == sim::NetworkMode::IDEAL) return 0;
-    auto key = std::make_tuple(static_cast<int>(item.cls), static_cast<int>(item.op),
-                               static_cast<std::int64_t>(item.bytes), group.front());
-    auto it = comm_cache.find(key);
-    if (it != comm_cache.end()) return it->second;
-    sim::CollectiveRequest req;
-    req.op = item.op;
-    req.ranks = group;
-    req.bytes = item.bytes;
-    req.concurrent_groups = concurrent;
-    const auto s = sim::plan_collective(fabric, req, sim::CostOptions{});
-    const double t = sim::to_seconds(sim::estimate_schedule(fabric, s));
-    comm_cache.emplace(key, t);
-    return t;
-  }
-
-  // Seconds of one data-parallel collective on `group` with its identical concurrent groups
-  // (memoised by op, size and group).
-  double dp_seconds(sim::CollectiveOp op, double bytes, const std::vector<int>& group,
-                    const std::vector<std::vector<int>>& concurrent) {
+  // Seconds of one collective of kind `cls` on `group`, on an otherwise idle network with the
+  // identical groups `concurrent` running at the same time (memoised by kind, op, size, group
+  // and number of concurrent groups).
+  double collective_seconds(CommClass cls, sim::CollectiveOp op, double bytes,
+                            const std::vector<int>& group,
+                            const std::vector<std::vector<int>>& concurrent) {
     if (group.size() < 2 || bytes <= 0 || options.network == sim::NetworkMode::IDEAL) return 0;
-    auto key = std::make_tuple(static_cast<int>(op), static_cast<std::int64_t>(bytes),
-                               group.front(), static_cast<int>(concurrent.size()));
-    auto it = dp_cache.find(key);
-    if (it != dp_cache.end()) return it->second;
+    auto key = std::make_tuple(static_cast<int>(cls), static_cast<int>(op),
+                               static_cast<std::int64_t>(bytes), group.front(),
+                               static_cast<int>(concurrent.size()));
+    auto it = cost_cache.find(key);
+    if (it != cost_cache.end()) return it->second;
     sim::CollectiveRequest req;
     req.op = op;
     req.ranks = group;
@@ -320,7 +302,7 @@ struct Lowering {
     req.concurrent_groups = concurrent;
     const auto sched = sim::plan_collective(fabric, req, sim::CostOptions{});
     const double t = sim::to_seconds(sim::estimate_schedule(fabric, sched));
-    dp_cache.emplace(key, t);
+    cost_cache.emplace(key, t);
     return t;
   }
 };
@@ -461,7 +443,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
                                std::array<double, COMM_CLASSES>* by_class) {
     double total = 0;
     for (const auto& it : items) {
-      const double t = L.comm_seconds(it, mp_group(rank, it.cls), {});
+      const double t = L.collective_seconds(it.cls, it.op, it.bytes, mp_group(rank, it.cls), {});
       total += t;
       if (by_class) (*by_class)[static_cast<int>(it.cls)] += t;
     }
@@ -651,7 +633,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
       // stream, each waiting for every member's dependencies. Returns the task per member.
       auto collective = [&](sim::CollectiveOp op, double bytes, const std::string& label,
                             bool gather_stream, const std::vector<TaskId>& deps) {
-        const double seconds = L.dp_seconds(op, bytes, group, concurrent);
+        const double seconds = L.collective_seconds(CommClass::DP, op, bytes, group, concurrent);
         std::vector<TaskId> ids;
         for (int rj : members) {
           const Gpu& h = gpus[static_cast<size_t>(rj)][s];
