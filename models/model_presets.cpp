@@ -10,6 +10,7 @@
 namespace loom::models {
 namespace {
 
+// Llama-style decoder (RMSNorm, SwiGLU, RoPE, untied embeddings): the base of every preset.
 ModelSpec llama(std::string name, int layers, std::int64_t hidden, int heads, int kv_heads,
                 std::int64_t ffn, std::int64_t vocab, std::int64_t seq) {
   ModelSpec m;
@@ -30,22 +31,13 @@ ModelSpec llama(std::string name, int layers, std::int64_t hidden, int heads, in
 // GPT-2/3 / Megatron GPT: LayerNorm, biases everywhere, GELU 4h MLP, learned positions,
 // tied embeddings, dropout.
 ModelSpec gpt(std::string name, int layers, std::int64_t hidden, int heads, std::int64_t vocab) {
-  ModelSpec m;
-  m.name = std::move(name);
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.head_dim = hidden / heads;
-  m.ffn = 4 * hidden;
+  ModelSpec m = llama(std::move(name), layers, hidden, heads, heads, 4 * hidden, vocab, 2048);
   m.mlp = MlpKind::GELU;
-  m.vocab = vocab;
   m.tied_embeddings = true;
   m.norm = NormKind::LAYERNORM;
   m.linear_bias = true;
   m.max_position_embeddings = 2048;
   m.dropout = true;
-  m.default_seq = 2048;
   return m;
 }
 
