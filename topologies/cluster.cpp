@@ -10,7 +10,6 @@
 #include <functional>
 #include <limits>
 #include <numeric>
-#include <queue>
 
 #include "common/error.hpp"
 
@@ -155,6 +154,8 @@ void Cluster::finalize() const {
 
 namespace {
 
+using HeapItem = std::pair<Cost, VertexId>;
+
 // Dijkstra over a subset of vertices (those `member` accepts, addressed by `slot`), from
 // `start`, forward (out-links) or reverse (in-links). GPUs other than `start` and
 // `endpoint` are never expanded: traffic does not transit through a GPU.
@@ -164,16 +165,18 @@ struct SubsetSearch {
   const RoutingIndex& idx;
   const std::vector<std::vector<LinkId>>& out;
 
+  // `heap` is caller-owned scratch (a binary min-heap), left empty.
   template <typename Member, typename Slot>
   void run(VertexId start, VertexId endpoint, bool reverse, Member member, Slot slot,
-           std::vector<Cost>& dist) const {
-    using Item = std::pair<Cost, VertexId>;
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+           std::vector<Cost>& dist, std::vector<HeapItem>& heap) const {
+    const std::greater<> later;
+    heap.clear();
     dist[slot(start)] = 0;
-    heap.emplace(0, start);
+    heap.emplace_back(0, start);
     while (!heap.empty()) {
-      auto [d, v] = heap.top();
-      heap.pop();
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const auto [d, v] = heap.back();
+      heap.pop_back();
       if (d > dist[slot(v)]) continue;
       if (v != start && v != endpoint && vertices[v].kind == VertexKind::GPU) continue;
       const auto& adj = reverse ? idx.in[v] : out[v];
@@ -184,11 +187,20 @@ struct SubsetSearch {
         auto& du = dist[slot(u)];
         if (nd < du) {
           du = nd;
-          heap.emplace(nd, u);
+          heap.emplace_back(nd, u);
+          std::push_heap(heap.begin(), heap.end(), later);
         }
       }
     }
   }
+};
+
+// Buffers route() reuses from call to call (one set per thread).
+struct RouteScratch {
+  std::vector<Cost> near, far;
+  std::vector<LinkId> candidates;
+  std::vector<std::pair<LinkId, LinkId>> ties;  // (egress, ingress) link pairs
+  std::vector<HeapItem> heap;
 };
 
 }  // namespace
@@ -227,8 +239,9 @@ const RoutingIndex& Cluster::index() const {
   const SubsetSearch search{vertices_, links_, *idx, out_};
   auto in_fabric = [&](VertexId v) { return vertices_[v].node < 0; };
   auto slot = [&](VertexId v) { return static_cast<size_t>(idx->pos[v]); };
+  std::vector<HeapItem> heap;
   for (size_t t = 0; t < nf; ++t)
-    search.run(idx->fabric[t], idx->fabric[t], true, in_fabric, slot, idx->to_fabric[t]);
+    search.run(idx->fabric[t], idx->fabric[t], true, in_fabric, slot, idx->to_fabric[t], heap);
   // NVLink domains: union-find over NVLink links between GPUs and NVSwitches.
   std::vector<VertexId> parent(nv);
   std::iota(parent.begin(), parent.end(), 0);
@@ -269,76 +282,62 @@ Path Cluster::route(VertexId src, VertexId dst) const {
   }
   if (src == dst) return path;
   const RoutingIndex& idx = index();
-  SubsetSearch search{vertices_, links_, idx, out_};
+  const SubsetSearch search{vertices_, links_, idx, out_};
+  // route() runs once per (src, dst) pair a simulation touches: keep its buffers across calls.
+  thread_local RouteScratch scratch;
+  auto &near = scratch.near, &far = scratch.far;
+  auto& candidates = scratch.candidates;
+  auto& ties = scratch.ties;
+  auto& heap = scratch.heap;
   int step = 0;
-  auto choose = [&](const std::vector<LinkId>& candidates) {
-    return candidates[ecmp_hash(src, dst, step++) % candidates.size()];
-  };
-  auto append = [&](LinkId l) { path.links.push_back(l); };
-  // Forward walk from `from` to `to` along a reverse-distance field `dist` (cost to `to`).
-  auto walk_forward = [&](VertexId from, VertexId to, const std::vector<Cost>& dist, auto member,
-                          auto slot) {
-    std::vector<LinkId> next;
-    VertexId v = from;
-    while (v != to) {
-      next.clear();
-      for (LinkId l : out_[v]) {
-        VertexId w = links_[l].to;
+  // Walks from `start` to `goal` along a distance field `dist` (cost to `goal` when
+  // forward, cost from `goal` when `reverse`), choosing among equal-cost links by hash, and
+  // appends the links to the path in forward order.
+  auto walk = [&](VertexId start, VertexId goal, bool reverse, const std::vector<Cost>& dist,
+                  auto member, auto slot) {
+    const size_t begin = path.links.size();
+    for (VertexId v = start; v != goal;) {
+      candidates.clear();
+      for (LinkId l : reverse ? idx.in[v] : out_[v]) {
+        const VertexId w = reverse ? links_[l].from : links_[l].to;
         if (member(w) && dist[slot(w)] != INF && dist[slot(w)] + idx.cost[l] == dist[slot(v)])
-          next.push_back(l);
+          candidates.push_back(l);
       }
-      check_invariant(!next.empty(), "routing walk lost its way");
-      LinkId l = choose(next);
-      append(l);
-      v = links_[l].to;
+      check_invariant(!candidates.empty(), "routing walk lost its way");
+      const LinkId l = candidates[ecmp_hash(src, dst, step++) % candidates.size()];
+      path.links.push_back(l);
+      v = reverse ? links_[l].from : links_[l].to;
     }
+    if (reverse) std::reverse(path.links.begin() + static_cast<long>(begin), path.links.end());
   };
-  // Backward walk from `to` to `from` along a forward-distance field (cost from `from`);
-  // returns the links in forward order.
-  auto walk_backward = [&](VertexId from, VertexId to, const std::vector<Cost>& dist, auto member,
-                           auto slot) {
-    std::vector<LinkId> rev, prev;
-    VertexId v = to;
-    while (v != from) {
-      prev.clear();
-      for (LinkId l : idx.in[v]) {
-        VertexId u = links_[l].from;
-        if (member(u) && dist[slot(u)] != INF && dist[slot(u)] + idx.cost[l] == dist[slot(v)])
-          prev.push_back(l);
-      }
-      check_invariant(!prev.empty(), "routing walk lost its way");
-      LinkId l = choose(prev);
-      rev.push_back(l);
-      v = links_[l].from;
-    }
-    path.links.insert(path.links.end(), rev.rbegin(), rev.rend());
+  // One search over the vertices `member` accepts, then a forward walk; false if unreachable.
+  auto direct = [&](auto member, auto slot, size_t size) {
+    near.assign(size, INF);
+    search.run(dst, src, true, member, slot, near, heap);
+    if (near[slot(src)] == INF) return false;
+    walk(src, dst, false, near, member, slot);
+    return true;
   };
+  auto slot = [&](VertexId v) { return static_cast<size_t>(idx.pos[v]); };
 
   const int ns = vertices_[src].node, nd = vertices_[dst].node;
+  auto in_src = [&](VertexId v) { return vertices_[v].node == ns; };
   bool done = false;
   if (ns >= 0 && ns == nd) {
-    const auto& members = idx.node_vertices[static_cast<size_t>(ns)];
-    auto member = [&](VertexId v) { return vertices_[v].node == ns; };
-    auto slot = [&](VertexId v) { return static_cast<size_t>(idx.pos[v]); };
-    std::vector<Cost> dist(members.size(), INF);
-    search.run(dst, src, true, member, slot, dist);
-    if (dist[slot(src)] != INF) {
-      walk_forward(src, dst, dist, member, slot);
-      done = true;
-    }
+    done = direct(in_src, slot, idx.node_vertices[static_cast<size_t>(ns)].size());
   } else if (ns >= 0 && nd >= 0 && !idx.fabric.empty()) {
-    auto slot = [&](VertexId v) { return static_cast<size_t>(idx.pos[v]); };
-    auto in_src = [&](VertexId v) { return vertices_[v].node == ns; };
     auto in_dst = [&](VertexId v) { return vertices_[v].node == nd; };
-    std::vector<Cost> ds(idx.node_vertices[static_cast<size_t>(ns)].size(), INF);
-    std::vector<Cost> dd(idx.node_vertices[static_cast<size_t>(nd)].size(), INF);
-    search.run(src, dst, false, in_src, slot, ds);
-    search.run(dst, src, true, in_dst, slot, dd);
+    std::vector<Cost>& ds = near;  // cost from src inside its node
+    std::vector<Cost>& dd = far;   // cost to dst inside its node
+    ds.assign(idx.node_vertices[static_cast<size_t>(ns)].size(), INF);
+    dd.assign(idx.node_vertices[static_cast<size_t>(nd)].size(), INF);
+    search.run(src, dst, false, in_src, slot, ds, heap);
+    search.run(dst, src, true, in_dst, slot, dd, heap);
     auto usable = [&](VertexId g, VertexId endpoint) {
       return vertices_[g].kind != VertexKind::GPU || g == endpoint;
     };
     Cost best = INF;
-    std::vector<std::pair<LinkId, LinkId>> ties;
+    ties.clear();
     for (LinkId e : idx.egress[static_cast<size_t>(ns)]) {
       VertexId g = links_[e].from;
       if (!usable(g, src) || ds[slot(g)] == INF) continue;
@@ -359,28 +358,22 @@ Path Cluster::route(VertexId src, VertexId dst) const {
     }
     if (!ties.empty()) {
       auto [e, i] = ties[ecmp_hash(src, dst, step++) % ties.size()];
-      walk_backward(src, links_[e].from, ds, in_src, slot);
-      append(e);
-      const auto& to_f2 = idx.to_fabric[slot(links_[i].from)];
+      walk(links_[e].from, src, true, ds, in_src, slot);
+      path.links.push_back(e);
       auto in_fabric = [&](VertexId v) { return vertices_[v].node < 0; };
-      walk_forward(links_[e].to, links_[i].from, to_f2, in_fabric, slot);
-      append(i);
-      walk_forward(links_[i].to, dst, dd, in_dst, slot);
+      walk(links_[e].to, links_[i].from, false, idx.to_fabric[slot(links_[i].from)], in_fabric,
+           slot);
+      path.links.push_back(i);
+      walk(links_[i].to, dst, false, dd, in_dst, slot);
       done = true;
     }
   }
-  if (!done) {
-    // Generic fallback over the whole graph.
-    path.links.clear();
-    auto member = [](VertexId) { return true; };
-    auto slot = [](VertexId v) { return static_cast<size_t>(v); };
-    std::vector<Cost> dist(vertices_.size(), INF);
-    search.run(dst, src, true, member, slot, dist);
-    if (dist[slot(src)] == INF) {
-      throw ValidationError("route", fmt::format("no path from {} to {}; the graph is disconnected",
-                                                 vertices_[src].name, vertices_[dst].name));
-    }
-    walk_forward(src, dst, dist, member, slot);
+  // Generic fallback over the whole graph: endpoints in the fabric, a node not connected
+  // inside itself, or nodes joined without a fabric (explicit cluster files).
+  if (!done && !direct([](VertexId) { return true; },
+                       [](VertexId v) { return static_cast<size_t>(v); }, vertices_.size())) {
+    throw ValidationError("route", fmt::format("no path from {} to {}; the graph is disconnected",
+                                               vertices_[src].name, vertices_[dst].name));
   }
   path.bandwidth_Bps = std::numeric_limits<double>::infinity();
   for (LinkId l : path.links) {
