@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 
 namespace loom::sim {
 
@@ -27,8 +28,7 @@ class Engine::Host final : public NetworkHost {
 };
 
 Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
-    : cluster_(cluster),
-      options_(options),
+    : options_(options),
       fabric_(std::make_unique<Fabric>(cluster, options.link_efficiency)),
       host_(std::make_unique<Host>(*this)),
       network_(make_network(options.network, *fabric_, *host_)) {
@@ -54,33 +54,36 @@ void Engine::check_task(TaskId task, const char* what) const {
   }
 }
 
-TaskId Engine::add_task(Kind kind, const std::vector<StreamId>& streams,
-                        const std::vector<TaskId>& deps) {
+void Engine::check_stream(StreamId stream) const {
+  if (stream < 0 || stream >= num_streams()) {
+    throw ValidationError(
+        "stream", fmt::format("stream id {} does not exist (0..{})", stream, num_streams() - 1));
+  }
+}
+
+TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps) {
   if (ran_) throw ValidationError("task", "tasks cannot be added after run()");
   for (TaskId d : deps) check_task(d, "deps");
-  std::vector<StreamId> used;
-  for (StreamId s : streams) {
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const StreamId s = streams[i];
     if (s == NO_STREAM) continue;
-    if (s < 0 || s >= num_streams()) {
-      throw ValidationError(
-          "stream", fmt::format("stream id {} does not exist (0..{})", s, num_streams() - 1));
-    }
-    if (std::find(used.begin(), used.end(), s) != used.end()) {
+    check_stream(s);
+    if (std::find(streams.begin(), streams.begin() + static_cast<std::ptrdiff_t>(i), s) !=
+        streams.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw ValidationError("stream", fmt::format("stream '{}' is given twice to one task; a "
                                                   "task holds each stream once",
                                                   streams_[s].name));
     }
-    used.push_back(s);
   }
   Task t;
-  t.kind = kind;
   t.streams_begin = static_cast<std::uint32_t>(task_streams_.size());
-  t.streams_count = static_cast<std::uint32_t>(used.size());
   auto id = static_cast<TaskId>(tasks_.size());
-  for (StreamId s : used) {
+  for (StreamId s : streams) {
+    if (s == NO_STREAM) continue;
     task_streams_.push_back(s);
     streams_[s].queue.push_back(id);
   }
+  t.streams_count = static_cast<std::uint32_t>(task_streams_.size() - t.streams_begin);
   tasks_.push_back(t);
   for (TaskId d : deps) add_dependency(d, id);
   return id;
@@ -88,15 +91,12 @@ TaskId Engine::add_task(Kind kind, const std::vector<StreamId>& streams,
 
 TaskId Engine::add_compute(StreamId stream, SimTime duration, std::string label,
                            const std::vector<TaskId>& deps) {
-  if (stream < 0 || stream >= num_streams()) {
-    throw ValidationError(
-        "stream", fmt::format("stream id {} does not exist (0..{})", stream, num_streams() - 1));
-  }
+  check_stream(stream);  // NO_STREAM too: a compute task runs on a stream
   if (duration < 0) {
     throw ValidationError("duration",
                           fmt::format("task '{}' has negative duration {} ps", label, duration));
   }
-  TaskId id = add_task(Kind::COMPUTE, {stream}, deps);
+  TaskId id = add_task({&stream, 1}, deps);
   tasks_[id].duration = duration;
   labels_.push_back(std::move(label));
   return id;
@@ -123,7 +123,7 @@ TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<Task
   }
   comm.routes.reserve(comm.schedule.flows.size());
   for (const FlowSpec& f : comm.schedule.flows) comm.routes.push_back(fabric_->route(f.src, f.dst));
-  TaskId id = add_task(Kind::COMMUNICATION, spec.streams, deps);
+  TaskId id = add_task(spec.streams, deps);
   comm.task = id;
   tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
   comms_.push_back(std::move(comm));
@@ -169,7 +169,7 @@ void Engine::start_task(TaskId id) {
     s.busy = true;
     ++s.head;
   }
-  if (t.kind == Kind::COMPUTE) {
+  if (t.comm < 0) {  // compute
     queue_.push(now_ + t.duration, EventKind::TASK_DONE, static_cast<std::uint64_t>(id));
     return;
   }
@@ -260,8 +260,7 @@ void Engine::run() {
     if (++count <= 3) stuck.push_back(fmt::format("'{}'", labels_[id]));
   }
   if (count > 0) {
-    std::string list;
-    for (const auto& s : stuck) list += (list.empty() ? "" : ", ") + s;
+    const std::string list = join(stuck, ", ");
     throw ValidationError("tasks", fmt::format("deadlock: {} task(s) can never start (e.g. {}); "
                                                "check dependency cycles and that every stream "
                                                "issues shared collectives in the same order",

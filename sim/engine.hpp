@@ -17,6 +17,7 @@
 // e.g. two collectives issued in opposite orders on two streams).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -126,7 +127,6 @@ class Engine {
   Fabric& fabric() { return *fabric_; }
 
  private:
-  enum class Kind : std::uint8_t { COMPUTE, COMMUNICATION };
   struct Task {
     SimTime duration = 0;
     SimTime start = -1;
@@ -134,8 +134,7 @@ class Engine {
     std::uint32_t streams_begin = 0;
     std::uint32_t streams_count = 0;
     std::int32_t pending = 0;  // unfinished dependencies
-    std::int32_t comm = -1;    // index into comms_
-    Kind kind = Kind::COMPUTE;
+    std::int32_t comm = -1;    // index into comms_; -1 for a compute task
   };
   struct Stream {
     std::string name;
@@ -154,15 +153,15 @@ class Engine {
   };
   class Host;
 
-  TaskId add_task(Kind kind, const std::vector<StreamId>& streams, const std::vector<TaskId>& deps);
+  TaskId add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps);
   void check_task(TaskId task, const char* what) const;
+  void check_stream(StreamId stream) const;
   void try_start(TaskId task);
   void start_task(TaskId task);
   void finish_task(TaskId task);
   void start_phase(std::int32_t comm);
   void on_batch_done(std::int32_t comm);
 
-  const topo::Cluster& cluster_;
   EngineOptions options_;
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<Host> host_;
