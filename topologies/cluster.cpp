@@ -15,24 +15,14 @@
 
 namespace loom::topo {
 
+const std::vector<std::string>& vertex_kind_names() {
+  static const std::vector<std::string> names = {"gpu", "nvswitch", "pcie-switch", "cpu",
+                                                 "nic", "leaf",     "spine"};
+  return names;
+}
+
 std::string to_string(VertexKind kind) {
-  switch (kind) {
-    case VertexKind::GPU:
-      return "gpu";
-    case VertexKind::NVSWITCH:
-      return "nvswitch";
-    case VertexKind::PCIE_SWITCH:
-      return "pcie-switch";
-    case VertexKind::CPU:
-      return "cpu";
-    case VertexKind::NIC:
-      return "nic";
-    case VertexKind::LEAF:
-      return "leaf";
-    case VertexKind::SPINE:
-      return "spine";
-  }
-  return "?";
+  return vertex_kind_names().at(static_cast<size_t>(kind));
 }
 
 std::string to_string(LinkKind kind) {

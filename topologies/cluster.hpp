@@ -29,6 +29,9 @@ enum class VertexKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC, LEAF, SPINE };
 /// Physical kind of a link; bandwidth and latency are per direction.
 enum class LinkKind { NVLINK, PCIE, CPU_INTERCONNECT, INFINIBAND, ROCE, ETHERNET };
 
+/// The vertex kind names as files spell them ("gpu", "nvswitch", ...), indexed by VertexKind.
+const std::vector<std::string>& vertex_kind_names();
+/// The name of `kind`, e.g. "pcie-switch".
 std::string to_string(VertexKind kind);
 std::string to_string(LinkKind kind);
 

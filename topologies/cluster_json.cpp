@@ -23,12 +23,6 @@ constexpr int MAX_LINK_LANES = 1024;
 constexpr int MAX_SPINES = 4096;
 constexpr double MAX_OVERSUBSCRIPTION = 64;
 
-const std::vector<std::string>& vertex_kind_names() {
-  static const std::vector<std::string> names = {"gpu", "nvswitch", "pcie-switch", "cpu",
-                                                 "nic", "leaf",     "spine"};
-  return names;
-}
-
 VertexKind parse_vertex_kind(const std::string& s) {
   const auto& names = vertex_kind_names();
   auto it = std::find(names.begin(), names.end(), s);
@@ -101,7 +95,7 @@ NodeTemplate read_template(ObjectReader& r, const std::string& file) {
     ObjectReader vr(vs[i], file, fmt::format("{}/{}", r.pointer_of("vertices"), i));
     RawVertex v = read_vertex(vr, false);
     if (v.v.kind == VertexKind::LEAF || v.v.kind == VertexKind::SPINE)
-      vr.fail("kind", fmt::format("'{}'", vertex_kind_names()[static_cast<size_t>(v.v.kind)]),
+      vr.fail("kind", fmt::format("'{}'", to_string(v.v.kind)),
               "a device inside a node (leaves and spines belong to the fabric)");
     if (!names.emplace(v.v.name, 0).second)
       vr.fail("name", fmt::format("'{}'", v.v.name), "a name not used before in this node");
