@@ -110,50 +110,50 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   return m;
 }
 
-// Foreign-format readers: HF configs carry many keys loom does not need, so unknown keys
-// are ignored here (the translator is the boundary), but the keys loom reads are checked.
-struct HfReader {
-  const nlohmann::json& j;
-  const std::string& origin;
+// HuggingFace configs carry many keys loom does not need, so this reader is never
+// finish()ed (the translator is the boundary) and a null value counts as absent; the keys
+// loom reads are checked by ObjectReader.
+class HfReader {
+ public:
+  HfReader(const nlohmann::json& j, const std::string& origin) : r_(j, origin, "") {}
 
-  bool has(const char* key) const { return j.contains(key) && !j.at(key).is_null(); }
-  std::int64_t integer(const char* key) const {
-    if (!has(key)) throw ConfigError::missing_key(origin, "/", key);
-    const auto& v = j.at(key);
-    if (!v.is_number_integer())
-      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "an integer");
+  bool has(const char* key) { return r_.has(key) && !r_.raw(key).is_null(); }
+  std::int64_t integer(const char* key) {
+    if (!has(key)) throw ConfigError::missing_key(r_.file(), "/", key);
+    const auto& v = r_.raw(key);
+    if (!v.is_number_integer()) r_.fail(key, v.dump(), "an integer");
     return v.get<std::int64_t>();
   }
-  std::int64_t integer_or(const char* key, std::int64_t fallback) const {
+  std::int64_t integer_or(const char* key, std::int64_t fallback) {
     return has(key) ? integer(key) : fallback;
   }
-  std::string string_or(const char* key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    const auto& v = j.at(key);
-    if (!v.is_string())
-      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "a string");
-    return v.get<std::string>();
+  /// A count of at least `min` (0 or 1), narrowed to int: kept below 2^30 so it cannot wrap.
+  int small(const char* key, std::int64_t min) { return narrow(key, integer(key), min); }
+  int small_or(const char* key, std::int64_t fallback, std::int64_t min) {
+    return narrow(key, integer_or(key, fallback), min);
   }
-  bool boolean_or(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    const auto& v = j.at(key);
-    if (!v.is_boolean())
-      throw ConfigError::bad_value(origin, std::string("/") + key, v.dump(), "true or false");
-    return v.get<bool>();
+  std::string string_or(const char* key, const std::string& fallback) {
+    return has(key) ? r_.get_string(key) : fallback;
   }
+  bool boolean_or(const char* key, bool fallback) {
+    return has(key) ? r_.get_bool_or(key, fallback) : fallback;
+  }
+
+ private:
+  int narrow(const char* key, std::int64_t v, std::int64_t min) const {
+    if (v < min || v > (std::int64_t{1} << 30)) {
+      r_.fail(key, std::to_string(v),
+              min > 0 ? "a positive integer below 2^30" : "a non-negative integer below 2^30");
+    }
+    return static_cast<int>(v);
+  }
+
+  ObjectReader r_;
 };
 
-}  // namespace
-
-const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {
-      "deepseek_v3", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
-  return types;
-}
-
-ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
-  nlohmann::json j = parse_json_text(text, origin);
-  if (!j.is_object()) throw ConfigError::bad_value(origin, "/", j.dump(), "a JSON object");
+// Translates a parsed HuggingFace config (see import_hf_config).
+ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
+  HfReader r(j, origin);  // throws unless j is an object
   if (!j.contains("model_type") || !j.at("model_type").is_string())
     throw ConfigError::missing_key(origin, "/", "model_type");
   const std::string type = j.at("model_type").get<std::string>();
@@ -164,27 +164,13 @@ ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
         fmt::format("{}: /model_type: unsupported HuggingFace model_type '{}'; supported: {}",
                     origin, type, join(types, ", ")));
   }
-  HfReader r{j, origin};
-  auto narrow = [&](std::int64_t v, const char* key) {
-    if (v <= 0 || v > (std::int64_t{1} << 30))
-      throw ConfigError::bad_value(origin, std::string("/") + key, std::to_string(v),
-                                   "a positive integer below 2^30");
-    return static_cast<int>(v);
-  };
-  // Counts that may be zero; kept below 2^30 so the narrowing to int cannot wrap around.
-  auto count = [&](std::int64_t v, const char* key) {
-    if (v < 0 || v > (std::int64_t{1} << 30))
-      throw ConfigError::bad_value(origin, std::string("/") + key, std::to_string(v),
-                                   "a non-negative integer below 2^30");
-    return static_cast<int>(v);
-  };
   ModelSpec m;
   m.name = stem_of(origin);
-  m.layers = narrow(r.integer("num_hidden_layers"), "num_hidden_layers");
+  m.layers = r.small("num_hidden_layers", 1);
   m.hidden = r.integer("hidden_size");
-  m.heads = narrow(r.integer("num_attention_heads"), "num_attention_heads");
-  m.kv_heads = narrow(r.integer_or("num_key_value_heads", m.heads), "num_key_value_heads");
-  m.head_dim = r.integer_or("head_dim", m.heads > 0 ? m.hidden / m.heads : 0);
+  m.heads = r.small("num_attention_heads", 1);
+  m.kv_heads = r.small_or("num_key_value_heads", m.heads, 1);
+  m.head_dim = r.integer_or("head_dim", m.hidden / m.heads);
   m.ffn = r.integer_or("intermediate_size", 0);
   m.vocab = r.integer("vocab_size");
   m.mlp = MlpKind::SWIGLU;
@@ -195,12 +181,12 @@ ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
   if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
   if (r.boolean_or("attention_bias", false)) m.qkv_bias = true;
   if (type == "mixtral") {
-    m.moe.experts = narrow(r.integer("num_local_experts"), "num_local_experts");
-    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.experts = r.small("num_local_experts", 1);
+    m.moe.top_k = r.small("num_experts_per_tok", 1);
     m.moe.expert_ffn = m.ffn;
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    m.moe.experts = narrow(r.integer("num_experts"), "num_experts");
-    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.experts = r.small("num_experts", 1);
+    m.moe.top_k = r.small("num_experts_per_tok", 1);
     m.moe.expert_ffn = r.integer("moe_intermediate_size");
     if (r.integer_or("decoder_sparse_step", 1) != 1 ||
         (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())) {
@@ -225,20 +211,32 @@ ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
     m.mla.v_head_dim = r.integer("v_head_dim");
     m.kv_heads = m.heads;
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-    m.moe.experts = narrow(r.integer("n_routed_experts"), "n_routed_experts");
-    m.moe.top_k = narrow(r.integer("num_experts_per_tok"), "num_experts_per_tok");
+    m.moe.experts = r.small("n_routed_experts", 1);
+    m.moe.top_k = r.small("num_experts_per_tok", 1);
     m.moe.expert_ffn = r.integer("moe_intermediate_size");
-    m.moe.shared_experts = count(r.integer_or("n_shared_experts", 0), "n_shared_experts");
-    m.moe.first_k_dense = count(r.integer_or("first_k_dense_replace", 0), "first_k_dense_replace");
+    m.moe.shared_experts = r.small_or("n_shared_experts", 0, 0);
+    m.moe.first_k_dense = r.small_or("first_k_dense_replace", 0, 0);
     m.moe.router_bias = r.string_or("topk_method", "") == "noaux_tc";
   }
   validate_model(m);
   return m;
 }
 
+}  // namespace
+
+const std::vector<std::string>& hf_model_types() {
+  static const std::vector<std::string> types = {
+      "deepseek_v3", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
+  return types;
+}
+
+ModelSpec import_hf_config(const std::string& text, const std::string& origin) {
+  return import_hf_json(parse_json_text(text, origin), origin);
+}
+
 ModelSpec parse_model_json(const std::string& text, const std::string& origin) {
   nlohmann::json j = parse_json_text(text, origin);
-  if (looks_like_hf(j)) return import_hf_config(text, origin);
+  if (looks_like_hf(j)) return import_hf_json(j, origin);
   ObjectReader r(j, origin, "");
   ModelSpec m = read_loom_model(r, origin);
   validate_model(m);
