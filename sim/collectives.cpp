@@ -178,9 +178,9 @@ inline constexpr int DERIVED = -2;
 
 class Builder {
  public:
-  Builder(Fabric& fabric, const CollectiveRequest& request)
-      : fabric_(fabric), req_(request), n_(static_cast<int>(request.ranks.size())) {
-    for (int r : request.ranks) v_.push_back(fabric.cluster().gpu_vertex(r));
+  Builder(Fabric& fabric, const std::vector<int>& ranks)
+      : fabric_(fabric), n_(static_cast<int>(ranks.size())) {
+    for (int r : ranks) v_.push_back(fabric.cluster().gpu_vertex(r));
   }
   int n() const { return n_; }
   topo::VertexId v(int i) const { return v_[static_cast<size_t>(i)]; }
@@ -228,7 +228,6 @@ class Builder {
 
  private:
   Fabric& fabric_;
-  const CollectiveRequest& req_;
   int n_;
   std::vector<topo::VertexId> v_;
   CollectiveSchedule s_;
@@ -765,9 +764,7 @@ void validate(const topo::Cluster& cluster, const CollectiveRequest& req) {
 }  // namespace
 
 NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
-  CollectiveRequest request;
-  request.ranks = ranks;
-  Builder b(fabric, request);
+  Builder b(fabric, ranks);
   const auto& gpu = fabric.cluster().gpu;
   NcclShape shape;
   shape.ranks = b.n();
@@ -818,7 +815,7 @@ int tree_chunks(const Builder& b, double S, Protocol protocol) {
 
 CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algorithm a,
                              Protocol protocol, const CostOptions& options) {
-  Builder b(fabric, req);
+  Builder b(fabric, req.ranks);
   Op op = req.op;
   double S = req.bytes;
   if (op == Op::BARRIER) {  // a barrier is an all-reduce of nothing: latency only
@@ -955,21 +952,21 @@ CollectiveSchedule build_schedule(Fabric& fabric, const CollectiveRequest& req, 
                             "node layout); only identical groups can be folded together");
     }
   }
-  CollectiveSchedule merged = s;
-  merged.flows.clear();
-  merged.pattern_begin.clear();
+  std::vector<FlowSpec> flows;
+  std::vector<std::uint32_t> begin;
+  auto append = [&](const CollectiveSchedule& from, int p) {
+    flows.insert(flows.end(), from.flows.begin() + from.pattern_begin[p],
+                 from.flows.begin() + from.pattern_begin[p + 1]);
+  };
   for (int p = 0; p < s.num_patterns(); ++p) {
-    merged.pattern_begin.push_back(static_cast<std::uint32_t>(merged.flows.size()));
-    for (const CollectiveSchedule* src : {&s}) {
-      for (auto i = src->pattern_begin[p]; i < src->pattern_begin[p + 1]; ++i)
-        merged.flows.push_back(src->flows[i]);
-    }
-    for (const auto& o : others)
-      for (auto i = o.pattern_begin[p]; i < o.pattern_begin[p + 1]; ++i)
-        merged.flows.push_back(o.flows[i]);
+    begin.push_back(static_cast<std::uint32_t>(flows.size()));
+    append(s, p);
+    for (const auto& o : others) append(o, p);
   }
-  merged.pattern_begin.push_back(static_cast<std::uint32_t>(merged.flows.size()));
-  return merged;
+  begin.push_back(static_cast<std::uint32_t>(flows.size()));
+  s.flows = std::move(flows);
+  s.pattern_begin = std::move(begin);
+  return s;
 }
 
 SimTime estimate_schedule(Fabric& fabric, const CollectiveSchedule& s) {
