@@ -32,6 +32,8 @@ struct NodeTemplate {
   }
   /// A link of catalog type `type` ("nvlink4") with `lanes` lanes (0: the type's default).
   void link(const std::string& a, const std::string& b, const std::string& type, int lanes = 0);
+  /// Number of GPU vertices in the node.
+  int num_gpus() const;
 };
 
 /// The scale-out fabric between nodes.

@@ -81,6 +81,16 @@ NodeTemplate::L read_link(ObjectReader& r, Known known) {
   return l;
 }
 
+using LinkPairs = std::set<std::pair<std::string, std::string>>;
+
+// Fails on a second link between the same two vertices (in either order).
+void check_first_link(LinkPairs& seen, ObjectReader& lr, const NodeTemplate::L& l) {
+  if (!seen.emplace(std::minmax(l.a, l.b)).second) {
+    lr.fail("b", fmt::format("'{}' (a second {} - {} link)", l.b, l.a, l.b),
+            "one link per pair of vertices; give a wider link with \"lanes\" or \"bandwidth\"");
+  }
+}
+
 const nlohmann::json& array_of(ObjectReader& r, std::string_view key) {
   const auto& v = r.raw(key);
   if (!v.is_array() || v.empty()) r.fail(key, v.dump().substr(0, 40), "a non-empty JSON array");
@@ -102,14 +112,11 @@ NodeTemplate read_template(ObjectReader& r, const std::string& file) {
     t.vertices.push_back(v.v);
   }
   const auto& ls = array_of(r, "links");
-  std::set<std::pair<std::string, std::string>> seen;
+  LinkPairs seen;
   for (size_t i = 0; i < ls.size(); ++i) {
     ObjectReader lr(ls[i], file, fmt::format("{}/{}", r.pointer_of("links"), i));
     NodeTemplate::L l = read_link(lr, [&](const std::string& n) { return names.count(n) != 0; });
-    if (!seen.emplace(std::minmax(l.a, l.b)).second) {
-      lr.fail("b", fmt::format("'{}' (a second {} - {} link)", l.b, l.a, l.b),
-              "one link per pair of vertices; give a wider link with \"lanes\" or \"bandwidth\"");
-    }
+    check_first_link(seen, lr, l);
     t.links.push_back(std::move(l));
   }
   return t;
@@ -198,14 +205,11 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
                                                  file, max_node + 1, *nodes));
   }
   const auto& ls = array_of(r, "links");
-  std::set<std::pair<std::string, std::string>> seen;
+  LinkPairs seen;
   for (size_t i = 0; i < ls.size(); ++i) {
     ObjectReader lr(ls[i], file, fmt::format("/links/{}", i));
     auto l = read_link(lr, [&](const std::string& n) { return cluster.find_vertex(n) >= 0; });
-    if (!seen.emplace(std::minmax(l.a, l.b)).second) {
-      lr.fail("b", fmt::format("'{}' (a second {} - {} link)", l.b, l.a, l.b),
-              "one link per pair of vertices; give a wider link with \"lanes\" or \"bandwidth\"");
-    }
+    check_first_link(seen, lr, l);
     cluster.add_duplex_link(cluster.find_vertex(l.a), cluster.find_vertex(l.b), l.kind,
                             l.bandwidth_Bps, l.latency_s, l.label);
   }
@@ -256,8 +260,7 @@ Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
       t = read_template(nr, path);
       nr.finish();
     }
-    if (std::none_of(t.vertices.begin(), t.vertices.end(),
-                     [](const auto& v) { return v.kind == VertexKind::GPU; }))
+    if (t.num_gpus() == 0)
       r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
     GpuSpec gpu = read_gpu(r, path, preset_gpu);
     if (r.has("fabric")) {

@@ -21,6 +21,11 @@ void NodeTemplate::link(const std::string& a, const std::string& b, const std::s
   links.push_back(L{a, b, spec.kind, spec.lane_bandwidth_Bps * n, spec.latency_s, label});
 }
 
+int NodeTemplate::num_gpus() const {
+  return static_cast<int>(std::count_if(vertices.begin(), vertices.end(),
+                                        [](const V& v) { return v.kind == VertexKind::GPU; }));
+}
+
 void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node) {
   std::map<VertexKind, int> counts;
   std::map<std::string, VertexId, std::less<>> local;
@@ -91,8 +96,7 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) 
 
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
                       const FabricSpec& fabric) {
-  const auto per_node = std::count_if(t.vertices.begin(), t.vertices.end(),
-                                      [](const auto& v) { return v.kind == VertexKind::GPU; });
+  const auto per_node = static_cast<std::int64_t>(t.num_gpus());  // 64-bit: the product below
   if (static_cast<double>(per_node) * nodes > MAX_CLUSTER_GPUS) {
     throw ValidationError("--nodes",
                           fmt::format("--nodes: {} nodes x {} GPUs = {} GPUs exceed "
@@ -280,11 +284,6 @@ std::optional<int> resolve_nodes(const ClusterRequest& r, int gpus_per_node) {
   return nodes;
 }
 
-int template_gpus(const NodeTemplate& t) {
-  return static_cast<int>(std::count_if(t.vertices.begin(), t.vertices.end(),
-                                        [](const auto& v) { return v.kind == VertexKind::GPU; }));
-}
-
 }  // namespace
 
 Cluster load_cluster(const ClusterRequest& request) {
@@ -303,7 +302,7 @@ Cluster load_cluster(const ClusterRequest& request) {
     return read_cluster_json(request.spec, resolve_nodes(request, 1));  // no --gpus: 1 is unused
   }
   const PresetDefinition p = find_preset(request.spec);
-  const int nodes = resolve_nodes(request, template_gpus(p.node)).value_or(1);
+  const int nodes = resolve_nodes(request, p.node.num_gpus()).value_or(1);
   const std::string name = nodes > 1 ? fmt::format("{} x{}", p.name, nodes) : p.name;
   return build_cluster(name, find_gpu(p.gpu), p.node, nodes, p.fabric);
 }
