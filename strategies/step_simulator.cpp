@@ -257,6 +257,13 @@ double optimizer_bytes_per_param(const models::TrainingPlan& plan) {
   return 28 + copy;
 }
 
+// Task labels only feed the timeline (--trace): formatted only when it is kept.
+template <typename... Args>
+std::string task_label(bool keep, fmt::string_view format, const Args&... args) {
+  if (!keep) return {};
+  return fmt::vformat(format, fmt::make_format_args(args...));
+}
+
 struct Lowering {
   const SimulateOptions& options;
   topo::GpuCostModel gpu;
@@ -374,6 +381,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   R.simulated_gpus = static_cast<int>(replicas.size()) * p;
 
   sim::Engine& E = L.engine;
+  const bool keep_labels = options.keep_timeline;
   auto T = [](double s) { return sim::to_sim_time(s); };
 
   // Per stage: which passes finish a chunk's weight gradients (the last B, or W under
@@ -429,26 +437,30 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
     }
   }
 
-  // Model-parallel comm seconds per pass kind, per virtual stage (on the representative).
-  std::array<double, COMM_CLASSES> comm_total{};  // summed over representative stages
-  std::map<std::pair<int, int>, std::vector<int>> group_cache;
-  auto mp_group = [&](int rank, CommClass cls) -> const std::vector<int>& {
-    auto key = std::make_pair(rank, static_cast<int>(cls));
-    auto it = group_cache.find(key);
-    if (it != group_cache.end()) return it->second;
-    const Dim dim = cls == CommClass::TP ? Dim::TP : cls == CommClass::CP ? Dim::CP : Dim::EP;
-    return group_cache.emplace(key, L.index.group(rank, dim)).first->second;
+  // Model-parallel collectives of one comm list on one GPU's groups: each item's seconds and
+  // their sum, resolved once per GPU and list rather than once per pass.
+  struct ResolvedComm {
+    std::vector<double> item_s;
+    double total_s = 0;
   };
-  auto comm_list_seconds = [&](const std::vector<CommItem>& items, int rank,
-                               std::array<double, COMM_CLASSES>* by_class) {
-    double total = 0;
+  struct PassComm {
+    bool resolved = false;
+    ResolvedComm fwd, bwd;
+  };
+  auto resolve = [&](const std::vector<CommItem>& items, int rank) {
+    ResolvedComm r;
+    r.item_s.reserve(items.size());
     for (const auto& it : items) {
-      const double t = L.collective_seconds(it.cls, it.op, it.bytes, mp_group(rank, it.cls), {});
-      total += t;
-      if (by_class) (*by_class)[static_cast<int>(it.cls)] += t;
+      const Dim dim = it.cls == CommClass::TP   ? Dim::TP
+                      : it.cls == CommClass::CP ? Dim::CP
+                                                : Dim::EP;
+      const double t = L.collective_seconds(it.cls, it.op, it.bytes, L.index.group(rank, dim), {});
+      r.item_s.push_back(t);
+      r.total_s += t;
     }
-    return total;
+    return r;
   };
+  std::array<double, COMM_CLASSES> comm_total{};  // summed over representative stages
 
   // Tasks: each pass is a compute task, followed on the same stream by its model-parallel
   // collectives (Megatron runs them blocking on the compute stream).
@@ -468,82 +480,101 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
     const bool rep = ri == 0;
     for (int s = 0; s < p; ++s) {
       Gpu& g = gpus[ri][s];
+      // This GPU's comm lists, per chunk: [0] the whole chunk, [1 + u] unit u (resolved lazily).
+      std::vector<std::vector<PassComm>> comm(v);
+      auto comm_of = [&](int chunk, int slot, const PassCost& c) -> const PassComm& {
+        auto& per_chunk = comm[static_cast<size_t>(chunk)];
+        if (per_chunk.empty())
+          per_chunk.resize(1 + L.units[L.schedule.virtual_stage(s, chunk)].size());
+        PassComm& pc = per_chunk[static_cast<size_t>(slot)];
+        if (!pc.resolved) {
+          pc.fwd = resolve(c.fwd_comm, g.rank);
+          pc.bwd = resolve(c.bwd_comm, g.rank);
+          pc.resolved = true;
+        }
+        return pc;
+      };
       const auto& order = L.schedule.per_stage[s];
       for (int pi = 0; pi < static_cast<int>(order.size()); ++pi) {
         const Pass& pass = order[static_cast<size_t>(pi)];
         const int vs = L.schedule.virtual_stage(s, pass.chunk);
-        const bool split = split_pass(s, pi);
         std::array<double, COMM_CLASSES> by_class{};
-        auto* acc = rep ? &by_class : nullptr;
         double compute_s = 0, comm_s = 0;
-        int kind = 0;
         TaskId first = -1, last = -1;
-        auto add = [&](double seconds, const std::string& label) {
-          TaskId id = E.add_compute(g.compute, T(seconds), label);
+        // A task of `seconds` on the compute stream, its seconds counted into `busy_s` (the
+        // pass's compute or comm time).
+        auto add = [&](double seconds, double& busy_s, const char* what, const std::string* unit) {
+          const TaskId id =
+              E.add_compute(g.compute, T(seconds),
+                            task_label(keep_labels, "{} mb{} c{}{}{}", what, pass.micro_batch,
+                                       pass.chunk, unit ? " " : "", unit ? unit->c_str() : ""));
+          busy_s += seconds;
           if (first < 0) first = id;
           if (rep) {
             rep_compute[s].push_back(id);
             busy_ps[s] += T(seconds);
           }
           last = id;
-          return id;
         };
-        const std::string where = fmt::format("mb{} c{}", pass.micro_batch, pass.chunk);
-        // The work of one pass over `c` (a whole chunk, or one unit when split), labelled
-        // with `suffix`.
-        auto emit = [&](const PassCost& c, const std::string& suffix) {
+        // Seconds of a resolved comm list; the representative also counts them by kind.
+        auto comm_seconds = [&](const std::vector<CommItem>& items, const ResolvedComm& r) {
+          if (rep)
+            for (size_t i = 0; i < items.size(); ++i)
+              by_class[static_cast<int>(items[i].cls)] += r.item_s[i];
+          return r.total_s;
+        };
+        // The work of one pass over `c` (a whole chunk, or one unit when split; `unit` names
+        // it in the label).
+        auto emit = [&](const PassCost& c, const PassComm& pc, const std::string* unit) {
           switch (pass.kind) {
             case PassKind::FORWARD: {
-              compute_s += c.fwd_s;
-              add(c.fwd_s, "F " + where + suffix);
-              const double fc = comm_list_seconds(c.fwd_comm, g.rank, acc);
-              if (fc > 0) add(fc, "F-comm " + where + suffix);
-              comm_s += fc;
+              add(c.fwd_s, compute_s, "F", unit);
+              const double fc = comm_seconds(c.fwd_comm, pc.fwd);
+              if (fc > 0) add(fc, comm_s, "F-comm", unit);
               break;
             }
             case PassKind::BACKWARD:
             case PassKind::BACKWARD_INPUT: {
               if (c.recompute_s > 0) {
-                add(c.recompute_s, "R " + where + suffix);
-                compute_s += c.recompute_s;
+                add(c.recompute_s, compute_s, "R", unit);
                 if (plan.recompute == models::Recompute::FULL) {
-                  const double rc = comm_list_seconds(c.fwd_comm, g.rank, acc);
-                  if (rc > 0) add(rc, "R-comm " + where + suffix);
-                  comm_s += rc;
+                  const double rc = comm_seconds(c.fwd_comm, pc.fwd);
+                  if (rc > 0) add(rc, comm_s, "R-comm", unit);
                 }
               }
-              const double b =
-                  pass.kind == PassKind::BACKWARD ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s;
-              add(b, (pass.kind == PassKind::BACKWARD ? "B " : "Bi ") + where + suffix);
-              compute_s += b;
-              const double bc = comm_list_seconds(c.bwd_comm, g.rank, acc);
-              if (bc > 0) add(bc, "B-comm " + where + suffix);
-              comm_s += bc;
+              const bool full = pass.kind == PassKind::BACKWARD;
+              add(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, compute_s,
+                  full ? "B" : "Bi", unit);
+              const double bc = comm_seconds(c.bwd_comm, pc.bwd);
+              if (bc > 0) add(bc, comm_s, "B-comm", unit);
               break;
             }
             case PassKind::BACKWARD_WEIGHT:
-              add(c.bwd_weight_s, "W " + where + suffix);
-              compute_s += c.bwd_weight_s;
+              add(c.bwd_weight_s, compute_s, "W", unit);
               break;
           }
         };
-        if (split) {
+        if (split_pass(s, pi)) {
           const auto& us = L.units[static_cast<size_t>(vs)];
           auto& ut = g.units[static_cast<size_t>(pi)];
           ut.assign(us.size(), PassTasks{});
           const int n = static_cast<int>(us.size());
           for (int k = 0; k < n; ++k) {
             const int u = pass.kind == PassKind::FORWARD ? k : n - 1 - k;
+            const Unit& unit = us[static_cast<size_t>(u)];
             first = -1;
-            emit(us[static_cast<size_t>(u)].cost, " " + us[static_cast<size_t>(u)].name);
+            emit(unit.cost, comm_of(pass.chunk, 1 + u, unit.cost), &unit.name);
             ut[static_cast<size_t>(u)] = {first, last};
           }
           // The pass begins with the first unit in execution order.
           first = ut[static_cast<size_t>(pass.kind == PassKind::FORWARD ? 0 : n - 1)].first;
         } else {
-          emit(L.chunk_cost[static_cast<size_t>(vs)], "");
+          const PassCost& c = L.chunk_cost[static_cast<size_t>(vs)];
+          emit(c, comm_of(pass.chunk, 0, c), nullptr);
         }
-        kind = pass.kind == PassKind::FORWARD ? 0 : pass.kind == PassKind::BACKWARD_WEIGHT ? 2 : 1;
+        const int kind = pass.kind == PassKind::FORWARD           ? 0
+                         : pass.kind == PassKind::BACKWARD_WEIGHT ? 2
+                                                                  : 1;
         pass_tasks[ri][key(kind, pass.micro_batch, vs)] = {first, last};
         all_pass_tasks.push_back(last);
         if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT ||
@@ -576,8 +607,8 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           t.src_rank = dir == 0 ? r0 : r1;
           t.dst_rank = dir == 0 ? r1 : r0;
           t.bytes = act_bytes;
-          t.label = fmt::format("{} mb{} vs{}->{}", dir == 0 ? "send-act" : "send-grad", mb,
-                                dir == 0 ? vs : vs + 1, dir == 0 ? vs + 1 : vs);
+          t.label = task_label(keep_labels, "{} mb{} vs{}->{}", dir == 0 ? "send-act" : "send-grad",
+                               mb, dir == 0 ? vs : vs + 1, dir == 0 ? vs + 1 : vs);
           const TaskId tr = E.add_transfer(t, {from.last});
           E.add_dependency(tr, to.first);
           if (ri == 0) pp_tasks.push_back(tr);
@@ -662,7 +693,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           for (auto b = bs.rbegin(); b != bs.rend(); ++b) {
             const auto ids =
                 collective(sim::CollectiveOp::ALL_GATHER, b->params * param_bytes,
-                           fmt::format("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, {});
+                           task_label(keep_labels, "dp-ag c{} L{}-{}", c, b->lo, b->hi), false, {});
             for (size_t k = 0; k < members.size(); ++k)
               E.add_dependency(ids[k], unit_task(members[k], first_forward[s][c], b->lo).first);
             for (size_t k = 0; k < members.size(); ++k)
@@ -683,10 +714,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
               deps.push_back(plan.overlap_grad_reduce
                                  ? unit_task(rj, final_pass[s][c], b.lo).last
                                  : gpus[static_cast<size_t>(rj)][s].last_backward);
-            add_reduced(collective(
-                op, b.params * grad_bytes_per_param,
-                fmt::format("dp-{} c{} L{}-{}", zero_sharded ? "rs" : "ar", c, b.lo, b.hi), false,
-                deps));
+            add_reduced(collective(op, b.params * grad_bytes_per_param,
+                                   task_label(keep_labels, "dp-{} c{} L{}-{}",
+                                              zero_sharded ? "rs" : "ar", c, b.lo, b.hi),
+                                   false, deps));
           }
         }
       }
@@ -719,10 +750,11 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           if (i >= static_cast<size_t>(ahead))
             for (int rj : members)
               deps.push_back(unit_task(rj, uses[i - ahead].first, uses[i - ahead].second).last);
-          const auto ids = collective(sim::CollectiveOp::ALL_GATHER, unit.cost.params * param_bytes,
-                                      fmt::format("dp-ag {} mb{} c{} {}", to_string(pass.kind),
-                                                  pass.micro_batch, pass.chunk, unit.name),
-                                      true, deps);
+          const auto ids =
+              collective(sim::CollectiveOp::ALL_GATHER, unit.cost.params * param_bytes,
+                         task_label(keep_labels, "dp-ag {} mb{} c{} {}", to_string(pass.kind),
+                                    pass.micro_batch, pass.chunk, unit.name),
+                         true, deps);
           for (size_t k = 0; k < members.size(); ++k)
             E.add_dependency(ids[k], unit_task(members[k], pi, u).first);
           for (size_t k = 0; k < members.size(); ++k)
@@ -735,10 +767,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           if (unit.cost.params <= 0) continue;
           std::vector<TaskId> deps;
           for (int rj : members) deps.push_back(unit_task(rj, pi, u).last);
-          add_reduced(
-              collective(sim::CollectiveOp::REDUCE_SCATTER, unit.cost.params * grad_bytes_per_param,
-                         fmt::format("dp-rs mb{} c{} {}", pass.micro_batch, pass.chunk, unit.name),
-                         false, deps));
+          add_reduced(collective(
+              sim::CollectiveOp::REDUCE_SCATTER, unit.cost.params * grad_bytes_per_param,
+              task_label(keep_labels, "dp-rs mb{} c{} {}", pass.micro_batch, pass.chunk, unit.name),
+              false, deps));
         }
       }
 
@@ -768,7 +800,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           const auto& bs = buckets[c];
           for (auto b = bs.rbegin(); b != bs.rend(); ++b)
             collective(sim::CollectiveOp::ALL_GATHER, b->params * param_bytes,
-                       fmt::format("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, opts);
+                       task_label(keep_labels, "dp-ag c{} L{}-{}", c, b->lo, b->hi), false, opts);
         }
       }
     }
