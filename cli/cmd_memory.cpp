@@ -62,21 +62,20 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   const models::BytesPerParameter& b = r.bytes_per_param;
   const double group = static_cast<double>(plan.dp) * plan.cp;
   const models::BytesPerParameter z = models::sharded_bytes_per_parameter(plan, plan.zero, group);
+  std::string experts;
+  if (model.is_moe() && plan.ep > 1) {
+    const double expert_group = group / plan.ep;
+    experts = fmt::format(
+        " (experts over dp x cp / ep = {}: {})", expert_group,
+        fmt_bpp(models::sharded_bytes_per_parameter(plan, plan.zero, expert_group).total()));
+  }
   out += fmt::format(
       "bytes/param: weights {}{} + gradients {} + optimizer {} (master {} + states {}) = {}; "
-      "after ZeRO-{} over dp x cp = {}: {}\n\n",
+      "after ZeRO-{} over dp x cp = {}: {}{}\n\n",
       fmt_bpp(b.weights),
       b.fp8_cache > 0 ? fmt::format(" + fp8 cache {}", fmt_bpp(b.fp8_cache)) : "",
       fmt_bpp(b.gradients), fmt_bpp(b.optimizer()), fmt_bpp(b.master), fmt_bpp(b.states),
-      fmt_bpp(b.total()), plan.zero, group, fmt_bpp(z.total()));
-  if (model.is_moe() && plan.ep > 1) {
-    const double expert_group = group / plan.ep;
-    out.insert(
-        out.size() - 2,
-        fmt::format(
-            " (experts over dp x cp / ep = {}: {})", expert_group,
-            fmt_bpp(models::sharded_bytes_per_parameter(plan, plan.zero, expert_group).total())));
-  }
+      fmt_bpp(b.total()), plan.zero, group, fmt_bpp(z.total()), experts);
 
   Table table({"stage", "layers", "params/GPU", "weights", "gradients", "optimizer", "activations",
                "other", "total", "capacity", "fits"});
@@ -123,28 +122,31 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
 
 OrderedJson render_json_results(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                 const models::MemoryReport& r, std::optional<double> capacity) {
-  OrderedJson res =
-      memory_report_json(r, capacity, [&](const models::StageMemory& s, OrderedJson& j) {
-        j["stage"] = s.stage;
-        j["layers"] = s.layers.size();
-        j["first_layer"] = s.layers.empty() ? -1 : s.layers.front();
-        j["expert_parameters"] = s.expert_parameters;
-        if (capacity) j["fits"] = s.total_bytes <= *capacity;
-        OrderedJson acts;
-        acts["layer_bytes_per_microbatch"] = s.layer_activation_bytes;
-        acts["inflight_microbatches"] = s.inflight_microbatches;
-        acts["embedding_bytes"] = s.embedding_activation_bytes;
-        acts["head_bytes"] = s.head_activation_bytes;
-        acts["logits_bytes"] = s.logits_bytes;
-        acts["recompute_working_bytes"] = s.recompute_working_bytes;
-        j["activations"] = acts;
-        OrderedJson other;
-        other["cuda_context_bytes"] = s.other.cuda_context_bytes;
-        other["comm_buffer_bytes"] = s.other.comm_buffer_bytes;
-        other["fragmentation_bytes"] = s.other.fragmentation_bytes;
-        j["other"] = other;
-        j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
-      });
+  OrderedJson res = memory_report_json(r, capacity);
+  // The contract fields of each stage, then what `loom memory` adds.
+  for (size_t i = 0; i < r.stages.size(); ++i) {
+    const models::StageMemory& s = r.stages[i];
+    OrderedJson& j = res["per_stage"][i];
+    j["stage"] = s.stage;
+    j["layers"] = s.layers.size();
+    j["first_layer"] = s.layers.empty() ? -1 : s.layers.front();
+    j["expert_parameters"] = s.expert_parameters;
+    if (capacity) j["fits"] = s.total_bytes <= *capacity;
+    OrderedJson acts;
+    acts["layer_bytes_per_microbatch"] = s.layer_activation_bytes;
+    acts["inflight_microbatches"] = s.inflight_microbatches;
+    acts["embedding_bytes"] = s.embedding_activation_bytes;
+    acts["head_bytes"] = s.head_activation_bytes;
+    acts["logits_bytes"] = s.logits_bytes;
+    acts["recompute_working_bytes"] = s.recompute_working_bytes;
+    j["activations"] = acts;
+    OrderedJson other;
+    other["cuda_context_bytes"] = s.other.cuda_context_bytes;
+    other["comm_buffer_bytes"] = s.other.comm_buffer_bytes;
+    other["fragmentation_bytes"] = s.other.fragmentation_bytes;
+    j["other"] = other;
+    j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
+  }
   res["active_parameters"] = models::count_parameters(model).active;
   res["peak_stage"] = r.peak_stage;
   const models::BytesPerParameter& b = r.bytes_per_param;
