@@ -1,7 +1,9 @@
 #include "cli/memory_json.hpp"
 
 namespace loom::cli {
+namespace {
 
+// One stage's contract fields, in bytes (parameters in parameters).
 OrderedJson memory_stage_json(const models::StageMemory& s) {
   OrderedJson j;
   j["parameters"] = s.parameters;
@@ -14,20 +16,16 @@ OrderedJson memory_stage_json(const models::StageMemory& s) {
   return j;
 }
 
-OrderedJson memory_report_json(
-    const models::MemoryReport& r, std::optional<double> capacity,
-    const std::function<void(const models::StageMemory&, OrderedJson&)>& add_stage_fields) {
+}  // namespace
+
+OrderedJson memory_report_json(const models::MemoryReport& r, std::optional<double> capacity) {
   OrderedJson res;
   res["parameters"] = r.parameters;
   res["capacity_bytes"] = capacity ? OrderedJson(*capacity) : OrderedJson(nullptr);
   res["fits"] = capacity ? OrderedJson(r.peak_bytes <= *capacity) : OrderedJson(nullptr);
   res["peak_bytes"] = r.peak_bytes;
   OrderedJson stages = OrderedJson::array();
-  for (const auto& s : r.stages) {
-    OrderedJson j = memory_stage_json(s);
-    if (add_stage_fields) add_stage_fields(s, j);
-    stages.push_back(std::move(j));
-  }
+  for (const auto& s : r.stages) stages.push_back(memory_stage_json(s));
   res["per_stage"] = std::move(stages);
   return res;
 }
