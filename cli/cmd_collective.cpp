@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "sim/engine.hpp"
@@ -282,14 +283,11 @@ Command add_collective_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "collective", "simulate one collective over a range of message sizes (nccl-tests columns)");
   add_cluster_flags(*app, flags->cluster);
-  app->add_option(
-         "--op", flags->op,
-         "operation: " +
-             [] {
-               std::string s;
-               for (const auto& n : sim::collective_op_names()) s += (s.empty() ? "" : ", ") + n;
-               return s;
-             }())
+  // Help lists come from the registries, so they name exactly what the parsers accept.
+  std::vector<std::string> algorithms, modes;
+  for (const auto& info : sim::collective_algorithms()) algorithms.push_back(info.name);
+  for (const auto& mode : sim::network_modes()) modes.push_back(mode.first);
+  app->add_option("--op", flags->op, "operation: " + join(sim::collective_op_names(), ", "))
       ->required();
   app->add_option("--ranks", flags->ranks, "use global ranks 0..N-1 (default: every GPU)")
       ->each([flags](const std::string&) { flags->ranks_given = true; });
@@ -302,11 +300,9 @@ Command add_collective_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--root", flags->root, "root index within the group for rooted ops")
       ->capture_default_str();
-  app->add_option("--algo", flags->algo,
-                  "algorithm (auto, ring, tree, direct, master_worker, "
-                  "halving_doubling, hierarchical, nvls)")
+  app->add_option("--algo", flags->algo, "algorithm (" + join(algorithms, ", ") + ")")
       ->capture_default_str();
-  app->add_option("--network", flags->network, "network model: flow, analytical, ideal")
+  app->add_option("--network", flags->network, "network model: " + join(modes, ", "))
       ->capture_default_str();
   add_format_flag(*app, flags->format, {"table", "json"});
   command.app = app;
