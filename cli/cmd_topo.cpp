@@ -24,9 +24,6 @@ struct TopoOptions {
   std::vector<int> path;
 };
 
-struct LinkGroup {
-  int count = 0;
-};
 using LinkKey = std::tuple<std::string, std::string, double, double>;  // kind, label, bw, lat
 
 // Duplex links grouped by kind, label, bandwidth and latency (sorted: deterministic).
@@ -45,11 +42,6 @@ std::map<topo::VertexKind, int> vertex_counts(const topo::Cluster& c) {
   return counts;
 }
 
-int count_kind(const topo::Cluster& c, topo::VertexKind kind) {
-  auto counts = vertex_counts(c);
-  return counts.count(kind) ? counts[kind] : 0;
-}
-
 std::string ratio(double r) {
   return fmt::format("{:g}:1", r);
 }
@@ -57,6 +49,11 @@ std::string ratio(double r) {
 int run_summary(const topo::Cluster& c, Format format) {
   const double injection = c.injection_bandwidth_Bps(0);
   const double bisection = c.bisection_bandwidth_Bps();
+  const std::map<topo::VertexKind, int> counts = vertex_counts(c);
+  auto count_kind = [&](topo::VertexKind kind) {
+    auto it = counts.find(kind);
+    return it == counts.end() ? 0 : it->second;
+  };
   if (format == Format::JSON) {
     OrderedJson results;
     results["gpus"] = c.num_gpus();
@@ -68,7 +65,7 @@ int run_summary(const topo::Cluster& c, Format format) {
                       {"bf16_flops", c.gpu.bf16_flops},
                       {"source", c.gpu.source}};
     OrderedJson vertices = OrderedJson::object();
-    for (auto [kind, n] : vertex_counts(c)) vertices[topo::to_string(kind)] = n;
+    for (auto [kind, n] : counts) vertices[topo::to_string(kind)] = n;
     results["vertices"] = vertices;
     OrderedJson links = OrderedJson::array();
     for (const auto& [key, n] : link_groups(c)) {
@@ -87,8 +84,8 @@ int run_summary(const topo::Cluster& c, Format format) {
     if (c.has_fabric()) {
       results["fabric"] = {{"topology", "rail-optimised fat-tree"},
                            {"link", c.fabric_link},
-                           {"leaves", count_kind(c, topo::VertexKind::LEAF)},
-                           {"spines", count_kind(c, topo::VertexKind::SPINE)},
+                           {"leaves", count_kind(topo::VertexKind::LEAF)},
+                           {"spines", count_kind(topo::VertexKind::SPINE)},
                            {"oversubscription", c.oversubscription}};
     } else {
       results["fabric"] = nullptr;
@@ -116,8 +113,8 @@ int run_summary(const topo::Cluster& c, Format format) {
     out += fmt::format(
         "fabric: {} rail-optimised fat-tree, {} leaves (one per rail), {} spines, "
         "oversubscription {}\n",
-        c.fabric_link, count_kind(c, topo::VertexKind::LEAF),
-        count_kind(c, topo::VertexKind::SPINE), ratio(c.oversubscription));
+        c.fabric_link, count_kind(topo::VertexKind::LEAF), count_kind(topo::VertexKind::SPINE),
+        ratio(c.oversubscription));
     out +=
         fmt::format("injection bandwidth: {} per GPU per direction\n", format_bandwidth(injection));
   } else {
@@ -126,8 +123,7 @@ int run_summary(const topo::Cluster& c, Format format) {
   out += fmt::format("bisection bandwidth: {} per direction\n\n", format_bandwidth(bisection));
   Table vertices({"vertex kind", "count"});
   vertices.align_left(0);
-  for (auto [kind, n] : vertex_counts(c))
-    vertices.add_row({topo::to_string(kind), std::to_string(n)});
+  for (auto [kind, n] : counts) vertices.add_row({topo::to_string(kind), std::to_string(n)});
   out += vertices.render() + "\n";
   Table links({"link kind", "label", "count", "bandwidth/dir", "latency"});
   links.align_left(0);
@@ -165,6 +161,9 @@ int run_dot(const topo::Cluster& c) {
   out += "graph loom {\n  graph [overlap=false, fontname=\"Helvetica\"];\n";
   out += "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontsize=8];\n";
   std::map<int, std::vector<topo::VertexId>> by_node;
+  std::vector<int> rank_of(c.vertices().size(), -1);
+  for (int r = 0; r < c.num_gpus(); ++r)
+    rank_of[static_cast<size_t>(c.gpus()[static_cast<size_t>(r)])] = r;
   for (size_t v = 0; v < c.vertices().size(); ++v)
     by_node[c.vertices()[v].node].push_back(static_cast<topo::VertexId>(v));
   for (const auto& [node, ids] : by_node) {
@@ -175,8 +174,7 @@ int run_dot(const topo::Cluster& c) {
       const auto& v = c.vertex(id);
       std::string label = v.name.substr(v.name.find('/') + 1);
       if (v.kind == topo::VertexKind::GPU)
-        label += fmt::format("\\nrank {}",
-                             std::find(c.gpus().begin(), c.gpus().end(), id) - c.gpus().begin());
+        label += fmt::format("\\nrank {}", rank_of[static_cast<size_t>(id)]);
       if (v.in_switch_reduce) label += "\\nNVLS";
       out += fmt::format("{}\"{}\" [label=\"{}\", shape={}];\n", indent, v.name, label,
                          dot_shape(v.kind));
