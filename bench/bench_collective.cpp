@@ -40,7 +40,7 @@ void run(const loom::topo::Cluster& cluster, loom::sim::NetworkMode mode, bool m
       engine.network_stats().flows, engine.network_stats().rate_solves,
       engine.network_stats().components_solved, engine.network_stats().flows_resolved,
       engine.network_stats().active_at_solves, engine.network_stats().memo_hits, sim_s * 1e3,
-      spec.request.bytes / sim_s / 1e9 * 2.0 * (n - 1) / n);
+      spec.request.bytes / sim_s / 1e9 * sim::bus_bandwidth_factor(spec.request.op, n));
 }
 
 // 64 concurrent ring all-reduces on overlapping groups: group g takes GPU g%8 (rail g%8) of
