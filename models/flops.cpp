@@ -36,9 +36,6 @@ struct Ctx {
                                                   : 2.0),
         flash(plan.flash_attention) {}
 
-  double norm_params(double width) const {
-    return m.norm == NormKind::LAYERNORM ? 2 * width : width;
-  }
   // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
   // is `bytes`: an all-reduce, a reduce-scatter with SP, none without TP.
   void tp_reduce(OpCost& op, double bytes) const {
@@ -91,7 +88,7 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
   // Normalisation keeps its input for backward; it runs on the sequence-parallel shard.
   double bytes = c.act * tokens * width;
   OpCost op = elementwise(std::move(name), bytes, bytes, bytes, 5 * tokens * width);
-  op.params = c.norm_params(width);
+  op.params = c.m.norm_params(width);
   return op;
 }
 

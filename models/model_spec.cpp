@@ -52,10 +52,6 @@ void require_at_most(std::int64_t value, std::int64_t max, const char* field) {
   }
 }
 
-double norm_params(const ModelSpec& m, std::int64_t width) {
-  return m.norm == NormKind::LAYERNORM ? 2.0 * width : 1.0 * width;
-}
-
 // One MLP block of intermediate size f: SwiGLU has gate, up and down; GELU has up and down.
 double mlp_params(const ModelSpec& m, std::int64_t f) {
   const double h = static_cast<double>(m.hidden);
@@ -177,7 +173,7 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
       p.attention += qkv;
     if (m.qk_norm) p.attention_norms = 2.0 * m.head_dim;
   }
-  p.norms = 2 * norm_params(m, m.hidden);
+  p.norms = 2 * m.norm_params(h);
   if (m.is_moe_layer(layer_index)) {
     p.router = h * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0) +
                (m.moe.shared_expert_gate ? h : 0.0);
@@ -198,7 +194,7 @@ ParameterCounts count_parameters(const ModelSpec& m) {
   } else {
     c.embedding = h * m.vocab + h * m.max_position_embeddings;
     c.lm_head = m.tied_embeddings ? 0.0 : h * m.vocab;
-    c.final_norm = norm_params(m, m.hidden);
+    c.final_norm = m.norm_params(h);
   }
   c.total = c.embedding + c.lm_head + c.final_norm;
   c.active = c.total;

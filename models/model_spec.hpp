@@ -79,6 +79,8 @@ struct ModelSpec {
   std::int64_t v_width() const;
   /// Width of the attention output before the output projection (heads x value dim).
   std::int64_t attn_out_width() const;
+  /// Parameters of one norm over `width` features: a scale (RMSNorm), or scale and bias.
+  double norm_params(double width) const { return norm == NormKind::LAYERNORM ? 2 * width : width; }
   /// FFN size of one shared expert.
   std::int64_t shared_ffn() const { return moe.shared_ffn > 0 ? moe.shared_ffn : moe.expert_ffn; }
 };
