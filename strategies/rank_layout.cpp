@@ -29,7 +29,8 @@ std::string to_string(Dim dim) {
 }
 
 std::vector<Dim> parse_order(std::string_view order) {
-  static const std::vector<std::string> names = {"tp", "cp", "ep", "dp", "pp"};
+  // The dimensions an order names (EDP follows from EP and DP).
+  constexpr Dim ORDERABLE[] = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};
   std::vector<Dim> dims;
   std::stringstream in{std::string(order)};
   std::string item;
@@ -40,18 +41,17 @@ std::vector<Dim> parse_order(std::string_view order) {
                                        order, why));
   };
   while (std::getline(in, item, '-')) {
-    auto it = std::find(names.begin(), names.end(), item);
-    if (it == names.end()) throw bad(fmt::format("unknown dimension '{}'", item));
-    Dim d = static_cast<Dim>(it - names.begin());
+    auto it = std::find_if(std::begin(ORDERABLE), std::end(ORDERABLE),
+                           [&](Dim d) { return to_string(d) == item; });
+    if (it == std::end(ORDERABLE)) throw bad(fmt::format("unknown dimension '{}'", item));
+    const Dim d = *it;
     if (std::find(dims.begin(), dims.end(), d) != dims.end())
       throw bad(fmt::format("'{}' given twice", item));
     dims.push_back(d);
   }
   if (dims.empty()) throw bad("empty");
-  for (size_t i = 0; i < names.size(); ++i) {
-    Dim d = static_cast<Dim>(i);
+  for (Dim d : ORDERABLE)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
-  }
   return dims;
 }
 
