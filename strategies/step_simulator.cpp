@@ -329,7 +329,6 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   const int p = plan.pp, v = plan.vpp;
   const int m = static_cast<int>(plan.micro_batches());
   L.schedule = build_schedule(plan.schedule, p, m, v);
-  const bool split_backward = plan.schedule == models::Schedule::ZERO_BUBBLE;
   const bool dp_comm = plan.dp > 1;
   const bool fsdp = dp_comm && plan.zero >= 3;
   const bool zero_sharded = plan.zero >= 1;
@@ -384,6 +383,11 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   const bool keep_labels = options.keep_timeline;
   auto T = [](double s) { return sim::to_sim_time(s); };
 
+  // A B pass, or a W pass under zero-bubble (whose Bi computes no weight gradients), ends the
+  // weight gradients of its micro-batch and chunk.
+  auto ends_weight_grads = [](const Pass& pass) {
+    return pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT;
+  };
   // Per stage: which passes finish a chunk's weight gradients (the last B, or W under
   // zero-bubble) and which is a chunk's first forward.
   std::vector<std::vector<int>> final_pass(p, std::vector<int>(v, -1));
@@ -394,9 +398,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
       const Pass& pass = order[static_cast<size_t>(i)];
       if (pass.kind == PassKind::FORWARD && first_forward[s][pass.chunk] < 0)
         first_forward[s][pass.chunk] = i;
-      if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT ||
-          (pass.kind == PassKind::BACKWARD_INPUT && !split_backward))
-        final_pass[s][pass.chunk] = i;
+      if (ends_weight_grads(pass)) final_pass[s][pass.chunk] = i;
     }
   }
   // Passes lowered unit by unit (one task per unit and its collectives) so that DP work can
@@ -464,17 +466,28 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
 
   // Tasks: each pass is a compute task, followed on the same stream by its model-parallel
   // collectives (Megatron runs them blocking on the compute stream).
-  // key: (kind F/B, mb, vs) -> per replica task of the pass (for cross-stage deps)
+  // key: (kind F/B or Bi, mb, vs) -> per replica task of the pass (for cross-stage deps)
   const int vstages = p * v;
   auto key = [&](int kind, int mb, int vs) {
     return (static_cast<size_t>(kind) * m + mb) * vstages + vs;
   };
   std::vector<std::vector<PassTasks>> pass_tasks(
-      replicas.size(), std::vector<PassTasks>(static_cast<size_t>(3) * m * vstages));
-  std::vector<double> busy_compute(p, 0), busy_comm(p, 0);
-  std::vector<SimTime> busy_ps(p, 0);  // the representative's compute-stream busy time
+      replicas.size(), std::vector<PassTasks>(static_cast<size_t>(2) * m * vstages));
   std::vector<TaskId> all_pass_tasks;
-  std::vector<std::vector<TaskId>> rep_compute(p);  // representative compute-stream tasks
+  // What the report measures on the representative GPU of each stage.
+  struct RepStage {
+    std::vector<TaskId> compute;  // its compute-stream tasks (passes, then the optimizer)
+    double compute_s = 0;         // pass compute seconds
+    double comm_s = 0;            // blocking model-parallel comm seconds
+    // The passes' busy time (compute + comm) summed in integer picoseconds, the durations the
+    // engine ran, so that a stage that never idles shows exactly zero bubble (summing seconds
+    // leaves rounding residue).
+    SimTime busy_ps = 0;
+    std::vector<TaskId> dp;      // its DP collectives
+    std::vector<TaskId> gather;  // of which parameter gathers compute waits on
+    double dp_bytes = 0;         // ZeRO paper Sec. 7 volume per GPU
+  };
+  std::vector<RepStage> reps(static_cast<size_t>(p));
 
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
     const bool rep = ri == 0;
@@ -511,8 +524,8 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           busy_s += seconds;
           if (first < 0) first = id;
           if (rep) {
-            rep_compute[s].push_back(id);
-            busy_ps[s] += T(seconds);
+            reps[s].compute.push_back(id);
+            reps[s].busy_ps += T(seconds);
           }
           last = id;
         };
@@ -572,17 +585,14 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           const PassCost& c = L.chunk_cost[static_cast<size_t>(vs)];
           emit(c, comm_of(pass.chunk, 0, c), nullptr);
         }
-        const int kind = pass.kind == PassKind::FORWARD           ? 0
-                         : pass.kind == PassKind::BACKWARD_WEIGHT ? 2
-                                                                  : 1;
-        pass_tasks[ri][key(kind, pass.micro_batch, vs)] = {first, last};
+        if (pass.kind != PassKind::BACKWARD_WEIGHT)  // W has no cross-stage dependency
+          pass_tasks[ri][key(pass.kind == PassKind::FORWARD ? 0 : 1, pass.micro_batch, vs)] = {
+              first, last};
         all_pass_tasks.push_back(last);
-        if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT ||
-            (pass.kind == PassKind::BACKWARD_INPUT && !split_backward))
-          g.last_backward = last;
+        if (ends_weight_grads(pass)) g.last_backward = last;
         if (rep) {
-          busy_compute[s] += compute_s;
-          busy_comm[s] += comm_s;
+          reps[s].compute_s += compute_s;
+          reps[s].comm_s += comm_s;
           for (int k = 0; k < COMM_CLASSES; ++k) comm_total[k] += by_class[k];
         }
       }
@@ -623,9 +633,6 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   const double grad_bytes_per_param = plan.grad_dtype == models::GradDtype::FP32 ? 4.0 : 2.0;
   const double param_bytes = plan.precision == models::Precision::FP32 ? 4.0 : 2.0;
   const double bucket_params = std::max(1.0, plan.dp_bucket_bytes / grad_bytes_per_param);
-  std::vector<std::vector<TaskId>> rep_dp(p);      // the representative's DP collectives
-  std::vector<std::vector<TaskId>> rep_gather(p);  // of which parameter gathers compute waits on
-  std::vector<double> rep_dp_bytes(p, 0);          // ZeRO paper Sec. 7 volume per GPU
   for (int s = 0; s < p; ++s) {
     std::vector<std::vector<Bucket>> buckets(v);
     if (dp_comm && !fsdp)
@@ -669,10 +676,10 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
         for (int rj : members) {
           const Gpu& h = gpus[static_cast<size_t>(rj)][s];
           ids.push_back(E.add_compute(gather_stream ? h.ag : h.dp, T(seconds), label, deps));
-          if (rj == 0) rep_dp[s].push_back(ids.back());
+          if (rj == 0) reps[s].dp.push_back(ids.back());
         }
         if (std::find(members.begin(), members.end(), 0) != members.end())
-          rep_dp_bytes[s] += (op == sim::CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * bytes;
+          reps[s].dp_bytes += (op == sim::CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * bytes;
         return ids;
       };
       auto unit_task = [&](int rj, int pass_index, int unit) -> const PassTasks& {
@@ -697,7 +704,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
             for (size_t k = 0; k < members.size(); ++k)
               E.add_dependency(ids[k], unit_task(members[k], first_forward[s][c], b->lo).first);
             for (size_t k = 0; k < members.size(); ++k)
-              if (members[k] == 0) rep_gather[s].push_back(ids[k]);
+              if (members[k] == 0) reps[s].gather.push_back(ids[k]);
           }
         }
       }
@@ -758,7 +765,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           for (size_t k = 0; k < members.size(); ++k)
             E.add_dependency(ids[k], unit_task(members[k], pi, u).first);
           for (size_t k = 0; k < members.size(); ++k)
-            if (members[k] == 0) rep_gather[s].push_back(ids[k]);
+            if (members[k] == 0) reps[s].gather.push_back(ids[k]);
         }
         for (const auto& [pi, u] : grads) {
           const Pass& pass = order[static_cast<size_t>(pi)];
@@ -791,7 +798,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
         opts.push_back(opt);
         if (rj == 0) {
           R.optimizer_time_s += opt_s / p;
-          rep_compute[s].push_back(opt);
+          reps[s].compute.push_back(opt);
         }
       }
       if (dp_comm && !fsdp && zero_sharded && !plan.overlap_param_gather) {
@@ -850,18 +857,17 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   double bubble = pipeline_end, compute = 0, mp_comm = 0;
   for (int s = 0; s < p; ++s) {
     std::vector<std::pair<SimTime, SimTime>> busy;
-    for (TaskId t : rep_compute[s]) busy.push_back({E.start(t), E.finish(t)});
+    const RepStage& rs = reps[static_cast<size_t>(s)];
+    for (TaskId t : rs.compute) busy.push_back({E.start(t), E.finish(t)});
     std::sort(busy.begin(), busy.end());
-    for (TaskId t : rep_dp[s]) dp_total += sim::to_seconds(E.finish(t) - E.start(t));
-    dp_exposed += idle_union_s(rep_dp[s], busy, E.makespan());
-    const double gather_wait = idle_union_s(rep_gather[s], busy, pipeline_end_ps);
-    // Busy time summed in integer picoseconds (the durations the engine ran), so a stage that
-    // never idles shows exactly zero bubble; summing seconds leaves rounding residue.
-    bubble = std::min(bubble, sim::to_seconds(pipeline_end_ps - busy_ps[s]) - gather_wait);
-    compute += busy_compute[s];
-    mp_comm += busy_comm[s];
-    dp_bytes += rep_dp_bytes[s];
-    dp_count += static_cast<std::int64_t>(rep_dp[s].size());
+    for (TaskId t : rs.dp) dp_total += sim::to_seconds(E.finish(t) - E.start(t));
+    dp_exposed += idle_union_s(rs.dp, busy, E.makespan());
+    const double gather_wait = idle_union_s(rs.gather, busy, pipeline_end_ps);
+    bubble = std::min(bubble, sim::to_seconds(pipeline_end_ps - rs.busy_ps) - gather_wait);
+    compute += rs.compute_s;
+    mp_comm += rs.comm_s;
+    dp_bytes += rs.dp_bytes;
+    dp_count += static_cast<std::int64_t>(rs.dp.size());
   }
   compute /= p;
   mp_comm /= p;
