@@ -70,7 +70,7 @@ int run_presets(const PresetsOptions& o) {
     if (&kind != &kinds.back()) text += "\n";
     results[kind] = std::move(list);
   }
-  if (o.format == "json") {
+  if (parse_format(o.format) == Format::JSON) {
     std::cout << render_document(
         make_document(OrderedJson{{"kind", o.kind.empty() ? "all" : o.kind}}, std::move(results)));
   } else {
