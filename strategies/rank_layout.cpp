@@ -189,7 +189,6 @@ int RankLayout::coordinate(int rank, Dim dim) const {
 bool RankLayout::group_on_nvlink(const std::vector<int>& group, const topo::Cluster& cluster) {
   if (group.empty()) return true;
   const int domain = cluster.nvlink_domain(group.front());
-  if (group.size() > 1 && cluster.nvlink_domain_size(group.front()) < 2) return false;
   return std::all_of(group.begin(), group.end(),
                      [&](int r) { return cluster.nvlink_domain(r) == domain; });
 }
