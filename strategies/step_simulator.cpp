@@ -665,6 +665,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
         for (int peer : L.index.group(g.rank, Dim::CP))
           if (peer != g.rank) concurrent.push_back(L.index.group(peer, Dim::DP));
       }
+      const bool has_rep = std::find(members.begin(), members.end(), 0) != members.end();
       // One collective over the group. Its duration is the sim's cost of that collective on the
       // real group over the routed topology with the identical concurrent groups' flows (as
       // for TP); it runs as a task of that duration on every simulated member's dp (or ag)
@@ -678,8 +679,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
           ids.push_back(E.add_compute(gather_stream ? h.ag : h.dp, T(seconds), label, deps));
           if (rj == 0) reps[s].dp.push_back(ids.back());
         }
-        if (std::find(members.begin(), members.end(), 0) != members.end())
-          reps[s].dp_bytes += (op == sim::CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * bytes;
+        if (has_rep) reps[s].dp_bytes += (op == sim::CollectiveOp::ALL_REDUCE ? 2.0 : 1.0) * bytes;
         return ids;
       };
       auto unit_task = [&](int rj, int pass_index, int unit) -> const PassTasks& {
