@@ -3,8 +3,10 @@
 // Target: routing the ring in under 1 s.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "topologies/cluster_presets.hpp"
 
