@@ -78,7 +78,8 @@ PlanFlags import_plan_json(const std::string& path) {
 
 namespace {
 
-// Megatron-LM flags that set something loom models.
+// Megatron-LM flags loom knows: those that set something loom models, those that describe the
+// model, and those accepted and ignored.
 enum class MegatronArg {
   TP,
   PP,
@@ -103,7 +104,10 @@ enum class MegatronArg {
   FLASH,
   OPTIMIZER,
   GRAD_FP32,
-  BUCKET
+  BUCKET,
+  MODEL_SHAPE,    // describes the model: loom takes the model from --model instead
+  IGNORED_VALUE,  // does not change the cost of one step; takes a value (docs/plans.md)
+  IGNORED_FLAG,   // the same, without a value
 };
 
 const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
@@ -132,69 +136,58 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--optimizer", MegatronArg::OPTIMIZER},
       {"--accumulate-allreduce-grads-in-fp32", MegatronArg::GRAD_FP32},
       {"--ddp-bucket-size", MegatronArg::BUCKET},
+      {"--num-layers", MegatronArg::MODEL_SHAPE},
+      {"--hidden-size", MegatronArg::MODEL_SHAPE},
+      {"--ffn-hidden-size", MegatronArg::MODEL_SHAPE},
+      {"--num-attention-heads", MegatronArg::MODEL_SHAPE},
+      {"--num-query-groups", MegatronArg::MODEL_SHAPE},
+      {"--group-query-attention", MegatronArg::MODEL_SHAPE},
+      {"--kv-channels", MegatronArg::MODEL_SHAPE},
+      {"--padded-vocab-size", MegatronArg::MODEL_SHAPE},
+      {"--max-position-embeddings", MegatronArg::MODEL_SHAPE},
+      {"--swiglu", MegatronArg::MODEL_SHAPE},
+      {"--num-experts", MegatronArg::MODEL_SHAPE},
+      {"--moe-router-topk", MegatronArg::MODEL_SHAPE},
+      {"--untie-embeddings-and-output-weights", MegatronArg::MODEL_SHAPE},
+      {"--normalization", MegatronArg::MODEL_SHAPE},
+      {"--vocab-size", MegatronArg::MODEL_SHAPE},
+      {"--lr", MegatronArg::IGNORED_VALUE},
+      {"--min-lr", MegatronArg::IGNORED_VALUE},
+      {"--train-iters", MegatronArg::IGNORED_VALUE},
+      {"--train-samples", MegatronArg::IGNORED_VALUE},
+      {"--weight-decay", MegatronArg::IGNORED_VALUE},
+      {"--clip-grad", MegatronArg::IGNORED_VALUE},
+      {"--adam-beta1", MegatronArg::IGNORED_VALUE},
+      {"--adam-beta2", MegatronArg::IGNORED_VALUE},
+      {"--adam-eps", MegatronArg::IGNORED_VALUE},
+      {"--lr-decay-style", MegatronArg::IGNORED_VALUE},
+      {"--lr-decay-iters", MegatronArg::IGNORED_VALUE},
+      {"--lr-warmup-iters", MegatronArg::IGNORED_VALUE},
+      {"--lr-warmup-fraction", MegatronArg::IGNORED_VALUE},
+      {"--log-interval", MegatronArg::IGNORED_VALUE},
+      {"--save", MegatronArg::IGNORED_VALUE},
+      {"--load", MegatronArg::IGNORED_VALUE},
+      {"--save-interval", MegatronArg::IGNORED_VALUE},
+      {"--eval-interval", MegatronArg::IGNORED_VALUE},
+      {"--eval-iters", MegatronArg::IGNORED_VALUE},
+      {"--data-path", MegatronArg::IGNORED_VALUE},
+      {"--split", MegatronArg::IGNORED_VALUE},
+      {"--tokenizer-type", MegatronArg::IGNORED_VALUE},
+      {"--vocab-file", MegatronArg::IGNORED_VALUE},
+      {"--merge-file", MegatronArg::IGNORED_VALUE},
+      {"--init-method-std", MegatronArg::IGNORED_VALUE},
+      {"--attention-dropout", MegatronArg::IGNORED_VALUE},
+      {"--hidden-dropout", MegatronArg::IGNORED_VALUE},
+      {"--seed", MegatronArg::IGNORED_VALUE},
+      {"--distributed-backend", MegatronArg::IGNORED_VALUE},
+      {"--use-mcore-models", MegatronArg::IGNORED_FLAG},
+      {"--no-masked-softmax-fusion", MegatronArg::IGNORED_FLAG},
+      {"--loss-scale", MegatronArg::IGNORED_VALUE},
+      {"--initial-loss-scale", MegatronArg::IGNORED_VALUE},
+      {"--log-throughput", MegatronArg::IGNORED_FLAG},
+      {"--transformer-impl", MegatronArg::IGNORED_VALUE},
+      {"--position-embedding-type", MegatronArg::IGNORED_VALUE},
   };
-  return a;
-}
-
-// Flags that describe the model: loom takes the model from --model instead.
-const std::vector<std::string>& megatron_model_args() {
-  static const std::vector<std::string> a = {"--num-layers",
-                                             "--hidden-size",
-                                             "--ffn-hidden-size",
-                                             "--num-attention-heads",
-                                             "--num-query-groups",
-                                             "--group-query-attention",
-                                             "--kv-channels",
-                                             "--padded-vocab-size",
-                                             "--max-position-embeddings",
-                                             "--swiglu",
-                                             "--num-experts",
-                                             "--moe-router-topk",
-                                             "--untie-embeddings-and-output-weights",
-                                             "--normalization",
-                                             "--vocab-size"};
-  return a;
-}
-
-// Flags that do not change the cost of one step; accepted and ignored (docs/plans.md).
-// The value says whether the flag takes an argument.
-const std::vector<std::pair<std::string, bool>>& megatron_ignored_args() {
-  static const std::vector<std::pair<std::string, bool>> a = {{"--lr", true},
-                                                              {"--min-lr", true},
-                                                              {"--train-iters", true},
-                                                              {"--train-samples", true},
-                                                              {"--weight-decay", true},
-                                                              {"--clip-grad", true},
-                                                              {"--adam-beta1", true},
-                                                              {"--adam-beta2", true},
-                                                              {"--adam-eps", true},
-                                                              {"--lr-decay-style", true},
-                                                              {"--lr-decay-iters", true},
-                                                              {"--lr-warmup-iters", true},
-                                                              {"--lr-warmup-fraction", true},
-                                                              {"--log-interval", true},
-                                                              {"--save", true},
-                                                              {"--load", true},
-                                                              {"--save-interval", true},
-                                                              {"--eval-interval", true},
-                                                              {"--eval-iters", true},
-                                                              {"--data-path", true},
-                                                              {"--split", true},
-                                                              {"--tokenizer-type", true},
-                                                              {"--vocab-file", true},
-                                                              {"--merge-file", true},
-                                                              {"--init-method-std", true},
-                                                              {"--attention-dropout", true},
-                                                              {"--hidden-dropout", true},
-                                                              {"--seed", true},
-                                                              {"--distributed-backend", true},
-                                                              {"--use-mcore-models", false},
-                                                              {"--no-masked-softmax-fusion", false},
-                                                              {"--loss-scale", true},
-                                                              {"--initial-loss-scale", true},
-                                                              {"--log-throughput", false},
-                                                              {"--transformer-impl", true},
-                                                              {"--position-embedding-type", true}};
   return a;
 }
 
@@ -220,8 +213,6 @@ PlanFlags import_megatron_args(const std::string& text) {
   const auto words = split_words(text);
   std::vector<std::string> known;
   for (const auto& [name, arg] : megatron_args()) known.push_back(name);
-  for (const auto& name : megatron_model_args()) known.push_back(name);
-  for (const auto& [name, takes] : megatron_ignored_args()) known.push_back(name);
   std::optional<std::string> granularity;
   std::optional<std::string> method;
   for (size_t i = 0; i < words.size(); ++i) {
@@ -253,19 +244,6 @@ PlanFlags import_megatron_args(const std::string& text) {
     auto it = std::find_if(megatron_args().begin(), megatron_args().end(),
                            [&](const auto& e) { return e.first == flag; });
     if (it == megatron_args().end()) {
-      if (std::find(megatron_model_args().begin(), megatron_model_args().end(), flag) !=
-          megatron_model_args().end()) {
-        throw ValidationError("--megatron-args",
-                              fmt::format("--megatron-args: {} describes the model; give the "
-                                          "model with --model (a preset or a model JSON)",
-                                          flag));
-      }
-      auto ig = std::find_if(megatron_ignored_args().begin(), megatron_ignored_args().end(),
-                             [&](const auto& e) { return e.first == flag; });
-      if (ig != megatron_ignored_args().end()) {
-        if (ig->second) value();
-        continue;
-      }
       const std::string hint = did_you_mean(flag, known);
       throw ValidationError(
           "--megatron-args",
@@ -361,6 +339,16 @@ PlanFlags import_megatron_args(const std::string& text) {
         break;
       case MegatronArg::BUCKET:
         f.dp_bucket_size = std::to_string(integer() * 4) + "B";
+        break;
+      case MegatronArg::MODEL_SHAPE:
+        throw ValidationError("--megatron-args",
+                              fmt::format("--megatron-args: {} describes the model; give the "
+                                          "model with --model (a preset or a model JSON)",
+                                          flag));
+      case MegatronArg::IGNORED_VALUE:
+        value();
+        break;
+      case MegatronArg::IGNORED_FLAG:
         break;
     }
   }
