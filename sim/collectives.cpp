@@ -876,7 +876,8 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
   // rate, shared by the rank's flows of a step.
   double factor, cap_GBps;
   if (a == Algorithm::NVLS) {
-    factor = nccl::NVLS_EFFICIENCY_HOPPER * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS;
+    // The tuner's own factor (per architecture), so lowering and choice agree.
+    factor = nccl_nvls_factor(shape);
     cap_GBps = std::numeric_limits<double>::infinity();
   } else {
     NcclBandwidth bw = nccl_bus_bandwidth(a, protocol, op, shape);

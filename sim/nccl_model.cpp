@@ -75,9 +75,7 @@ NcclBandwidth nccl_bus_bandwidth(Algorithm a, Protocol p, Op op, const NcclShape
   };
   auto cap = [&](double c) { bw.cap_GBps = std::min(bw.cap_GBps, c); };
   if (a == Algorithm::NVLS) {
-    const double eff = shape.arch == nccl::BLACKWELL ? nccl::NVLS_EFFICIENCY_BLACKWELL
-                                                     : nccl::NVLS_EFFICIENCY_HOPPER;
-    scale(eff * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS);
+    scale(nccl_nvls_factor(shape));
     if (op == Op::ALL_REDUCE || op == Op::BARRIER) scale(2.0);
     return bw;
   }
@@ -134,6 +132,12 @@ double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol p,
                           (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
   }
   return us;
+}
+
+double nccl_nvls_factor(const NcclShape& shape) {
+  const double eff = shape.arch == nccl::BLACKWELL ? nccl::NVLS_EFFICIENCY_BLACKWELL
+                                                   : nccl::NVLS_EFFICIENCY_HOPPER;
+  return eff * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS;
 }
 
 bool nccl_ring_plateau(Protocol p, Op op, const NcclShape& shape, double bytes) {

@@ -74,6 +74,8 @@ double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol prot
 /// Whether Ring+Simple all-reduce pays the plateau factor (x1.4 latency): across nodes, once
 /// bytes / (nChannels nRanks) >= 64 (tuning.cc ncclTopoGetAlgoTime).
 bool nccl_ring_plateau(Protocol protocol, CollectiveOp op, const NcclShape& shape, double bytes);
+/// NVLS bandwidth factor: nvlsEfficiency of the architecture x (nChannels - 1) / nChannels.
+double nccl_nvls_factor(const NcclShape& shape);
 /// treeCorrectionFactor[protocol][log2(bytes / 64)] (1 above 512 MiB).
 double nccl_tree_correction(Protocol protocol, double bytes);
 /// Latency in microseconds (tuning.cc): Ring base + (nsteps - nInterSteps) x max(intraLat,

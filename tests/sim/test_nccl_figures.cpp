@@ -124,3 +124,17 @@ TEST_CASE("sim::Collectives: DGX H100 switches from Ring/LL to NVLS where NCCL's
   CHECK(all_reduce(c, 512 * 1024.0, Algorithm::AUTO).algorithm == Algorithm::RING);
   CHECK(all_reduce(c, 2 * 1024.0 * 1024, Algorithm::AUTO).algorithm == Algorithm::NVLS);
 }
+
+TEST_CASE("sim::Collectives: NVLS lowering uses the architecture's nvlsEfficiency") {
+  // NCCL v2.30.7-1 src/graph/tuning.cc nvlsEfficiency: 0.85 on Hopper, 0.74 on Blackwell;
+  // NVLS bandwidth = usable NVLink per direction x nvlsEfficiency x (nCh - 1)/nCh, nCh = 16.
+  // Usable NVLink = line rate x 0.8 payload efficiency (128-byte packets, nccl-tests #149).
+  auto algbw = [](const topo::Cluster& c) {
+    const double s = all_reduce(c, GiB8, Algorithm::NVLS).seconds;
+    return GiB8 / s / 1e9;
+  };
+  auto h100 = topo::load_cluster({"dgx-h100", 1, std::nullopt});
+  CHECK(algbw(h100) == doctest::Approx(450 * 0.8 * 0.85 * 15 / 16).epsilon(0.02));
+  auto gb200 = topo::load_cluster({"gb200-nvl72", 1, std::nullopt});
+  CHECK(algbw(gb200) == doctest::Approx(900 * 0.8 * 0.74 * 15 / 16).epsilon(0.02));
+}
