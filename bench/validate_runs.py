@@ -75,9 +75,6 @@ def narayanan(loom, ref):
                 "--gbs", str(r["batch"]["global_batch_size"]), "--seq", str(r["seq_len"]),
                 "--recompute", "full", "--precision", "fp16", "--flash-attention", "off",
                 "--schedule", "1f1b"]
-        if p["pp"] > 1 and (m["num_layers"] % p["pp"]) != 0:
-            # 530B: 105 layers on 35 stages = 3 each (divides); kept for safety.
-            pass
         res, err = run_loom(loom, args)
         pub = r["measured"]["tflops_per_gpu"]
         if res is None:
