@@ -30,6 +30,14 @@ int to_int(std::int64_t v, ObjectReader& r, std::string_view key) {
   return static_cast<int>(v);
 }
 
+// The enum spelled at `key` (one of `names`, indexed by the enum's value), else `fallback`.
+template <typename Enum>
+Enum get_enum_or(ObjectReader& r, std::string_view key, const std::vector<std::string>& names,
+                 Enum fallback) {
+  const std::string name = r.get_enum_or(key, names, names[static_cast<size_t>(fallback)]);
+  return static_cast<Enum>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
 // Reads a loom model object. Keys not present keep the values of `m` (a preset when "base"
 // is given, else defaults); without a base, the core sizes are required.
 ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
@@ -41,8 +49,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     from_base = true;
   }
   m.name = r.get_string_or("name", from_base ? m.name : stem_of(origin));
-  std::string kind = r.get_enum_or("kind", {"transformer", "mlp"}, to_string(m.kind));
-  m.kind = kind == "mlp" ? ModelKind::MLP : ModelKind::TRANSFORMER;
+  m.kind = get_enum_or(r, "kind", model_kind_names(), m.kind);
   auto size = [&](std::string_view key, std::int64_t current) {
     return (from_base || r.has(key) ? r.get_positive_int_or(key, current)
                                     : r.get_positive_int(key));
@@ -62,11 +69,8 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
       to_int(r.get_positive_int_or("kv_heads", from_base ? m.kv_heads : m.heads), r, "kv_heads");
   m.head_dim = r.get_positive_int_or("head_dim", from_base ? m.head_dim : m.hidden / m.heads);
   m.vocab = size("vocab", m.vocab);
-  m.mlp = r.get_enum_or("mlp", {"swiglu", "gelu"}, to_string(m.mlp)) == "gelu" ? MlpKind::GELU
-                                                                               : MlpKind::SWIGLU;
-  m.norm = r.get_enum_or("norm", {"rmsnorm", "layernorm"}, to_string(m.norm)) == "layernorm"
-               ? NormKind::LAYERNORM
-               : NormKind::RMSNORM;
+  m.mlp = get_enum_or(r, "mlp", mlp_kind_names(), m.mlp);
+  m.norm = get_enum_or(r, "norm", norm_kind_names(), m.norm);
   m.tied_embeddings = r.get_bool_or("tied_embeddings", m.tied_embeddings);
   m.linear_bias = r.get_bool_or("linear_bias", m.linear_bias);
   m.qkv_bias = r.get_bool_or("qkv_bias", m.qkv_bias);

@@ -23,14 +23,28 @@ std::int64_t ModelSpec::attn_out_width() const {
   return heads * head_dim;
 }
 
+// Each list is indexed by its enum's value.
+const std::vector<std::string>& model_kind_names() {
+  static const std::vector<std::string> names = {"transformer", "mlp"};
+  return names;
+}
+const std::vector<std::string>& mlp_kind_names() {
+  static const std::vector<std::string> names = {"swiglu", "gelu"};
+  return names;
+}
+const std::vector<std::string>& norm_kind_names() {
+  static const std::vector<std::string> names = {"rmsnorm", "layernorm"};
+  return names;
+}
+
 std::string to_string(ModelKind value) {
-  return value == ModelKind::MLP ? "mlp" : "transformer";
+  return model_kind_names()[static_cast<size_t>(value)];
 }
 std::string to_string(MlpKind value) {
-  return value == MlpKind::GELU ? "gelu" : "swiglu";
+  return mlp_kind_names()[static_cast<size_t>(value)];
 }
 std::string to_string(NormKind value) {
-  return value == NormKind::LAYERNORM ? "layernorm" : "rmsnorm";
+  return norm_kind_names()[static_cast<size_t>(value)];
 }
 std::string to_string(AttentionKind value) {
   return value == AttentionKind::MLA ? "mla" : "mha";
