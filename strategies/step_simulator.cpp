@@ -195,9 +195,8 @@ class RankIndex {
   RankIndex(const RankLayout& layout, const models::TrainingPlan& plan)
       : tp_(plan.tp), cp_(plan.cp), dp_(plan.dp) {
     const size_t world = static_cast<size_t>(layout.world_size());
-    const Dim dims[] = {Dim::TP, Dim::CP, Dim::DP, Dim::PP, Dim::EP};
-    for (int d = 0; d < 5; ++d) {
-      groups_[d] = layout.groups(dims[d]);
+    for (int d = 0; d < DIMS; ++d) {
+      groups_[d] = layout.groups(static_cast<Dim>(d));
       group_of_[d].assign(world, 0);
       coord_[d].assign(world, 0);
       for (size_t g = 0; g < groups_[d].size(); ++g)
@@ -207,39 +206,29 @@ class RankIndex {
         }
     }
     ranks_.assign(world, -1);
+    auto coord = [&](Dim dim, size_t r) { return coord_[static_cast<int>(dim)][r]; };
     for (size_t r = 0; r < world; ++r)
-      ranks_[index(coord_[0][r], coord_[1][r], coord_[2][r], coord_[3][r])] = static_cast<int>(r);
+      ranks_[index(coord(Dim::TP, r), coord(Dim::CP, r), coord(Dim::DP, r), coord(Dim::PP, r))] =
+          static_cast<int>(r);
   }
   int rank(int t, int c, int d, int p) const { return ranks_[index(t, c, d, p)]; }
-  /// The group of `dim` holding `rank`.
+  /// The group of `dim` (TP, CP, EP, DP or PP) holding `rank`.
   const std::vector<int>& group(int rank, Dim dim) const {
-    const int d = slot(dim);
+    const int d = static_cast<int>(dim);
+    check_invariant(d < DIMS, "RankIndex holds no expert data-parallel groups");
     return groups_[d][static_cast<size_t>(group_of_[d][static_cast<size_t>(rank)])];
   }
 
  private:
-  static int slot(Dim dim) {
-    switch (dim) {
-      case Dim::TP:
-        return 0;
-      case Dim::CP:
-        return 1;
-      case Dim::DP:
-        return 2;
-      case Dim::PP:
-        return 3;
-      default:
-        return 4;
-    }
-  }
+  static constexpr int DIMS = 5;  // Dim's first five: TP, CP, EP, DP, PP
   size_t index(int t, int c, int d, int p) const {
     return ((static_cast<size_t>(p) * dp_ + d) * cp_ + c) * tp_ + t;
   }
   int tp_, cp_, dp_;
   std::vector<int> ranks_;
-  std::vector<std::vector<int>> groups_[5];
-  std::vector<int> group_of_[5];
-  std::vector<int> coord_[5];
+  std::vector<std::vector<int>> groups_[DIMS];  // by Dim
+  std::vector<int> group_of_[DIMS];
+  std::vector<int> coord_[DIMS];
 };
 
 // Optimizer step bytes moved per local parameter (read + write), by optimizer: Adam reads
