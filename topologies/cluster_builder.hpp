@@ -2,6 +2,7 @@
 // Internal to topologies/: node templates (vertices with local names, links), their
 // instantiation per node, and the rail-optimised fat-tree fabric. Shared by the presets and
 // the cluster JSON reader.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,8 +65,12 @@ struct PresetDefinition {
 };
 PresetDefinition find_preset(const std::string& name, const std::string& field = "--cluster");
 
-/// Reads a cluster JSON file (see docs/clusters.md) into a cluster of `nodes` nodes when
-/// given. Throws ConfigError / ValidationError.
-Cluster read_cluster_json(const std::string& path, std::optional<int> nodes);
+/// The node count a caller asks for, given the GPUs per node the file defines (--gpus needs
+/// it to become nodes); nullopt keeps the file's own count.
+using NodesResolver = std::function<std::optional<int>(int gpus_per_node)>;
+
+/// Reads a cluster JSON file (see docs/clusters.md) into a cluster of
+/// `resolve_nodes(gpus per node)` nodes when that is set. Throws ConfigError / ValidationError.
+Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes);
 
 }  // namespace loom::topo

@@ -161,7 +161,7 @@ GpuSpec read_gpu(ObjectReader& r, const std::string& file, const std::string& fa
 }
 
 Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& gpu,
-                      std::optional<int> nodes, const std::string& name) {
+                      const NodesResolver& resolve_nodes, const std::string& name) {
   Cluster cluster;
   cluster.name = name;
   cluster.gpu = gpu;
@@ -199,6 +199,7 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
              "nodes numbered 0, 1, ... without gaps, each with the same number of GPUs");
     }
   }
+  const std::optional<int> nodes = resolve_nodes(want);
   if (nodes && *nodes != max_node + 1) {
     throw ValidationError("--nodes", fmt::format("{} lists explicit vertices on {} nodes; --nodes "
                                                  "/ --gpus cannot resize it (asked for {})",
@@ -221,7 +222,7 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
 
 }  // namespace
 
-Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
+Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes) {
   nlohmann::json doc = load_json_file(path, "cluster");
   ObjectReader r(doc, path, "");
   r.allow({"comment", "$schema"});
@@ -234,13 +235,12 @@ Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
         r.fail("fabric", "(with vertices)", "fabric only with a \"node\" template");
       if (r.has("nodes")) r.fail("nodes", "(with vertices)", "nodes only with a \"node\" template");
       GpuSpec gpu = read_gpu(r, path, "");
-      Cluster c = read_explicit(r, path, gpu, nodes, name);
+      Cluster c = read_explicit(r, path, gpu, resolve_nodes, name);
       r.finish();
       return c;
     }
     const int file_nodes =
         static_cast<int>(r.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
-    const int n = nodes.value_or(file_nodes);
     ObjectReader nr = r.child("node");
     NodeTemplate t;
     std::string preset_gpu;
@@ -262,6 +262,7 @@ Cluster read_cluster_json(const std::string& path, std::optional<int> nodes) {
     }
     if (t.num_gpus() == 0)
       r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
+    const int n = resolve_nodes(t.num_gpus()).value_or(file_nodes);
     GpuSpec gpu = read_gpu(r, path, preset_gpu);
     if (r.has("fabric")) {
       ObjectReader fr = r.child("fabric");

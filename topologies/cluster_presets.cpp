@@ -294,12 +294,9 @@ Cluster load_cluster(const ClusterRequest& request) {
                                       join(cluster_preset_names(), ", ")));
   }
   if (looks_like_path(request.spec)) {
-    if (request.gpus) {
-      // The GPUs per node are only known once the file is read.
-      Cluster one = read_cluster_json(request.spec, std::nullopt);
-      return read_cluster_json(request.spec, resolve_nodes(request, one.gpus_per_node()));
-    }
-    return read_cluster_json(request.spec, resolve_nodes(request, 1));  // no --gpus: 1 is unused
+    // The GPUs per node (which --gpus needs) are only known once the file is read.
+    return read_cluster_json(
+        request.spec, [&](int gpus_per_node) { return resolve_nodes(request, gpus_per_node); });
   }
   const PresetDefinition p = find_preset(request.spec);
   const int nodes = resolve_nodes(request, p.node.num_gpus()).value_or(1);

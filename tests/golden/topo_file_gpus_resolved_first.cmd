@@ -1,0 +1,1 @@
+topo --cluster tests/topologies/data/no_fabric_nodes4.json --gpus 4
