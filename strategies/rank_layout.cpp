@@ -40,6 +40,9 @@ std::vector<Dim> parse_order(std::string_view order) {
                                        "dp, pp joined by '-', each once, e.g. tp-cp-ep-dp-pp",
                                        order, why));
   };
+  // getline drops a trailing empty item; an order ending in '-' names an empty dimension
+  // just as one starting with '-' does.
+  if (!order.empty() && order.back() == '-') throw bad("unknown dimension ''");
   while (std::getline(in, item, '-')) {
     auto it = std::find_if(std::begin(ORDERABLE), std::end(ORDERABLE),
                            [&](Dim d) { return to_string(d) == item; });
