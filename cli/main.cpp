@@ -48,7 +48,7 @@ std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) 
           if ("--" + l == flag) type = opt->get_type_name();
       const bool integer = type.find("INT") != std::string::npos;
       return fmt::format("{}: '{}' is not {}; see `loom {} --help`", flag, value,
-                         integer                                   ? "a whole number below 2^31"
+                         integer                                   ? "a whole number"
                          : type.find("FLOAT") != std::string::npos ? "a number"
                                                                    : "a valid " + type,
                          app->get_name());
