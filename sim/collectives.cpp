@@ -782,18 +782,28 @@ NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
   // The raw bus bandwidth (NCCL: nChannels x bw from its topology search) is the rate at
   // which each rank sends in one uncontended step of loom's rings: one byte per flow, the
   // busiest link's load over its capacity.
-  std::vector<double> load(static_cast<size_t>(fabric.num_links()), 0.0);
+  // Per-link load in a scratch buffer sized to the fabric once and reset only where touched:
+  // this runs for every point-to-point send of a lowered step, and a fresh fabric-sized
+  // vector per call dominated --full runs.
+  thread_local std::vector<double> load;
+  thread_local std::vector<topo::LinkId> touched;
+  if (load.size() < static_cast<size_t>(fabric.num_links()))
+    load.assign(static_cast<size_t>(fabric.num_links()), 0.0);
+  touched.clear();
   const auto orders = ring_orders(b);
   double ps_per_byte = 0;
   for (const auto& order : orders) {
     for (size_t i = 0; i < order.size(); ++i) {
       RouteRef r = fabric.route(b.v(order[i]), b.v(order[(i + 1) % order.size()]));
       for (topo::LinkId l : fabric.links(r)) {
-        load[static_cast<size_t>(l)] += 1.0;
-        ps_per_byte = std::max(ps_per_byte, load[static_cast<size_t>(l)] / fabric.capacity_Bpps(l));
+        double& x = load[static_cast<size_t>(l)];
+        if (x == 0.0) touched.push_back(l);
+        x += 1.0;
+        ps_per_byte = std::max(ps_per_byte, x / fabric.capacity_Bpps(l));
       }
     }
   }
+  for (topo::LinkId l : touched) load[static_cast<size_t>(l)] = 0.0;
   if (ps_per_byte > 0) {
     shape.bus_bandwidth_GBps =
         static_cast<double>(orders.size()) / ps_per_byte * static_cast<double>(PS_PER_SECOND) / 1e9;
