@@ -876,8 +876,9 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   R.dp_collectives = dp_count;
 
   const double gpus_total = double(plan.gpus());
-  const double model_flops = models::model_flops_per_step(model, plan);
-  const double hw_flops = models::hardware_flops_per_step(model, plan);
+  const models::StepFlops flops = models::step_flops(model, plan);
+  const double model_flops = flops.model();
+  const double hw_flops = flops.hardware();
   R.peak_flops = L.gpu.peak_flops(compute_dtype(plan.precision));
   R.tokens_per_s = double(plan.global_batch()) *
                    double(model.kind == models::ModelKind::MLP ? 1 : plan.seq) / step;
