@@ -62,8 +62,9 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
              fmt::format("{} ({})", format_time(r.bubble_time_s), pct(r.bubble_fraction))});
   t.add_row({"compute", format_time(r.compute_time_s)});
   t.add_row({"exposed communication", format_time(r.exposed_comm_time_s)});
-  for (int k = 0; k < strategies::COMM_CLASSES; ++k) {
-    t.add_row({fmt::format("communication {}", strategies::to_string(strategies::CommClass(k))),
+  for (models::Dim d : models::REPORTED_COMM_DIMS) {
+    const int k = models::index(d);
+    t.add_row({fmt::format("communication {}", models::to_string(d)),
                fmt::format("{} ({} exposed)", format_time(r.comm_time_s[k]),
                            format_time(r.exposed_comm_s[k]))});
   }
@@ -103,12 +104,12 @@ OrderedJson render_results(const strategies::StepReport& r, double capacity) {
   res["compute_time_s"] = r.compute_time_s;
   res["exposed_comm_time_s"] = r.exposed_comm_time_s;
   OrderedJson comm;
-  for (int k = 0; k < strategies::COMM_CLASSES; ++k)
-    comm[strategies::to_string(strategies::CommClass(k))] = r.comm_time_s[k];
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    comm[models::to_string(d)] = r.comm_time_s[models::index(d)];
   res["comm_time_s"] = comm;
   OrderedJson exposed;
-  for (int k = 0; k < strategies::COMM_CLASSES; ++k)
-    exposed[strategies::to_string(strategies::CommClass(k))] = r.exposed_comm_s[k];
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    exposed[models::to_string(d)] = r.exposed_comm_s[models::index(d)];
   res["exposed_comm_time_s_by_kind"] = exposed;
   res["dp_bytes_per_gpu"] = r.dp_bytes_per_gpu;
   res["dp_collectives"] = r.dp_collectives;
@@ -138,7 +139,7 @@ void write_trace(const std::string& path, const strategies::StepReport& r) {
     }
     OrderedJson e;
     e["name"] = s.name;
-    e["cat"] = s.category;
+    e["cat"] = strategies::to_string(s.category);
     e["ph"] = "X";
     e["pid"] = s.rank;
     e["tid"] = tids[key];

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/error.hpp"
+
 namespace loom::models {
 namespace {
 
@@ -448,6 +450,22 @@ std::string to_string(CommKind value) {
       return "cp_kv_exchange";
   }
   return "?";
+}
+
+Dim comm_dim(CommKind value) {
+  switch (value) {
+    case CommKind::TP_ALL_REDUCE:
+    case CommKind::TP_ALL_GATHER:
+    case CommKind::TP_REDUCE_SCATTER:
+      return Dim::TP;
+    case CommKind::EP_ALL_TO_ALL:
+      return Dim::EP;
+    case CommKind::CP_KV_EXCHANGE:
+      return Dim::CP;
+    case CommKind::NONE:
+      break;
+  }
+  throw InternalError("comm_dim: an op without a collective has no dimension");
 }
 
 }  // namespace loom::models

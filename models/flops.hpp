@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "models/model_spec.hpp"
+#include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
 
 namespace loom::models {
@@ -124,5 +125,8 @@ double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
 /// Names as output spells them ("matmul", "tp_all_reduce", ...).
 std::string to_string(OpKind value);
 std::string to_string(CommKind value);
+/// The parallel dimension whose group runs the collective `value` (TP, CP or EP); throws
+/// InternalError for NONE.
+Dim comm_dim(CommKind value);
 
 }  // namespace loom::models

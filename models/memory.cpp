@@ -340,4 +340,17 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
   return report;
 }
 
+double optimizer_step_bytes_per_param(const TrainingPlan& plan) {
+  const double copy = plan.precision == Precision::FP32 ? 0 : 2;
+  switch (plan.optimizer) {
+    case Optimizer::ADAM:
+      return 28 + copy;
+    case Optimizer::SGD_MOMENTUM:
+      return 20 + copy;
+    case Optimizer::SGD:
+      return 12 + copy;
+  }
+  return 28 + copy;
+}
+
 }  // namespace loom::models

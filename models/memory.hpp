@@ -92,6 +92,11 @@ double stored_layer_activation_bytes(const ModelSpec& model, const TrainingPlan&
 /// interleaved min(2 (pp - stage - 1) + (vpp - 1) pp + 1, m vpp) / vpp (Megatron).
 double inflight_microbatches(const TrainingPlan& plan, int stage);
 
+/// Bytes the optimizer step moves per local parameter (read + write): Adam reads the gradient,
+/// fp32 master, m and v (16 B) and writes master, m and v (12 B), plus the 16-bit model copy
+/// it writes (2 B) unless training in fp32; SGD with momentum 20 (+2), plain SGD 12 (+2).
+double optimizer_step_bytes_per_param(const TrainingPlan& plan);
+
 /// Memory per GPU for every pipeline stage. Calls validate_plan first.
 MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan);
 

@@ -102,13 +102,71 @@ TaskId Engine::add_compute(StreamId stream, SimTime duration, std::string label,
   return id;
 }
 
-TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
+namespace {
+
+void check_streams(const CollectiveSpec& spec) {
   if (!spec.streams.empty() && spec.streams.size() != spec.request.ranks.size()) {
     throw ValidationError("streams",
                           fmt::format("collective '{}' lists {} streams for {} ranks; "
                                       "give one per rank or none",
                                       spec.label, spec.streams.size(), spec.request.ranks.size()));
   }
+}
+
+}  // namespace
+
+std::pair<TaskId, TaskId> Engine::add_collective_sequence(const std::vector<CollectiveSpec>& specs,
+                                                          const std::vector<TaskId>& deps) {
+  if (specs.empty()) throw ValidationError("specs", "a collective sequence needs a collective");
+  if (options_.collective_timing == CollectiveTiming::FLOWS) {
+    const TaskId first = add_collective(specs.front(), deps);
+    TaskId last = first;
+    for (size_t i = 1; i < specs.size(); ++i) last = add_collective(specs[i], {last});
+    return {first, last};
+  }
+  SimTime duration = 0;
+  for (const CollectiveSpec& spec : specs) {
+    check_streams(spec);
+    duration += frozen_time(spec.request);
+  }
+  const TaskId id = add_task(specs.front().streams, deps);
+  tasks_[id].duration = duration;
+  labels_.push_back(specs.front().label);
+  return {id, id};
+}
+
+TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
+  check_streams(spec);
+  if (options_.collective_timing == CollectiveTiming::FLOWS) return add_flow_collective(spec, deps);
+  const SimTime duration = frozen_time(spec.request);
+  const TaskId id = add_task(spec.streams, deps);
+  tasks_[id].duration = duration;
+  labels_.push_back(spec.label);
+  return id;
+}
+
+SimTime Engine::frozen_time(const CollectiveRequest& req) {
+  if (req.ranks.size() < 2 || req.bytes <= 0 || options_.network == NetworkMode::IDEAL) return 0;
+  FrozenKey& key = frozen_scratch_;
+  key.op = req.op;
+  key.algorithm = req.algorithm;
+  key.bytes = req.bytes;
+  key.root = req.root;
+  key.pipeline_chunks = req.pipeline_chunks;
+  key.contention = req.contention;
+  key.ranks.assign(req.ranks.begin(), req.ranks.end());
+  key.concurrent_groups.resize(req.concurrent_groups.size());
+  for (size_t i = 0; i < req.concurrent_groups.size(); ++i)
+    key.concurrent_groups[i].assign(req.concurrent_groups[i].begin(),
+                                    req.concurrent_groups[i].end());
+  auto it = frozen_.find(key);
+  if (it != frozen_.end()) return it->second;
+  const SimTime t = estimate_schedule(*fabric_, plan_collective(*fabric_, req, options_.cost));
+  frozen_.emplace(key, t);
+  return t;
+}
+
+TaskId Engine::add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
   Comm comm;
   comm.schedule = plan_collective(*fabric_, spec.request, options_.cost);
   // Phases with the same pattern and overhead are identical batches: they share a memo class
@@ -140,7 +198,7 @@ TaskId Engine::add_transfer(const TransferSpec& spec, const std::vector<TaskId>&
   c.request.algorithm = Algorithm::DIRECT;
   c.streams = {spec.src_stream, spec.dst_stream};
   c.label = spec.label;
-  return add_collective(c, deps);
+  return add_flow_collective(c, deps);
 }
 
 void Engine::add_dependency(TaskId before, TaskId after) {

@@ -16,9 +16,11 @@
 // deterministic. run() throws ValidationError on a deadlock (tasks that can never start,
 // e.g. two collectives issued in opposite orders on two streams).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/collectives.hpp"
@@ -34,6 +36,18 @@ using TaskId = std::int32_t;
 using StreamId = std::int32_t;
 inline constexpr StreamId NO_STREAM = -1;
 
+/// How add_collective times a collective. Both go through the same lowering
+/// (plan_collective: algorithm, protocol, phases of flows on routes).
+enum class CollectiveTiming {
+  /// The phases run as flows on the network, sharing links with all other traffic.
+  FLOWS,
+  /// The lowered schedule's time on an otherwise idle network (its concurrent_groups'
+  /// flows included, estimate_schedule) is computed once per distinct request and the task
+  /// holds its streams for that long, without flows: the flow-level cost frozen, for speed
+  /// when thousands of identical collectives run in one step. Zero on the IDEAL network.
+  FROZEN,
+};
+
 /// Engine settings.
 struct EngineOptions {
   NetworkMode network = NetworkMode::FLOW;
@@ -48,6 +62,8 @@ struct EngineOptions {
   /// Flow mode: re-fill only the components of the flow-link sharing graph that a started
   /// or drained flow touches (false: every component at every solve instant; same result).
   bool incremental_rates = true;
+  /// How collectives (not point-to-point transfers, which always run as flows) are timed.
+  CollectiveTiming collective_timing = CollectiveTiming::FLOWS;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).
@@ -92,9 +108,21 @@ class Engine {
   /// unknown stream, a negative duration or an unknown dependency.
   TaskId add_compute(StreamId stream, SimTime duration, std::string label,
                      const std::vector<TaskId>& deps = {});
-  /// Adds a collective; lowers it now (resolving algorithm "auto"). Throws ValidationError
-  /// for a bad group, algorithm or stream list.
+  /// Adds a collective; lowers it now (resolving algorithm "auto") and times it as
+  /// EngineOptions::collective_timing says. Throws ValidationError for a bad group, algorithm
+  /// or stream list.
   TaskId add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps = {});
+  /// Adds collectives that run back to back on one group and its streams (a layer's
+  /// tensor-parallel all-reduces), each `specs[i]` after the one before; the first waits for
+  /// `deps`. FLOWS: one collective task each. FROZEN: one task holding the streams for the
+  /// sum of their frozen times (fewer tasks when thousands of GPUs are simulated). Returns
+  /// the first and last task; the ids in between are the sequence's. Throws as
+  /// add_collective; an empty `specs` is a ValidationError.
+  std::pair<TaskId, TaskId> add_collective_sequence(const std::vector<CollectiveSpec>& specs,
+                                                    const std::vector<TaskId>& deps = {});
+  /// Picoseconds a collective takes under CollectiveTiming::FROZEN (0 for fewer than two
+  /// ranks, no bytes, or the IDEAL network); memoised per distinct request.
+  SimTime frozen_time(const CollectiveRequest& request);
   /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks.
   TaskId add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps = {});
   /// Makes `after` wait for `before`. Throws ValidationError on unknown ids or after run().
@@ -154,6 +182,7 @@ class Engine {
   class Host;
 
   TaskId add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps);
+  TaskId add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps);
   void check_task(TaskId task, const char* what) const;
   void check_stream(StreamId stream) const;
   void try_start(TaskId task);
@@ -172,6 +201,20 @@ class Engine {
   std::vector<StreamId> task_streams_;
   std::vector<Stream> streams_;
   std::vector<Comm> comms_;
+  // FROZEN timing's memo: every field of a request that changes its schedule.
+  struct FrozenKey {
+    CollectiveOp op{};
+    Algorithm algorithm{};
+    double bytes = 0;
+    int root = 0;
+    int pipeline_chunks = 0;
+    double contention = 0;
+    std::vector<int> ranks;
+    std::vector<std::vector<int>> concurrent_groups;
+    auto operator<=>(const FrozenKey&) const = default;
+  };
+  std::map<FrozenKey, SimTime> frozen_;
+  FrozenKey frozen_scratch_;  // reused lookup key: no allocation per memo hit
   std::vector<std::pair<TaskId, TaskId>> edges_;
   std::vector<std::uint32_t> succ_begin_;
   std::vector<TaskId> succ_;

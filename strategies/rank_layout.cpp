@@ -10,24 +10,6 @@
 
 namespace loom::strategies {
 
-std::string to_string(Dim dim) {
-  switch (dim) {
-    case Dim::TP:
-      return "tp";
-    case Dim::CP:
-      return "cp";
-    case Dim::EP:
-      return "ep";
-    case Dim::DP:
-      return "dp";
-    case Dim::PP:
-      return "pp";
-    case Dim::EDP:
-      return "edp";
-  }
-  return "?";
-}
-
 std::vector<Dim> parse_order(std::string_view order) {
   // The dimensions an order names (EDP follows from EP and DP).
   constexpr Dim ORDERABLE[] = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};

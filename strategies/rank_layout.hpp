@@ -9,16 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
 #include "topologies/cluster.hpp"
 
 namespace loom::strategies {
 
-/// A parallel dimension. EDP is the expert data-parallel group (ranks holding the same experts).
-enum class Dim { TP, CP, EP, DP, PP, EDP };
-
-/// "tp", "cp", "ep", "dp", "pp", "edp".
-std::string to_string(Dim dim);
+/// The project's one parallel-dimension enum (models/parallel_dim.hpp).
+using models::Dim;
+using models::to_string;
 
 /// Global rank -> coordinates and process groups.
 class RankLayout {

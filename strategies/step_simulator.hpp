@@ -1,12 +1,13 @@
 #pragma once
-// One training step, simulated: lowers (model × plan × cluster) into an engine task graph
-// (sim/engine.hpp) and measures it. Compute passes are timed by the GPU kernel-time model
-// (topologies/gpu_cost_model.hpp) from the per-op list of models/flops.hpp; tensor-, context-
-// and expert-parallel collectives are costed on their real process group over the routed
-// topology; pipeline transfers and data-parallel / ZeRO collectives run as engine tasks on
-// the network. Two modes: symmetric (one representative GPU per pipeline stage; the identical
-// data-parallel groups of its tensor-parallel peers load the links they share with it) and
-// full (every GPU of the cluster is simulated).
+// One training step, simulated, as a pipeline of stages (strategies/step/): plan validation
+// (strategies/plan) -> pass costing (pass_cost: the op list of models/flops.hpp timed by the
+// GPU kernel-time model of topologies/) -> lowering into an engine task graph (lower_passes:
+// compute passes and their TP/CP/EP collectives; lower_pipeline: pipeline transfers;
+// dp_lowering: one lowering per data-parallel design, and the optimizer) -> engine run
+// (sim/engine.hpp; every collective is an engine collective) -> step report (step_report:
+// bubble, exposed comm, MFU, timeline). Two modes: symmetric (one representative GPU per
+// pipeline stage; the identical data-parallel groups of its tensor-parallel peers load the
+// links they share with it) and full (every GPU of the cluster is simulated).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "models/memory.hpp"
 #include "models/model_spec.hpp"
+#include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
 #include "sim/network.hpp"
 #include "strategies/schedule.hpp"
@@ -22,11 +24,10 @@
 
 namespace loom::strategies {
 
-/// Communication kinds the report breaks time down by.
-enum class CommClass { TP = 0, CP, EP, PP, DP };
-inline constexpr int COMM_CLASSES = 5;
-/// "tp", "cp", "ep", "pp", "dp".
-std::string to_string(CommClass kind);
+/// What a timeline slice is, for the trace's categories.
+enum class TraceCategory { COMPUTE, TP, CP, EP, PP, DP, OPTIMIZER };
+/// "compute", "tp", "cp", "ep", "pp", "dp", "optimizer".
+std::string to_string(TraceCategory category);
 
 /// How to simulate.
 struct SimulateOptions {
@@ -37,14 +38,17 @@ struct SimulateOptions {
   /// ZeRO-3/FSDP: gather the next unit's parameters while the current one computes (at most
   /// two units gathered at once); false gathers each unit only when it is about to run.
   bool fsdp_prefetch = true;
+  /// Run every collective as live flows on the network (sim::CollectiveTiming::FLOWS)
+  /// instead of its frozen flow-level cost (FROZEN, the default: fast at 16k GPUs).
+  bool live_collectives = false;
 };
 
 /// One executed slice, for the Chrome trace.
 struct TimelineSlice {
-  int rank = 0;          ///< global rank
-  std::string stream;    ///< "compute", "dp", "pp"
-  std::string name;      ///< e.g. "F mb3 c0 layers 0-11"
-  std::string category;  ///< "compute", "tp", "pp", "dp", ...
+  int rank = 0;        ///< global rank
+  std::string stream;  ///< "compute", "dp", "pp"
+  std::string name;    ///< e.g. "F mb3 c0 layers 0-11"
+  TraceCategory category = TraceCategory::COMPUTE;
   double start_s = 0;
   double end_s = 0;
 };
@@ -70,11 +74,13 @@ struct StepReport {
   double pipeline_time_s = 0;          ///< end of the last forward/backward pass
   double compute_time_s = 0;           ///< compute-stream busy time without comm, mean over stages
   double exposed_comm_time_s = 0;      ///< comm not hidden behind compute, mean over stages
-  std::array<double, COMM_CLASSES> comm_time_s{};  ///< comm time by kind, mean per GPU
+  /// Comm time by parallel dimension (models::index(dim)), mean per GPU; the report lists
+  /// models::REPORTED_COMM_DIMS.
+  std::array<double, models::DIM_COUNT> comm_time_s{};
   /// Exposed comm by kind, mean per GPU: tp/cp/ep block the compute stream (all exposed); dp
   /// counts the time a DP collective runs while the compute stream is idle; pp waits are
   /// part of the bubble (0 here).
-  std::array<double, COMM_CLASSES> exposed_comm_s{};
+  std::array<double, models::DIM_COUNT> exposed_comm_s{};
   /// Data-parallel volume per GPU per step, bytes, counted as the ZeRO paper (Sec. 7) does:
   /// an all-reduce of S bytes moves 2·S, a reduce-scatter or all-gather S.
   double dp_bytes_per_gpu = 0;

@@ -132,7 +132,8 @@ TEST_CASE("strategies::StepSimulator: a TP group leaving its NVLink domain is sl
   auto b = simulate_step(model, out, cluster, {});
   // TP16 halves each GPU's compute but its all-reduces cross InfiniBand.
   // (2.5x: NCCL's tuner runs Tree/LL128 across the 2 nodes at these sizes, sim/nccl_model.hpp.)
-  CHECK(b.comm_time_s[0] > 2.5 * a.comm_time_s[0]);
+  CHECK(b.comm_time_s[models::index(models::Dim::TP)] >
+        2.5 * a.comm_time_s[models::index(models::Dim::TP)]);
 }
 
 TEST_CASE("strategies::StepSimulator: report fields are consistent") {
@@ -153,9 +154,9 @@ TEST_CASE("strategies::StepSimulator: report fields are consistent") {
   CHECK(r.hfu < 1.0);
   CHECK(r.tokens_per_s == doctest::Approx(16.0 * 2048 / r.step_time_s));
   CHECK(r.bubble_fraction > 0);
-  CHECK(r.comm_time_s[0] > 0);  // tp
-  CHECK(r.comm_time_s[3] > 0);  // pp
-  CHECK(r.comm_time_s[4] > 0);  // dp
+  CHECK(r.comm_time_s[models::index(models::Dim::TP)] > 0);  // tp
+  CHECK(r.comm_time_s[models::index(models::Dim::PP)] > 0);
+  CHECK(r.comm_time_s[models::index(models::Dim::DP)] > 0);
 }
 
 TEST_CASE("strategies::StepSimulator: the trace is valid Chrome-trace JSON") {
@@ -216,7 +217,7 @@ models::TrainingPlan dp16_plan(int zero, std::int64_t gbs) {
 // step.
 void check_overlap_hides_dp(const StepReport& off, const StepReport& on, double exposed_share,
                             double bytes_per_element) {
-  const int dp = static_cast<int>(CommClass::DP);
+  const int dp = models::index(models::Dim::DP);
   CHECK(on.comm_time_s[dp] == doctest::Approx(off.comm_time_s[dp]));
   CHECK(on.exposed_comm_s[dp] >= 0);
   CHECK(on.exposed_comm_s[dp] < exposed_share * off.exposed_comm_s[dp]);
@@ -236,7 +237,7 @@ TEST_CASE(
   auto off = simulate_step(model, plan, cluster, {});
   plan.overlap_grad_reduce = true;
   auto on = simulate_step(model, plan, cluster, {});
-  const int dp = static_cast<int>(CommClass::DP);
+  const int dp = models::index(models::Dim::DP);
   // Same buckets, same bytes: only their timing moves.
   CHECK(on.dp_collectives == off.dp_collectives);
   // Without overlap every bucket runs after the backward: all of it is exposed.
@@ -279,7 +280,7 @@ TEST_CASE("strategies::StepSimulator: ZeRO-1 parameter all-gather overlaps the n
 TEST_CASE("strategies::StepSimulator: ZeRO-3 moves 1.5x the DP bytes of ZeRO-1/2 and is slower") {
   const auto model = models::load_model("gpt-1.7b");
   const auto cluster = dgx_a100(2);
-  const int dp = static_cast<int>(CommClass::DP);
+  const int dp = models::index(models::Dim::DP);
   // One micro-batch: ZeRO-3 gathers parameters for forward and backward and reduce-scatters
   // gradients, 3Ψ, against 2Ψ for ZeRO-1/2 (ZeRO paper Sec. 7.2.2: 1.5x).
   auto z1 = simulate_step(model, dp16_plan(1, 16), cluster, {});
@@ -307,7 +308,7 @@ TEST_CASE("strategies::StepSimulator: ZeRO-3 prefetch hides parameter gathers") 
   no_prefetch.fsdp_prefetch = false;
   auto with = simulate_step(model, dp16_plan(3, 32), cluster, {});
   auto without = simulate_step(model, dp16_plan(3, 32), cluster, no_prefetch);
-  const int dp = static_cast<int>(CommClass::DP);
+  const int dp = models::index(models::Dim::DP);
   CHECK(with.dp_bytes_per_gpu == doctest::Approx(without.dp_bytes_per_gpu));
   CHECK(with.step_time_s < without.step_time_s);
   CHECK(with.exposed_comm_s[dp] < without.exposed_comm_s[dp]);

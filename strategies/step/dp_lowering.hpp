@@ -1,0 +1,77 @@
+#pragma once
+// Lowering of data-parallel communication and the optimizer step, one data-parallel group of
+// one pipeline stage at a time. Each data-parallel design is one implementation of
+// DataParallelLowering: plain DDP and ZeRO-1/2 (gradient buckets, sharded parameter
+// gathers; dp_bucketed.cpp) and ZeRO-3/FSDP (per-unit gathers and reduce-scatters;
+// dp_fsdp.cpp). A parameter server or single-process DataParallel is another
+// implementation behind the same interface.
+//
+// In symmetric mode only the representative is simulated: its group's collective holds its
+// stream alone, and the identical DP groups of its TP/CP peers run as concurrent traffic. In
+// full mode every group is issued once, holding every simulated member's stream.
+#include <memory>
+#include <vector>
+
+#include "strategies/step/step_graph.hpp"
+
+namespace loom::strategies {
+
+/// One data-parallel group of one stage, and the helpers a design lowers it with.
+class DpGroup {
+ public:
+  DpGroup(StepGraph& graph, int stage, std::vector<int> ranks, std::vector<int> members,
+          std::vector<std::vector<int>> concurrent);
+
+  StepGraph& graph() const { return g_; }
+  int stage() const { return stage_; }
+  /// Simulated replicas in the group (replica indices).
+  const std::vector<int>& members() const { return members_; }
+  /// The simulated GPU of member `k` on this stage.
+  const SimGpu& gpu(size_t k) const;
+  /// The tasks of unit `unit` of pass `pass_index` on member `k` (split passes only).
+  const PassTasks& unit_tasks(size_t k, int pass_index, int unit) const;
+  /// One collective over the group on every member's dp stream (`gather_stream`: the
+  /// ZeRO-3 gather stream), waiting for `deps`; counted into the representative's DP
+  /// measurements (`gather`: also as a gather its compute waits on).
+  sim::TaskId collective(sim::CollectiveOp op, double bytes, std::string label,
+                         bool gather_stream, const std::vector<sim::TaskId>& deps,
+                         bool gather = false);
+
+ private:
+  StepGraph& g_;
+  int stage_;
+  std::vector<int> ranks_;  // the DP group's global ranks; empty without data parallelism
+  std::vector<int> members_;
+  std::vector<std::vector<int>> concurrent_;
+  bool has_rep_;
+};
+
+/// One data-parallel design (see file comment).
+class DataParallelLowering {
+ public:
+  virtual ~DataParallelLowering() = default;
+  /// Issues the group's collectives that precede the optimizer step; returns, per member,
+  /// the tasks its optimizer step waits for.
+  virtual std::vector<std::vector<sim::TaskId>> before_optimizer(DpGroup& group) = 0;
+  /// Issues the collectives that follow the optimizer step (`optimizer`: per member).
+  virtual void after_optimizer(DpGroup& group, const std::vector<sim::TaskId>& optimizer);
+  /// How many ways the optimizer state is sharded (ZeRO: the DP size).
+  virtual double optimizer_shards() const = 0;
+};
+
+/// The design the plan selects for `stage` (no DP communication when plan.dp == 1).
+std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& graph, int stage);
+/// DDP (zero 0) and ZeRO-1/2: gradient buckets, with sharded gathers when zero >= 1.
+std::unique_ptr<DataParallelLowering> make_bucketed_lowering(const StepGraph& graph, int stage);
+/// ZeRO-3 / FSDP.
+std::unique_ptr<DataParallelLowering> make_fsdp_lowering(const StepGraph& graph, int stage);
+
+/// Adds every stage's data-parallel collectives and optimizer steps to `graph`.
+void lower_data_parallel(StepGraph& graph);
+
+/// Bytes of one parameter as gathered between data-parallel ranks (its 16- or 32-bit copy).
+double gathered_param_bytes(const models::TrainingPlan& plan);
+/// Bytes of one gradient element as reduced (the gradient accumulation dtype).
+double reduced_grad_bytes(const models::TrainingPlan& plan);
+
+}  // namespace loom::strategies

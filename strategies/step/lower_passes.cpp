@@ -1,0 +1,241 @@
+#include "strategies/step/lower_passes.hpp"
+
+#include <algorithm>
+
+#include "models/flops.hpp"
+
+namespace loom::strategies {
+namespace {
+
+using sim::TaskId;
+
+TraceCategory category_of(models::Dim dim) {
+  switch (dim) {
+    case models::Dim::CP:
+      return TraceCategory::CP;
+    case models::Dim::EP:
+      return TraceCategory::EP;
+    default:
+      return TraceCategory::TP;
+  }
+}
+
+// Lowers the passes of one stage, in lockstep over the simulated replicas: each compute
+// task once per replica, each collective once per group holding all its simulated members'
+// compute streams (so every member's stream sees the same collectives in the same order).
+class StageLowering {
+ public:
+  StageLowering(StepGraph& g, int stage) : g_(g), s_(stage) {}
+
+  void lower_pass(int pass_index) {
+    pi_ = pass_index;
+    pass_ = &g_.schedule.per_stage[s_][static_cast<size_t>(pi_)];
+    const int vs = g_.schedule.virtual_stage(s_, pass_->chunk);
+    const size_t n_rep = g_.replicas.size();
+    first_.assign(n_rep, -1);
+    unit_first_.assign(n_rep, -1);
+    last_.assign(n_rep, -1);
+    compute_s_ = 0;
+    rep_pass_ = &g_.reps[static_cast<size_t>(s_)].passes.emplace_back();
+    if (g_.split_pass(s_, pi_)) {
+      const auto& us = g_.work.units[static_cast<size_t>(vs)];
+      const int n = static_cast<int>(us.size());
+      for (size_t ri = 0; ri < n_rep; ++ri)
+        g_.gpus[ri][s_].units[static_cast<size_t>(pi_)].assign(us.size(), PassTasks{});
+      for (int k = 0; k < n; ++k) {
+        const auto u = static_cast<size_t>(pass_->kind == PassKind::FORWARD ? k : n - 1 - k);
+        std::fill(unit_first_.begin(), unit_first_.end(), -1);
+        emit(us[u].cost, &us[u].name);
+        for (size_t ri = 0; ri < n_rep; ++ri)
+          g_.gpus[ri][s_].units[static_cast<size_t>(pi_)][u] = {unit_first_[ri], last_[ri]};
+      }
+    } else {
+      emit(g_.work.chunk_cost[static_cast<size_t>(vs)], nullptr);
+    }
+    for (size_t ri = 0; ri < n_rep; ++ri) {
+      if (pass_->kind != PassKind::BACKWARD_WEIGHT)  // W has no cross-stage dependency
+        g_.pass_tasks[ri][g_.pass_key(pass_->kind != PassKind::FORWARD, pass_->micro_batch, vs)] =
+            {first_[ri], last_[ri]};
+      g_.all_pass_tasks.push_back(last_[ri]);
+      if (ends_weight_gradients(*pass_)) g_.gpus[ri][s_].last_backward = last_[ri];
+    }
+    g_.reps[static_cast<size_t>(s_)].compute_s += compute_s_;
+  }
+
+ private:
+  // The work of the pass over `c` (a whole chunk, or one unit; `unit` names it).
+  void emit(const PassCost& c, const std::string* unit) {
+    switch (pass_->kind) {
+      case PassKind::FORWARD:
+        compute(c.fwd_s, "F", unit);
+        comm(c.fwd_comm, "F", unit);
+        break;
+      case PassKind::BACKWARD:
+      case PassKind::BACKWARD_INPUT: {
+        if (c.recompute_s > 0) {
+          compute(c.recompute_s, "R", unit);
+          if (g_.plan.recompute == models::Recompute::FULL) comm(c.fwd_comm, "R", unit);
+        }
+        const bool full = pass_->kind == PassKind::BACKWARD;
+        compute(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, full ? "B" : "Bi", unit);
+        comm(c.bwd_comm, "B", unit);
+        break;
+      }
+      case PassKind::BACKWARD_WEIGHT:
+        compute(c.bwd_weight_s, "W", unit);
+        break;
+    }
+  }
+
+  void track(size_t ri, TaskId id) {
+    if (first_[ri] < 0) first_[ri] = id;
+    if (unit_first_[ri] < 0) unit_first_[ri] = id;
+    last_[ri] = id;
+  }
+
+  void compute(double seconds, const char* what, const std::string* unit) {
+    for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
+      const TaskId id = g_.add_compute(
+          g_.gpus[ri][s_].compute, seconds,
+          g_.label("{} mb{} c{}{}{}", what, pass_->micro_batch, pass_->chunk, unit ? " " : "",
+                   unit ? unit->c_str() : ""),
+          TraceCategory::COMPUTE);
+      track(ri, id);
+      if (ri == 0) {
+        g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
+        rep_pass_->tasks.push_back(id);
+      }
+    }
+    compute_s_ += seconds;
+  }
+
+  // One comm list (the collectives after a forward, recompute or backward): each run of
+  // items on one group (same dimension) a collective sequence on that group, issued by the
+  // group's first simulated replica.
+  void comm(const std::vector<CommItem>& items, const char* what, const std::string* unit) {
+    if (items.empty()) return;
+    RepCommList* rep_list = nullptr;
+    std::vector<std::pair<sim::CollectiveOp, double>> run;
+    for (size_t begin = 0, end = 0; begin < items.size(); begin = end) {
+      const models::Dim dim = items[begin].dim;
+      run.clear();
+      for (end = begin; end < items.size() && items[end].dim == dim; ++end)
+        run.emplace_back(items[end].op, items[end].bytes);
+      for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
+        const std::vector<int>& group = g_.index.group(g_.gpus[ri][s_].rank, dim);
+        if (group.size() < 2) continue;
+        std::vector<sim::StreamId> streams(group.size(), sim::NO_STREAM);
+        int leader = static_cast<int>(ri);
+        for (size_t k = 0; k < group.size(); ++k) {
+          const int rj = g_.rank_to_replica[static_cast<size_t>(group[k])];
+          if (rj < 0) continue;
+          leader = std::min(leader, rj);
+          streams[k] = g_.gpus[static_cast<size_t>(rj)][s_].compute;
+        }
+        if (leader != static_cast<int>(ri)) continue;  // issued with an earlier replica
+        RepCommList::Run rep_run{-1, -1, dim, {}};
+        const auto [first, last] = g_.add_collective_sequence(
+            run, group, streams,
+            g_.label("{}-comm {} {} mb{} c{}{}{}", what, models::to_string(dim),
+                     sim::to_string(run.front().first), pass_->micro_batch, pass_->chunk,
+                     unit ? " " : "", unit ? unit->c_str() : ""),
+            category_of(dim), ri == 0 ? &rep_run.frozen_ps : nullptr);
+        for (int r : group) {
+          const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
+          if (rj < 0) continue;
+          track(static_cast<size_t>(rj), first);
+          track(static_cast<size_t>(rj), last);
+        }
+        if (ri == 0) {  // replica 0 leads every group it belongs to
+          if (!rep_list) rep_list = &rep_pass_->comm_lists.emplace_back();
+          rep_run.first = first;
+          rep_run.last = last;
+          rep_list->runs.push_back(std::move(rep_run));
+          for (TaskId id = first; id <= last; ++id) {
+            g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
+            rep_pass_->tasks.push_back(id);
+          }
+        }
+      }
+    }
+  }
+
+  StepGraph& g_;
+  int s_;
+  int pi_ = 0;
+  const Pass* pass_ = nullptr;
+  RepPass* rep_pass_ = nullptr;
+  double compute_s_ = 0;  // the pass's compute seconds (summed per pass, then per stage)
+  // Per replica: the first task of the pass, of the current unit, and the last so far.
+  std::vector<TaskId> first_, unit_first_, last_;
+};
+
+}  // namespace
+
+void lower_passes(StepGraph& g) {
+  for (int s = 0; s < g.stages(); ++s) {
+    StageLowering stage(g, s);
+    for (int pi = 0; pi < static_cast<int>(g.schedule.per_stage[s].size()); ++pi)
+      stage.lower_pass(pi);
+  }
+}
+
+void measure_passes(StepGraph& g) {
+  const sim::Engine& e = g.engine;
+  for (RepStage& rs : g.reps) {
+    for (const RepPass& pass : rs.passes) {
+      for (TaskId t : pass.tasks) rs.busy_ps += e.finish(t) - e.start(t);
+      // Summed as the seconds of each list, then per pass, in issue order.
+      std::array<double, models::DIM_COUNT> by_dim{};
+      double comm_s = 0;
+      for (const RepCommList& list : pass.comm_lists) {
+        double list_s = 0;
+        for (const RepCommList::Run& run : list.runs) {
+          const auto add = [&](sim::SimTime ps) {
+            const double t = sim::to_seconds(ps);
+            by_dim[static_cast<size_t>(models::index(run.dim))] += t;
+            list_s += t;
+          };
+          if (!run.frozen_ps.empty()) {
+            for (sim::SimTime ps : run.frozen_ps) add(ps);
+          } else {
+            for (TaskId task = run.first; task <= run.last; ++task)
+              add(e.finish(task) - e.start(task));
+          }
+        }
+        comm_s += list_s;
+      }
+      rs.comm_s += comm_s;
+      for (int k = 0; k < models::DIM_COUNT; ++k) g.comm_total[k] += by_dim[k];
+    }
+  }
+}
+
+void lower_pipeline(StepGraph& g) {
+  const double act_bytes = models::tokens_per_gpu(g.model, g.plan) * double(g.model.hidden) *
+                           models::activation_element_bytes(g.plan) / double(g.plan.tp);
+  const int p = g.stages(), vstages = g.stages() * g.chunks();
+  for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+    for (int mb = 0; mb < g.micro_batches(); ++mb) {
+      for (int vs = 0; vs + 1 < vstages; ++vs) {
+        const int r0 = g.gpus[ri][vs % p].rank, r1 = g.gpus[ri][(vs + 1) % p].rank;
+        for (int dir = 0; dir < 2; ++dir) {
+          const bool fwd = dir == 0;
+          const PassTasks& from = g.pass_tasks[ri][g.pass_key(!fwd, mb, fwd ? vs : vs + 1)];
+          const PassTasks& to = g.pass_tasks[ri][g.pass_key(!fwd, mb, fwd ? vs + 1 : vs)];
+          sim::TransferSpec t;
+          t.src_rank = fwd ? r0 : r1;
+          t.dst_rank = fwd ? r1 : r0;
+          t.bytes = act_bytes;
+          t.label = g.label("{} mb{} vs{}->{}", fwd ? "send-act" : "send-grad", mb,
+                            fwd ? vs : vs + 1, fwd ? vs + 1 : vs);
+          const TaskId tr = g.engine.add_transfer(t, {from.last});
+          g.engine.add_dependency(tr, to.first);
+          if (ri == 0) g.pp_tasks.push_back(tr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,152 @@
+#include "strategies/step/pass_cost.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+
+namespace loom::strategies {
+
+using models::CommKind;
+using models::OpKind;
+
+void PassCost::add(const PassCost& o) {
+  fwd_s += o.fwd_s;
+  bwd_input_s += o.bwd_input_s;
+  bwd_weight_s += o.bwd_weight_s;
+  recompute_s += o.recompute_s;
+  fwd_comm.insert(fwd_comm.end(), o.fwd_comm.begin(), o.fwd_comm.end());
+  bwd_comm.insert(bwd_comm.end(), o.bwd_comm.begin(), o.bwd_comm.end());
+  params += o.params;
+}
+
+topo::DType compute_dtype(models::Precision p) {
+  switch (p) {
+    case models::Precision::FP32:
+      return topo::DType::TF32;  // Megatron/PyTorch fp32 matmuls use TF32 tensor cores on A100+
+    case models::Precision::FP16:
+      return topo::DType::FP16;
+    case models::Precision::FP8:
+      return topo::DType::FP8;
+    case models::Precision::BF16:
+      return topo::DType::BF16;
+  }
+  return topo::DType::BF16;
+}
+
+namespace {
+
+// The forward collective after an op and its backward mirror.
+std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
+  using sim::CollectiveOp;
+  const models::Dim dim = models::comm_dim(op.comm);
+  switch (op.comm) {
+    case CommKind::TP_ALL_GATHER:
+      // comm_bytes is the gathered (full) tensor: nccl-tests' size for all_gather.
+      return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes},
+              {dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes}};
+    case CommKind::TP_REDUCE_SCATTER:
+      return {{dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes},
+              {dim, CollectiveOp::ALL_GATHER, op.comm_bytes}};
+    case CommKind::EP_ALL_TO_ALL:
+      return {{dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes},
+              {dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes}};
+    case CommKind::CP_KV_EXCHANGE:
+      return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes * cp},
+              {dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes * cp}};
+    case CommKind::TP_ALL_REDUCE:
+    case CommKind::NONE:
+      break;
+  }
+  return {{dim, CollectiveOp::ALL_REDUCE, op.comm_bytes},
+          {dim, CollectiveOp::ALL_REDUCE, op.comm_bytes}};
+}
+
+}  // namespace
+
+PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
+                  const topo::GpuCostModel& gpu) {
+  const topo::DType dt = compute_dtype(plan.precision);
+  const double peak = gpu.peak_flops(dt);
+  const double overhead = gpu.efficiency().kernel_overhead_s;
+  PassCost c;
+  for (const auto& op : ops) {
+    double f = 0, bi = 0, bw = 0;
+    const auto& s = op.shape;
+    // Seconds of `flops` run as GEMMs of shape [m x k]·[k x n] (s.batch of them).
+    auto t = [&](double flops, std::int64_t m, std::int64_t n, std::int64_t k) {
+      if (flops <= 0) return 0.0;
+      return flops / (peak * gpu.matmul_efficiency(m, n, k, s.batch)) + overhead;
+    };
+    if (op.kind == OpKind::MATMUL) {
+      // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
+      // [k x m]·[m x n]: each timed at the efficiency of its own shape.
+      f = t(op.fwd_flops, s.m, s.n, s.k);
+      bi = t(op.bwd_input_flops, s.m, s.k, s.n);
+      bw = t(op.bwd_weight_flops, s.k, s.n, s.m);
+    } else if (op.kind == OpKind::ATTENTION) {
+      if (plan.flash_attention) {
+        // Fused attention skips the masked half of a causal square.
+        const double scale = op.causal ? 0.5 : 1.0;
+        f = gpu.attention_time_s(op.fwd_flops * scale, dt);
+        bi = gpu.attention_time_s((op.bwd_input_flops + op.bwd_weight_flops) * scale, dt) /
+             gpu.efficiency().attention_backward_ratio;
+      } else {
+        f = t(op.fwd_flops, s.m, s.n, s.k);
+        bi = t(op.bwd_input_flops + op.bwd_weight_flops, s.m, s.k, s.n);
+      }
+    } else {
+      // Memory-bound: forward moves inputs, outputs and weights; backward about twice that.
+      const double bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
+      f = gpu.memory_time_s(bytes);
+      bi = gpu.memory_time_s(2 * bytes);
+    }
+    c.fwd_s += f;
+    c.bwd_input_s += bi;
+    c.bwd_weight_s += bw;
+    if (plan.recompute == models::Recompute::FULL ||
+        (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
+      c.recompute_s += f;
+    c.params += op.params;
+    if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
+      const auto [fwd, bwd] = op_collectives(op, plan.cp);
+      c.fwd_comm.push_back(fwd);
+      c.bwd_comm.push_back(bwd);
+    }
+  }
+  return c;
+}
+
+StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                      const topo::GpuCostModel& gpu) {
+  StageWork work;
+  const auto vs_layers = models::virtual_stage_layers(model, plan);
+  std::map<bool, PassCost> layer_cache;  // identical layers: dense vs MoE
+  int next = 0;
+  for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
+    std::vector<Unit> us;
+    if (vs == 0) {
+      const auto ops = models::embedding_ops(model, plan);
+      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, gpu)});
+    }
+    for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
+      const bool moe = model.is_moe_layer(next);
+      auto it = layer_cache.find(moe);
+      if (it == layer_cache.end())
+        it = layer_cache.emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, gpu))
+                 .first;
+      us.push_back({fmt::format("L{}", next), it->second});
+    }
+    if (vs + 1 == vs_layers.size())
+      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, gpu)});
+    PassCost c;
+    for (const auto& u : us) c.add(u.cost);
+    work.chunk_cost.push_back(std::move(c));
+    work.units.push_back(std::move(us));
+  }
+  return work;
+}
+
+}  // namespace loom::strategies

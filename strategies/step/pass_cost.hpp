@@ -1,0 +1,64 @@
+#pragma once
+// Pass costing, the second stage of a simulated step: the seconds of each pass (forward,
+// backward input and weight gradients, recompute) of every model chunk and of every unit
+// inside it, and the model-parallel collectives each pass issues. The op list comes from
+// models/flops.hpp; every kernel is timed by the GPU kernel-time model (topologies/), which
+// this stage only asks.
+#include <string>
+#include <vector>
+
+#include "models/flops.hpp"
+#include "models/model_spec.hpp"
+#include "models/parallel_dim.hpp"
+#include "models/training_plan.hpp"
+#include "sim/collectives.hpp"
+#include "topologies/gpu_cost_model.hpp"
+
+namespace loom::strategies {
+
+/// One collective a pass performs on a model-parallel group (tp, cp or ep).
+struct CommItem {
+  models::Dim dim = models::Dim::TP;
+  sim::CollectiveOp op = sim::CollectiveOp::ALL_REDUCE;
+  double bytes = 0;  ///< nccl-tests "size" of the collective, in bytes
+};
+
+/// Seconds of each pass of a run of layers (a unit or a model chunk), on one GPU, for one
+/// micro-batch, and the collectives the passes issue.
+struct PassCost {
+  double fwd_s = 0;
+  double bwd_input_s = 0;
+  double bwd_weight_s = 0;
+  double recompute_s = 0;
+  std::vector<CommItem> fwd_comm;  ///< forward collectives (full recompute repeats them)
+  std::vector<CommItem> bwd_comm;  ///< backward mirrors
+  double params = 0;               ///< parameters on this GPU
+  /// Adds `other`'s seconds, collectives and parameters.
+  void add(const PassCost& other);
+};
+
+/// One FSDP unit and bucketing granule of a virtual stage: the embedding, a layer or the head.
+struct Unit {
+  std::string name;  ///< "emb", "L12", "head"
+  PassCost cost;
+};
+
+/// The costed work of every virtual stage of the plan.
+struct StageWork {
+  std::vector<std::vector<Unit>> units;  ///< by virtual stage: its units in forward order
+  std::vector<PassCost> chunk_cost;      ///< by virtual stage: the sum of its units
+};
+
+/// Costs one op list (a layer, the embedding or the head) under the plan's precision,
+/// recompute policy and attention kernels.
+PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
+                  const topo::GpuCostModel& gpu);
+
+/// Costs every virtual stage: the embedding on the first, each layer, the head on the last.
+StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                      const topo::GpuCostModel& gpu);
+
+/// The kernel dtype the plan's precision computes matmuls in.
+topo::DType compute_dtype(models::Precision precision);
+
+}  // namespace loom::strategies

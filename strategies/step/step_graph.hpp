@@ -1,0 +1,160 @@
+#pragma once
+// The task graph of one step under construction, shared by the lowering stages
+// (lower_passes, lower_pipeline, the data-parallel lowerings) and read by the step report:
+// the engine, the schedule, the costed work, which GPUs are simulated and their streams, the
+// tasks later stages hang dependencies on, and what the report measures on the
+// representative GPU of each stage.
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "models/parallel_dim.hpp"
+#include "models/training_plan.hpp"
+#include "sim/engine.hpp"
+#include "strategies/schedule.hpp"
+#include "strategies/step/pass_cost.hpp"
+#include "strategies/step/rank_index.hpp"
+#include "strategies/step_simulator.hpp"
+#include "topologies/gpu_cost_model.hpp"
+
+namespace loom::strategies {
+
+/// The first and last task of a lowered pass (or of one unit of a split pass).
+struct PassTasks {
+  sim::TaskId first = -1;
+  sim::TaskId last = -1;
+};
+
+/// One simulated GPU: its streams and the tasks the data-parallel lowering hangs on.
+struct SimGpu {
+  int rank = 0;
+  sim::StreamId compute = sim::NO_STREAM;  ///< passes, blocking model-parallel collectives
+  sim::StreamId dp = sim::NO_STREAM;       ///< gradient reduction (and ZeRO-1/2 gathers)
+  sim::StreamId ag = sim::NO_STREAM;       ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
+  sim::TaskId last_backward = -1;          ///< the last pass that ends weight gradients
+  std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
+};
+
+/// The (tp, cp, dp) coordinates of a simulated replica of the pipeline.
+struct Replica {
+  int t = 0, c = 0, d = 0;
+};
+
+/// The representative's collectives after one forward, recompute or backward, in order.
+struct RepCommList {
+  /// A run of collectives on one group: tasks first..last (one task when frozen).
+  struct Run {
+    sim::TaskId first = -1, last = -1;
+    models::Dim dim = models::Dim::TP;
+    /// When frozen (one task): each collective's picoseconds, so that the report sums
+    /// them one by one as it does the tasks of a flow-timed run.
+    std::vector<sim::SimTime> frozen_ps;
+  };
+  std::vector<Run> runs;
+};
+
+/// The representative's tasks of one pass.
+struct RepPass {
+  std::vector<sim::TaskId> tasks;        ///< compute tasks and collectives, in issue order
+  std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
+};
+
+/// What the report measures on the representative GPU (replica 0) of one stage.
+struct RepStage {
+  std::vector<RepPass> passes;       ///< by pass index
+  std::vector<sim::TaskId> compute;  ///< its compute-stream tasks (passes, then the optimizer)
+  double compute_s = 0;              ///< pass compute seconds
+  double comm_s = 0;                 ///< blocking model-parallel comm seconds
+  /// Busy time of its passes (compute + comm) summed in integer picoseconds, the durations
+  /// the engine ran, so that a stage that never idles shows exactly zero bubble.
+  sim::SimTime busy_ps = 0;
+  std::vector<sim::TaskId> dp;      ///< its DP collectives
+  std::vector<sim::TaskId> gather;  ///< of which parameter gathers compute waits on
+  double dp_bytes = 0;              ///< ZeRO paper Sec. 7 volume per GPU, bytes
+};
+
+/// Which passes of a stage play a role for data-parallel overlap.
+struct PassRoles {
+  std::vector<std::vector<int>> final_pass;     ///< [stage][chunk]: ends its weight gradients
+  std::vector<std::vector<int>> first_forward;  ///< [stage][chunk]: its first forward
+};
+
+/// The step's task graph under construction (see file comment).
+struct StepGraph {
+  StepGraph(const models::ModelSpec& model, const models::TrainingPlan& plan,
+            const topo::Cluster& cluster, const SimulateOptions& options);
+
+  const models::ModelSpec& model;
+  const models::TrainingPlan& plan;
+  const SimulateOptions& options;
+  topo::GpuCostModel gpu;
+  RankIndex index;
+  sim::Engine engine;
+  PipelineSchedule schedule;
+  StageWork work;
+  PassRoles roles;
+  std::vector<Replica> replicas;          ///< simulated replicas; [0] is the representative
+  std::vector<std::vector<SimGpu>> gpus;  ///< [replica][stage]
+  std::vector<int> rank_to_replica;       ///< global rank -> replica index, -1 if not simulated
+  /// [replica][pass_key]: forward and backward (or Bi) pass tasks, for cross-stage deps.
+  std::vector<std::vector<PassTasks>> pass_tasks;
+  std::vector<sim::TaskId> all_pass_tasks;  ///< the last task of every pass
+  std::vector<sim::TaskId> pp_tasks;        ///< the representative's pipeline transfers
+  std::vector<RepStage> reps;               ///< by stage
+  /// Model-parallel comm seconds by dimension, summed over the representative's stages.
+  std::array<double, models::DIM_COUNT> comm_total{};
+  double optimizer_time_s = 0;  ///< mean over stages
+  /// Trace category of every task (filled only when the timeline is kept).
+  std::vector<TraceCategory> category;
+
+  int stages() const { return plan.pp; }
+  int chunks() const { return plan.vpp; }
+  int micro_batches() const { return schedule.micro_batches; }
+  /// Index into pass_tasks: `backward` false for F, true for B or Bi.
+  size_t pass_key(bool backward, int micro_batch, int virtual_stage) const;
+  /// Whether pass `pass_index` of `stage` is lowered unit by unit (so DP work can hang on
+  /// single units): every pass under ZeRO-3; a chunk's final weight-gradient pass with
+  /// --overlap-grad-reduce; its first forward with --overlap-param-gather (ZeRO-1/2).
+  bool split_pass(int stage, int pass_index) const;
+  /// The simulated GPU holding `rank`, or nullptr.
+  const SimGpu* gpu_of(int rank, int stage) const;
+
+  /// A compute task of `seconds` on `stream`, recorded under `category` for the trace.
+  sim::TaskId add_compute(sim::StreamId stream, double seconds, std::string label,
+                          TraceCategory category, const std::vector<sim::TaskId>& deps = {});
+  /// A collective of `op` over `group`, on the given stream of every simulated member (the
+  /// others hold none), recorded under `category`. Returns its task.
+  sim::TaskId add_collective(sim::CollectiveOp op, double bytes, const std::vector<int>& group,
+                             std::vector<sim::StreamId> streams,
+                             std::vector<std::vector<int>> concurrent, std::string label,
+                             TraceCategory category, const std::vector<sim::TaskId>& deps = {});
+  /// Collectives run back to back over `group` (Engine::add_collective_sequence), each
+  /// recorded under `category`. Returns the first and last task; fills `frozen_ps` (when not
+  /// null) with each collective's time if the engine froze the run into one task.
+  std::pair<sim::TaskId, sim::TaskId> add_collective_sequence(
+      const std::vector<std::pair<sim::CollectiveOp, double>>& ops, const std::vector<int>& group,
+      const std::vector<sim::StreamId>& streams, const std::string& label, TraceCategory category,
+      std::vector<sim::SimTime>* frozen_ps = nullptr);
+  /// Labels only feed the timeline (--trace): formatted only when it is kept.
+  template <typename... Args>
+  std::string label(fmt::format_string<Args...> format, Args&&... args) const {
+    if (!options.keep_timeline) return {};
+    return fmt::format(format, std::forward<Args>(args)...);
+  }
+
+ private:
+  void record(sim::TaskId id, TraceCategory category);
+};
+
+/// Whether `pass` ends the weight gradients of its micro-batch and chunk: a B pass, or a W
+/// pass under zero-bubble (whose Bi computes no weight gradients).
+bool ends_weight_gradients(const Pass& pass);
+
+/// Seconds to picoseconds of simulated time.
+inline sim::SimTime to_ps(double seconds) { return sim::to_sim_time(seconds); }
+
+}  // namespace loom::strategies
