@@ -20,6 +20,8 @@ inline constexpr std::array<Dim, 5> REPORTED_COMM_DIMS = {Dim::TP, Dim::CP, Dim:
 std::string to_string(Dim dim);
 
 /// Index of `dim` into arrays of DIM_COUNT entries.
-constexpr int index(Dim dim) { return static_cast<int>(dim); }
+constexpr int index(Dim dim) {
+  return static_cast<int>(dim);
+}
 
 }  // namespace loom::models

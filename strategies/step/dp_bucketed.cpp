@@ -92,12 +92,13 @@ class BucketedLowering final : public DataParallelLowering {
     for (int c : by_first_) {
       const auto& bs = buckets_[static_cast<size_t>(c)];
       for (auto b = bs.rbegin(); b != bs.rend(); ++b) {
-        const TaskId id = group.collective(
-            CollectiveOp::ALL_GATHER, b->params * gathered_param_bytes(plan_),
-            g.label("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, deps, overlapped);
+        const TaskId id =
+            group.collective(CollectiveOp::ALL_GATHER, b->params * gathered_param_bytes(plan_),
+                             g.label("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, deps, overlapped);
         if (!overlapped) continue;
         for (size_t k = 0; k < group.members().size(); ++k)
-          g.engine.add_dependency(id, group.unit_tasks(k, g.roles.first_forward[s_][c], b->lo).first);
+          g.engine.add_dependency(id,
+                                  group.unit_tasks(k, g.roles.first_forward[s_][c], b->lo).first);
       }
     }
   }

@@ -54,11 +54,11 @@ class FsdpLowering final : public DataParallelLowering {
       if (i >= ahead)
         for (size_t k = 0; k < group.members().size(); ++k)
           deps.push_back(group.unit_tasks(k, uses_[i - ahead].first, uses_[i - ahead].second).last);
-      const TaskId id = group.collective(
-          CollectiveOp::ALL_GATHER, unit.cost.params * gathered_param_bytes(g.plan),
-          g.label("dp-ag {} mb{} c{} {}", to_string(pass.kind), pass.micro_batch, pass.chunk,
-                  unit.name),
-          true, deps, true);
+      const TaskId id = group.collective(CollectiveOp::ALL_GATHER,
+                                         unit.cost.params * gathered_param_bytes(g.plan),
+                                         g.label("dp-ag {} mb{} c{} {}", to_string(pass.kind),
+                                                 pass.micro_batch, pass.chunk, unit.name),
+                                         true, deps, true);
       for (size_t k = 0; k < group.members().size(); ++k)
         g.engine.add_dependency(id, group.unit_tasks(k, pi, u).first);
     }

@@ -33,9 +33,8 @@ class DpGroup {
   /// One collective over the group on every member's dp stream (`gather_stream`: the
   /// ZeRO-3 gather stream), waiting for `deps`; counted into the representative's DP
   /// measurements (`gather`: also as a gather its compute waits on).
-  sim::TaskId collective(sim::CollectiveOp op, double bytes, std::string label,
-                         bool gather_stream, const std::vector<sim::TaskId>& deps,
-                         bool gather = false);
+  sim::TaskId collective(sim::CollectiveOp op, double bytes, std::string label, bool gather_stream,
+                         const std::vector<sim::TaskId>& deps, bool gather = false);
 
  private:
   StepGraph& g_;

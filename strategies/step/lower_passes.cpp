@@ -54,8 +54,8 @@ class StageLowering {
     }
     for (size_t ri = 0; ri < n_rep; ++ri) {
       if (pass_->kind != PassKind::BACKWARD_WEIGHT)  // W has no cross-stage dependency
-        g_.pass_tasks[ri][g_.pass_key(pass_->kind != PassKind::FORWARD, pass_->micro_batch, vs)] =
-            {first_[ri], last_[ri]};
+        g_.pass_tasks[ri][g_.pass_key(pass_->kind != PassKind::FORWARD, pass_->micro_batch, vs)] = {
+            first_[ri], last_[ri]};
       g_.all_pass_tasks.push_back(last_[ri]);
       if (ends_weight_gradients(*pass_)) g_.gpus[ri][s_].last_backward = last_[ri];
     }
@@ -95,11 +95,11 @@ class StageLowering {
 
   void compute(double seconds, const char* what, const std::string* unit) {
     for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
-      const TaskId id = g_.add_compute(
-          g_.gpus[ri][s_].compute, seconds,
-          g_.label("{} mb{} c{}{}{}", what, pass_->micro_batch, pass_->chunk, unit ? " " : "",
-                   unit ? unit->c_str() : ""),
-          TraceCategory::COMPUTE);
+      const TaskId id =
+          g_.add_compute(g_.gpus[ri][s_].compute, seconds,
+                         g_.label("{} mb{} c{}{}{}", what, pass_->micro_batch, pass_->chunk,
+                                  unit ? " " : "", unit ? unit->c_str() : ""),
+                         TraceCategory::COMPUTE);
       track(ri, id);
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);

@@ -6,8 +6,8 @@ namespace {
 sim::EngineOptions engine_options(const SimulateOptions& o) {
   sim::EngineOptions e;
   e.network = o.network;
-  e.collective_timing = o.live_collectives ? sim::CollectiveTiming::FLOWS
-                                           : sim::CollectiveTiming::FROZEN;
+  e.collective_timing =
+      o.live_collectives ? sim::CollectiveTiming::FLOWS : sim::CollectiveTiming::FROZEN;
   // The ideal network is for analysis: no protocol latencies either.
   if (o.network == sim::NetworkMode::IDEAL) e.cost.nccl_overheads = false;
   return e;

@@ -32,10 +32,10 @@ struct PassTasks {
 /// One simulated GPU: its streams and the tasks the data-parallel lowering hangs on.
 struct SimGpu {
   int rank = 0;
-  sim::StreamId compute = sim::NO_STREAM;  ///< passes, blocking model-parallel collectives
-  sim::StreamId dp = sim::NO_STREAM;       ///< gradient reduction (and ZeRO-1/2 gathers)
-  sim::StreamId ag = sim::NO_STREAM;       ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
-  sim::TaskId last_backward = -1;          ///< the last pass that ends weight gradients
+  sim::StreamId compute = sim::NO_STREAM;     ///< passes, blocking model-parallel collectives
+  sim::StreamId dp = sim::NO_STREAM;          ///< gradient reduction (and ZeRO-1/2 gathers)
+  sim::StreamId ag = sim::NO_STREAM;          ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
+  sim::TaskId last_backward = -1;             ///< the last pass that ends weight gradients
   std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
 };
 
@@ -59,7 +59,7 @@ struct RepCommList {
 
 /// The representative's tasks of one pass.
 struct RepPass {
-  std::vector<sim::TaskId> tasks;        ///< compute tasks and collectives, in issue order
+  std::vector<sim::TaskId> tasks;       ///< compute tasks and collectives, in issue order
   std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
 };
 
@@ -155,6 +155,8 @@ struct StepGraph {
 bool ends_weight_gradients(const Pass& pass);
 
 /// Seconds to picoseconds of simulated time.
-inline sim::SimTime to_ps(double seconds) { return sim::to_sim_time(seconds); }
+inline sim::SimTime to_ps(double seconds) {
+  return sim::to_sim_time(seconds);
+}
 
 }  // namespace loom::strategies
