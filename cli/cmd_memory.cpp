@@ -14,8 +14,8 @@
 #include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
-#include "models/memory.hpp"
 #include "models/model_loader.hpp"
+#include "strategies/memory_plan.hpp"
 #include "topologies/gpu_catalog.hpp"
 
 namespace loom::cli {
@@ -202,7 +202,7 @@ int run_memory(MemoryOptions& o) {
     std::cout << render_plan_config(plan);
     return 0;
   }
-  const models::MemoryReport report = models::estimate_memory(model, plan);
+  const models::MemoryReport report = strategies::estimate_memory(model, plan);
   context["plan"] = plan_to_json(plan);
   if (parse_format(o.format) == Format::JSON) {
     std::cout << render_document(

@@ -220,29 +220,14 @@ double stored_layer_activation_bytes(const ModelSpec& m, const TrainingPlan& p, 
   return stored_bytes(m, p, layer_ops(m, p, layer));
 }
 
-double inflight_microbatches(const TrainingPlan& p, int stage) {
-  const double m = static_cast<double>(std::max<std::int64_t>(1, p.micro_batches()));
-  const double pp = p.pp, r = stage;
-  switch (p.schedule) {
-    case Schedule::NAIVE:
-      return 1;
-    case Schedule::GPIPE:
-      return m;
-    case Schedule::ONE_F_ONE_B:
-    case Schedule::ZERO_BUBBLE:
-      return std::min(pp - r, m);
-    case Schedule::INTERLEAVED: {
-      // Megatron's interleaved schedule: rank r runs 2 (p - r - 1) + (v - 1) p warm-up
-      // chunk forwards, then holds one more in steady state; each chunk is 1/v of its layers.
-      const double v = p.vpp;
-      return std::min(2 * (pp - r - 1) + (v - 1) * pp + 1, m * v) / v;
-    }
-  }
-  return m;
-}
-
-MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
+MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
+                             const std::vector<double>& in_flight) {
   validate_plan(m, p);
+  if (in_flight.size() != static_cast<size_t>(p.pp)) {
+    throw ValidationError("in_flight", fmt::format("{} in-flight counts for {} pipeline stages; "
+                                                   "give one per stage",
+                                                   in_flight.size(), p.pp));
+  }
   MemoryReport report;
   report.parameters = count_parameters(m).total;
   report.bytes_per_param = bytes_per_parameter(p);
@@ -304,7 +289,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
     s.gradients_bytes = dense * dense_b.gradients + expert * expert_b.gradients;
     s.optimizer_bytes = dense * dense_b.optimizer() + expert * expert_b.optimizer();
 
-    s.inflight_microbatches = inflight_microbatches(p, r);
+    s.inflight_microbatches = in_flight[static_cast<size_t>(r)];
     double acts = s.layer_activation_bytes * s.inflight_microbatches;
     if (first) {
       s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;

@@ -87,17 +87,17 @@ std::vector<std::vector<int>> stage_layer_indices(const ModelSpec& model, const 
 /// plan.recompute (full: the layer input only; selective: all but the attention core).
 double stored_layer_activation_bytes(const ModelSpec& model, const TrainingPlan& plan,
                                      int layer_index);
-/// Micro-batches (in units of this rank's full layer set) whose activations pipeline rank
-/// `stage` holds at its peak: GPipe m, 1F1B and zero-bubble min(pp - stage, m), naive 1,
-/// interleaved min(2 (pp - stage - 1) + (vpp - 1) pp + 1, m vpp) / vpp (Megatron).
-double inflight_microbatches(const TrainingPlan& plan, int stage);
-
 /// Bytes the optimizer step moves per local parameter (read + write): Adam reads the gradient,
 /// fp32 master, m and v (16 B) and writes master, m and v (12 B), plus the 16-bit model copy
 /// it writes (2 B) unless training in fp32; SGD with momentum 20 (+2), plain SGD 12 (+2).
 double optimizer_step_bytes_per_param(const TrainingPlan& plan);
 
-/// Memory per GPU for every pipeline stage. Calls validate_plan first.
-MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan);
+/// Memory per GPU for every pipeline stage. `in_flight[stage]` is the number of micro-batches
+/// (in units of the stage's full layer set) whose activations the stage holds at its peak;
+/// the pipeline schedule decides it (strategies::estimate_memory derives it from the
+/// schedule's pass order). Calls validate_plan first; throws ValidationError when `in_flight`
+/// does not have one entry per stage.
+MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan,
+                             const std::vector<double>& in_flight);
 
 }  // namespace loom::models

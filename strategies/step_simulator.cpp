@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "strategies/memory_plan.hpp"
 #include "strategies/step/dp_lowering.hpp"
 #include "strategies/step/lower_passes.hpp"
 #include "strategies/step/step_graph.hpp"
@@ -47,7 +48,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   graph.engine.run();
   measure_passes(graph);
   StepReport report;
-  report.memory = models::estimate_memory(model, plan);
+  report.memory = estimate_memory(model, plan);
   measure_step(graph, report);
   if (options.keep_timeline) record_timeline(graph, report);
   return report;

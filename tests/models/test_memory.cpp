@@ -2,6 +2,9 @@
 // distributed optimizer, and Korthikanti et al. 2022 activation memory.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "common/error.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
@@ -11,6 +14,35 @@ using namespace loom;
 using namespace loom::models;
 
 namespace {
+
+// In-flight micro-batches by the published closed formulas: 1F1B holds min(p - r, m) on
+// stage r (Narayanan et al. 2021 Sec 2.2), GPipe all m, interleaved Megatron's
+// min(2 (p - r - 1) + (v - 1) p + 1, m v) / v. The memory model takes them as input
+// (strategies derives them from the schedule); tests/strategies checks the two agree.
+std::vector<double> closed_in_flight(const TrainingPlan& p) {
+  const double m = static_cast<double>(p.micro_batches()), pp = p.pp, v = p.vpp;
+  std::vector<double> in_flight;
+  for (int r = 0; r < p.pp; ++r) {
+    switch (p.schedule) {
+      case Schedule::NAIVE:
+        in_flight.push_back(1);
+        break;
+      case Schedule::GPIPE:
+        in_flight.push_back(m);
+        break;
+      case Schedule::INTERLEAVED:
+        in_flight.push_back(std::min(2 * (pp - r - 1) + (v - 1) * pp + 1, m * v) / v);
+        break;
+      default:
+        in_flight.push_back(std::min(pp - r, m));
+    }
+  }
+  return in_flight;
+}
+
+MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p) {
+  return models::estimate_memory(m, p, closed_in_flight(p));
+}
 
 double model_state_bytes(const StageMemory& s) {
   return s.weights_bytes - s.zero3_buffer_bytes + s.gradients_bytes + s.optimizer_bytes;
@@ -123,21 +155,21 @@ TEST_CASE("models::Memory: 1F1B first stage holds L layers' worth, as Korthikant
         doctest::Approx(34 * 2048.0 * 12288 / 8 * 96));
   CHECK(r.stages.back().inflight_microbatches == 1);
   CHECK(r.stages.at(3).inflight_microbatches == 5);  // min(p - stage, m)
-  // GPipe keeps all m = 64 micro-batches; the naive schedule one.
-  p.schedule = Schedule::GPIPE;
-  CHECK(inflight_microbatches(p, 0) == 64);
-  p.schedule = Schedule::NAIVE;
-  CHECK(inflight_microbatches(p, 0) == 1);
-  // Fewer micro-batches than stages: 1F1B can only hold m.
-  p.schedule = Schedule::ONE_F_ONE_B;
-  p.gbs = 2;
-  CHECK(inflight_microbatches(p, 0) == 2);
-  // Interleaved (Megatron): the first stage holds (1 + (p - 1)/(p v)) x p micro-batches of
-  // its layers (Megatron-LM theoretical_memory_usage.py, interleaved penalty).
-  p.schedule = Schedule::INTERLEAVED;
-  p.vpp = 3;
-  p.gbs = 64;
-  CHECK(inflight_microbatches(p, 0) == doctest::Approx(8 * (1 + 7.0 / (8 * 3))));
+}
+
+TEST_CASE("models::Memory: activations scale with the in-flight count it is given") {
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.pp = 2;
+  p.gbs = 8;
+  const MemoryReport one = models::estimate_memory(m, p, {1, 1});
+  const MemoryReport three = models::estimate_memory(m, p, {3, 1});
+  CHECK(three.stages[0].activations_bytes - one.stages[0].activations_bytes ==
+        doctest::Approx(
+            2 * (one.stages[0].layer_activation_bytes + one.stages[0].embedding_activation_bytes)));
+  CHECK(three.stages[1].activations_bytes == doctest::Approx(one.stages[1].activations_bytes));
+  CHECK_THROWS_WITH_AS(models::estimate_memory(m, p, {1}), doctest::Contains("per stage"),
+                       ValidationError);
 }
 
 TEST_CASE("models::Memory: flash attention, GQA and SwiGLU per-layer activations by hand") {

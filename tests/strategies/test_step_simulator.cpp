@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "models/memory.hpp"
 #include "models/model_loader.hpp"
+#include "strategies/memory_plan.hpp"
 #include "strategies/step_simulator.hpp"
 #include "topologies/cluster_presets.hpp"
 
@@ -252,7 +252,7 @@ TEST_CASE("strategies::StepSimulator: the DP bucket size sets the number of DP c
   const auto cluster = dgx_a100(2);
   auto plan = dp16_plan(0, 16);
   plan.overlap_grad_reduce = true;
-  const double psi_bytes = 2.0 * models::estimate_memory(model, plan).stages[0].parameters;
+  const double psi_bytes = 2.0 * strategies::estimate_memory(model, plan).stages[0].parameters;
   std::int64_t previous = 0;
   for (double bucket : {1e12, 400e6, 160e6, 40e6}) {
     plan.dp_bucket_bytes = bucket;
