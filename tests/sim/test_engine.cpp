@@ -44,7 +44,7 @@ TEST_CASE("sim::Engine: a task blocked on a dependency blocks its stream (FIFO, 
   CHECK(e.start(after) == 1010);
 }
 
-TEST_CASE("sim::Engine: a deadlock is an InternalError; bad ids are ValidationErrors") {
+TEST_CASE("sim::Engine: a deadlock is an InternalError, bad ids are ValidationErrors") {
   auto cluster = testing::star(2, 100e9, 1e-6);
   {
     Engine e(cluster, raw());
