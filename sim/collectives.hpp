@@ -9,6 +9,7 @@
 // nccl_constants.hpp. `auto` picks the algorithm and protocol with the least predicted
 // time, as NCCL's tuner does.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,9 +116,21 @@ struct CollectiveRequest {
       1.0;  ///< explicit bandwidth divisor (>= 1) for links shared with unseen traffic
 };
 
+/// Checks the request itself (group, its concurrent groups' ranks, root, size, chunks,
+/// contention) against the cluster; throws ValidationError naming the request field.
+void validate_request(const topo::Cluster& cluster, const CollectiveRequest& request);
+
+/// Why a valid request cannot run with `algorithm` (not AUTO) and `protocol` on this fabric,
+/// as "algorithm '<name>' <reason>" (the algorithm does not implement the op, NVLS with a
+/// protocol other than Simple, halving-doubling on a non-power-of-two group, hierarchical
+/// on an uneven group, NVLS without a shared NVLS switch); nullopt when it can. The tuner
+/// asks this to skip algorithms; build_schedule throws its answer.
+std::optional<std::string> why_cannot_run(Fabric& fabric, const CollectiveRequest& request,
+                                          Algorithm algorithm, Protocol protocol);
+
 /// Lowers a request with a fixed algorithm (not AUTO) and protocol. Throws
-/// ValidationError when the algorithm does not implement the op or cannot run on the group
-/// (e.g. halving-doubling on a non-power-of-two group, NVLS without an NVLS switch).
+/// ValidationError("--algo") with why_cannot_run's reason when it cannot run, and when a
+/// concurrent group lowers to a different schedule.
 CollectiveSchedule build_schedule(Fabric& fabric, const CollectiveRequest& request,
                                   Algorithm algorithm, Protocol protocol,
                                   const CostOptions& options);

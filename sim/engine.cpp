@@ -319,10 +319,13 @@ void Engine::run() {
   }
   if (count > 0) {
     const std::string list = join(stuck, ", ");
-    throw ValidationError("tasks", fmt::format("deadlock: {} task(s) can never start (e.g. {}); "
-                                               "check dependency cycles and that every stream "
-                                               "issues shared collectives in the same order",
-                                               count, list));
+    // The caller built an impossible task graph: a bug in the caller (the planner), not
+    // bad user input, so it exits as an internal error.
+    throw InternalError(
+        fmt::format("deadlock: {} task(s) can never start (e.g. {}); "
+                    "check dependency cycles and that every stream "
+                    "issues shared collectives in the same order",
+                    count, list));
   }
 }
 

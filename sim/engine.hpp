@@ -13,7 +13,7 @@
 //    streams. isend/irecv: give no stream (it starts when its dependencies are done) and
 //    "wait" by making later tasks depend on it.
 // Time is integer picoseconds; events are ordered by (time, insertion sequence), so a run is
-// deterministic. run() throws ValidationError on a deadlock (tasks that can never start,
+// deterministic. run() throws InternalError on a deadlock (tasks that can never start,
 // e.g. two collectives issued in opposite orders on two streams).
 #include <cstdint>
 #include <map>
@@ -128,7 +128,7 @@ class Engine {
   /// Makes `after` wait for `before`. Throws ValidationError on unknown ids or after run().
   void add_dependency(TaskId before, TaskId after);
 
-  /// Runs every task to completion. Throws ValidationError on a deadlock; may run once.
+  /// Runs every task to completion. Throws InternalError on a deadlock; may run once.
   void run();
 
   int num_tasks() const { return static_cast<int>(tasks_.size()); }

@@ -350,3 +350,42 @@ TEST_CASE("sim::Collectives: registry names, unknown names and unsupported combi
     CHECK(time_of(c, parse_collective_op(name), Algorithm::AUTO, 1e6, {5, 1, 3}) >= 0);
   }
 }
+
+TEST_CASE("sim::Collectives: why_cannot_run says why an algorithm cannot run, and auto skips it") {
+  auto plain = testing::star(6, B, h, /*in_switch_reduce=*/false);
+  Fabric fabric(plain);
+  CollectiveRequest req;
+  req.op = CollectiveOp::ALL_REDUCE;
+  req.ranks = iota(6);
+  req.bytes = S;
+  CHECK_FALSE(why_cannot_run(fabric, req, Algorithm::RING, Protocol::SIMPLE));
+  auto why = why_cannot_run(fabric, req, Algorithm::HALVING_DOUBLING, Protocol::SIMPLE);
+  REQUIRE(why);
+  CHECK(why->find("power-of-two") != std::string::npos);
+  why = why_cannot_run(fabric, req, Algorithm::NVLS, Protocol::SIMPLE);
+  REQUIRE(why);
+  CHECK(why->find("NVSwitch") != std::string::npos);
+  why = why_cannot_run(fabric, req, Algorithm::NVLS, Protocol::LL);
+  REQUIRE(why);
+  CHECK(why->find("Simple") != std::string::npos);
+  req.op = CollectiveOp::ALL_TO_ALL;
+  why = why_cannot_run(fabric, req, Algorithm::RING, Protocol::SIMPLE);
+  REQUIRE(why);
+  CHECK(why->find("does not implement") != std::string::npos);
+  // A concurrent twin is asked too: hierarchical needs every group even across nodes.
+  auto c = testing::rails(2, 4, 400e9, 50e9, h);
+  Fabric railed(c);
+  req.op = CollectiveOp::ALL_REDUCE;
+  req.ranks = {0, 1, 4, 5};
+  CHECK_FALSE(why_cannot_run(railed, req, Algorithm::HIERARCHICAL, Protocol::SIMPLE));
+  req.concurrent_groups = {{1, 2, 3, 6}};  // 3 ranks on node 0, 1 on node 1
+  why = why_cannot_run(railed, req, Algorithm::HIERARCHICAL, Protocol::SIMPLE);
+  REQUIRE(why);
+  CHECK(why->find("uneven") != std::string::npos);
+  // auto without NCCL's model weighs ring, tree and NVLS: NVLS cannot run here, so it is
+  // skipped (no error) and the choice is among the others.
+  req.ranks = iota(6);
+  req.concurrent_groups.clear();
+  const CollectiveSchedule s = plan_collective(fabric, req, CostOptions{false});
+  CHECK(s.algorithm != Algorithm::NVLS);
+}
