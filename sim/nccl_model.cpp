@@ -28,17 +28,22 @@ int algbw_steps(Op op, int n) {
 }  // namespace
 
 nccl::Arch nccl_arch(const topo::GpuSpec& gpu) {
-  switch (gpu.nvlink_generation) {
-    case 1:
-    case 2:
+  // NCCL picks its row by the lowest compute capability (tuning.cc: >= 10.0 Blackwell,
+  // >= 9.0 Hopper, >= 8.0 Ampere, else Volta): Ada (8.9) reads the Ampere row. RCCL's own
+  // tables are not modelled; AMD GPUs keep the Ampere row.
+  switch (gpu.arch) {
+    case topo::GpuArch::VOLTA:
       return nccl::VOLTA;
-    case 4:
+    case topo::GpuArch::HOPPER:
       return nccl::HOPPER;
-    case 5:
+    case topo::GpuArch::BLACKWELL:
       return nccl::BLACKWELL;
-    default:
+    case topo::GpuArch::AMPERE:
+    case topo::GpuArch::ADA:
+    case topo::GpuArch::CDNA3:
       return nccl::AMPERE;
   }
+  return nccl::AMPERE;
 }
 
 int nccl_channels(const topo::GpuSpec& gpu) {

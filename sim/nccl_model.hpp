@@ -39,8 +39,8 @@ struct NcclBandwidth {
   }
 };
 
-/// NCCL's architecture row for a GPU (NVLink generation 5 Blackwell, 4 Hopper, 3 Ampere,
-/// 1-2 Volta; no NVLink: Ampere).
+/// NCCL's architecture row for a GPU, from its spec's architecture (Blackwell, Hopper, Volta
+/// their own rows; Ampere, Ada and AMD GPUs the Ampere row).
 nccl::Arch nccl_arch(const topo::GpuSpec& gpu);
 /// loom's assumption for nChannels, which NCCL's topology search sets: two channels per
 /// NVLink of a GPU, at most MAXCHANNELS (32); 2 without NVLink.

@@ -36,6 +36,26 @@ constexpr const char* SRC_4090 =
     "NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix table: GeForce RTX 4090";
 constexpr const char* SRC_MI300X = "AMD Instinct MI300X data sheet (amd.com)";
 
+// Citations for SM counts and architectures, one per GPU die configuration.
+constexpr const char* ARCH_A100 =
+    "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): Ampere GA100, 108 SMs";
+constexpr const char* ARCH_H100_SXM =
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): Hopper GH100, H100 SXM5 132 SMs";
+constexpr const char* ARCH_H100_PCIE =
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): Hopper GH100, H100 PCIe 114 SMs";
+constexpr const char* ARCH_H100_NVL =
+    "Hopper GH100 in the SXM5 configuration, 132 SMs (H100 NVL: 16,896 CUDA cores = 132 x 128)";
+constexpr const char* ARCH_H200 =
+    "NVIDIA H200 datasheet: the GH100 of H100 SXM5 (132 SMs, H100 whitepaper) with HBM3e";
+constexpr const char* ARCH_B200 =
+    "Blackwell B200: 148 SMs per GPU (CUDA multiProcessorCount; not on the datasheet)";
+constexpr const char* ARCH_L40S =
+    "NVIDIA L40S datasheet: Ada AD102, 18,176 CUDA cores = 142 SMs x 128";
+constexpr const char* ARCH_4090 =
+    "NVIDIA Ada Lovelace GPU Architecture whitepaper, Appendix: RTX 4090 AD102, 128 SMs";
+constexpr const char* ARCH_MI300X =
+    "AMD CDNA 3 Architecture whitepaper / MI300X data sheet: 304 compute units";
+
 GpuSpec spec(const char* name, const char* display, const char* vendor, double fp32, double tf32,
              double bf16, double fp16, double fp8, double hbm_gb, double hbm_bw_gbps,
              double nvlink_bidir_gbps, int nvlink_gen, int pcie_gen, double tdp, const char* src) {
@@ -58,64 +78,87 @@ GpuSpec spec(const char* name, const char* display, const char* vendor, double f
   return s;
 }
 
+// Adds the whitepaper facts (SM count, architecture) to a datasheet entry.
+GpuSpec with_arch(GpuSpec s, int sm_count, GpuArch arch, const char* src) {
+  s.sm_count = sm_count;
+  s.arch = arch;
+  s.arch_source = src;
+  return s;
+}
+
 std::vector<GpuSpec> build_catalog() {
   // Columns: fp32, tf32, bf16, fp16, fp8 (dense TFLOP/s); HBM GB, HBM GB/s; NVLink GB/s
-  // bidirectional per GPU (halved into per direction); NVLink gen; PCIe gen; TDP W.
+  // bidirectional per GPU (halved into per direction); NVLink gen; PCIe gen; TDP W; then
+  // with_arch: SMs (AMD: CUs), architecture, whitepaper.
   return {
       // A100 datasheet, SXM4 40GB: 19.5 / 156 / 312 / 312 TF, 40 GB HBM2 at 1,555 GB/s,
       // NVLink 600 GB/s, PCIe Gen4, 400 W.
-      spec("a100-sxm-40gb", "A100 SXM4 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555, 600, 3, 4,
-           400, SRC_A100),
+      with_arch(spec("a100-sxm-40gb", "A100 SXM4 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555,
+                     600, 3, 4, 400, SRC_A100),
+                108, GpuArch::AMPERE, ARCH_A100),
       // A100 datasheet, SXM4 80GB: 80 GB HBM2e at 2,039 GB/s, otherwise as above.
-      spec("a100-sxm-80gb", "A100 SXM4 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 2039, 600, 3, 4,
-           400, SRC_A100),
+      with_arch(spec("a100-sxm-80gb", "A100 SXM4 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 2039,
+                     600, 3, 4, 400, SRC_A100),
+                108, GpuArch::AMPERE, ARCH_A100),
       // A100 datasheet, PCIe 40GB: 1,555 GB/s, NVLink bridge for 2 GPUs 600 GB/s, 250 W.
-      spec("a100-pcie-40gb", "A100 PCIe 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555, 600, 3,
-           4, 250, SRC_A100),
+      with_arch(spec("a100-pcie-40gb", "A100 PCIe 40GB", "nvidia", 19.5, 156, 312, 312, 0, 40, 1555,
+                     600, 3, 4, 250, SRC_A100),
+                108, GpuArch::AMPERE, ARCH_A100),
       // A100 datasheet, PCIe 80GB: 1,935 GB/s, NVLink bridge 600 GB/s, 300 W.
-      spec("a100-pcie-80gb", "A100 PCIe 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 1935, 600, 3,
-           4, 300, SRC_A100),
+      with_arch(spec("a100-pcie-80gb", "A100 PCIe 80GB", "nvidia", 19.5, 156, 312, 312, 0, 80, 1935,
+                     600, 3, 4, 300, SRC_A100),
+                108, GpuArch::AMPERE, ARCH_A100),
       // H100 datasheet, SXM5: 67 / 494.7 / 989.4 / 989.4 / 1978.9 TF dense, 80 GB HBM3 at
       // 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5, up to 700 W.
-      spec("h100-sxm", "H100 SXM5 80GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 80, 3350, 900,
-           4, 5, 700, SRC_H100),
+      with_arch(spec("h100-sxm", "H100 SXM5 80GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 80,
+                     3350, 900, 4, 5, 700, SRC_H100),
+                132, GpuArch::HOPPER, ARCH_H100_SXM),
       // H100 datasheet (2022 PCIe column): 51 / 378 / 756 / 756 / 1513 TF, 80 GB HBM2e at
       // 2.0 TB/s, NVLink bridge 600 GB/s, 300-350 W (upper bound kept).
-      spec("h100-pcie", "H100 PCIe 80GB", "nvidia", 51, 378, 756, 756, 1513, 80, 2000, 600, 4, 5,
-           350, SRC_H100),
+      with_arch(spec("h100-pcie", "H100 PCIe 80GB", "nvidia", 51, 378, 756, 756, 1513, 80, 2000,
+                     600, 4, 5, 350, SRC_H100),
+                114, GpuArch::HOPPER, ARCH_H100_PCIE),
       // H100 datasheet, NVL column: 60 / 417.5 / 835 / 835 / 1670.5 TF, 94 GB HBM3 at
       // 3.9 TB/s, NVLink bridge 600 GB/s, 350-400 W (upper bound kept).
-      spec("h100-nvl", "H100 NVL 94GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 94, 3900, 600, 4, 5,
-           400, SRC_H100),
+      with_arch(spec("h100-nvl", "H100 NVL 94GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 94, 3900,
+                     600, 4, 5, 400, SRC_H100),
+                132, GpuArch::HOPPER, ARCH_H100_NVL),
       // H200 datasheet, SXM: H100 SXM compute, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s, 700 W.
-      spec("h200", "H200 SXM 141GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 141, 4800, 900, 4,
-           5, 700, SRC_H200),
+      with_arch(spec("h200", "H200 SXM 141GB", "nvidia", 67, 494.7, 989.4, 989.4, 1978.9, 141, 4800,
+                     900, 4, 5, 700, SRC_H200),
+                132, GpuArch::HOPPER, ARCH_H200),
       // H200 datasheet, NVL column: 60 / 417.5 / 835 / 835 / 1670.5 TF, 141 GB at 4.8 TB/s,
       // NVLink bridge 900 GB/s, up to 600 W.
-      spec("h200-nvl", "H200 NVL 141GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 141, 4800, 900, 4,
-           5, 600, SRC_H200),
+      with_arch(spec("h200-nvl", "H200 NVL 141GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 141, 4800,
+                     900, 4, 5, 600, SRC_H200),
+                132, GpuArch::HOPPER, ARCH_H200),
       // HGX B200 (1000 W): 80 / 1100 / 2250 / 2250 / 4500 TF dense, 180 GB usable HBM3e
       // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5.
-      spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500, 180, 8000, 1800, 5, 5,
-           1000, SRC_B200),
+      with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500, 180, 8000,
+                     1800, 5, 5, 1000, SRC_B200),
+                148, GpuArch::BLACKWELL, ARCH_B200),
       // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
       // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
       // PCIe Gen5, which is what pcie_generation records.
-      spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500, 5000, 186, 8000, 1800, 5,
-           5, 1200, SRC_GB200),
+      with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500, 5000, 186,
+                     8000, 1800, 5, 5, 1200, SRC_GB200),
+                148, GpuArch::BLACKWELL, ARCH_B200),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
-      spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0, 4, 350,
-           SRC_L40S),
+      with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,
+                     4, 350, SRC_L40S),
+                142, GpuArch::ADA, ARCH_L40S),
       // Ada whitepaper, RTX 4090 (fp32 accumulate): 82.6 / 82.6 / 165.2 / 165.2 / 330.3 TF,
       // 24 GB GDDR6X at 1,008 GB/s, no NVLink, PCIe Gen4, 450 W.
-      spec("rtx4090", "GeForce RTX 4090", "nvidia", 82.6, 82.6, 165.2, 165.2, 330.3, 24, 1008, 0, 0,
-           4, 450, SRC_4090),
+      with_arch(spec("rtx4090", "GeForce RTX 4090", "nvidia", 82.6, 82.6, 165.2, 165.2, 330.3, 24,
+                     1008, 0, 0, 4, 450, SRC_4090),
+                128, GpuArch::ADA, ARCH_4090),
       // MI300X data sheet: 163.4 / 653.7 / 1307.4 / 1307.4 / 2614.9 TF dense, 192 GB HBM3 at
       // 5.3 TB/s, 750 W, PCIe Gen5. Its GPU-to-GPU fabric is Infinity Fabric (7 links x
       // 128 GB/s bidirectional = 896 GB/s), stored in the nvlink field; generation 0 (not NVLink).
-      spec("mi300x", "AMD Instinct MI300X", "amd", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 192, 5300,
-           896, 0, 5, 750, SRC_MI300X),
+      with_arch(spec("mi300x", "AMD Instinct MI300X", "amd", 163.4, 653.7, 1307.4, 1307.4, 2614.9,
+                     192, 5300, 896, 0, 5, 750, SRC_MI300X),
+                304, GpuArch::CDNA3, ARCH_MI300X),
   };
 }
 
@@ -129,6 +172,16 @@ const std::vector<std::pair<std::string, std::string>>& aliases() {
 }
 
 }  // namespace
+
+const std::vector<std::string>& gpu_arch_names() {
+  static const std::vector<std::string> names = {"volta",  "ampere",    "ada",
+                                                 "hopper", "blackwell", "cdna3"};
+  return names;
+}
+
+std::string to_string(GpuArch arch) {
+  return gpu_arch_names()[static_cast<std::size_t>(arch)];
+}
 
 const std::vector<GpuSpec>& gpu_catalog() {
   static const std::vector<GpuSpec> catalog = build_catalog();
@@ -166,7 +219,8 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   const bool overridden = r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") ||
                           r.has("fp8") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
                           r.has("nvlink_bandwidth") || r.has("nvlink_generation") ||
-                          r.has("pcie_generation") || r.has("tdp_watts");
+                          r.has("pcie_generation") || r.has("tdp_watts") || r.has("sm_count") ||
+                          r.has("architecture");
   s.display_name =
       r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
   s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
@@ -183,6 +237,12 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   s.pcie_generation =
       static_cast<int>(r.get_int_in_range_or("pcie_generation", 1, 9, s.pcie_generation));
   s.tdp_watts = r.get_number_or("tdp_watts", s.tdp_watts);
+  // MI300X's 304 CUs is the largest count shipped; 100,000 only rejects nonsense.
+  s.sm_count = static_cast<int>(r.get_int_in_range_or("sm_count", 1, 100000, s.sm_count));
+  const auto& arches = gpu_arch_names();
+  const std::string arch = r.get_enum_or("architecture", arches, to_string(s.arch));
+  s.arch = static_cast<GpuArch>(std::find(arches.begin(), arches.end(), arch) - arches.begin());
+  if (r.has("sm_count") || r.has("architecture")) s.arch_source += " + overrides from " + r.file();
   if (!(s.tdp_watts >= 0 && s.tdp_watts <= 1e5))
     r.fail("tdp_watts", r.raw("tdp_watts").dump(), "a power in watts from 0 to 100000");
   if (s.bf16_flops <= 0) r.fail("bf16", "0", "a positive FLOP rate, e.g. \"989TFLOPS\"");
@@ -192,6 +252,26 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   if (overridden) s.source += " + overrides from " + r.file();
   r.finish();
   return s;
+}
+
+OrderedJson write_gpu_spec(const GpuSpec& g) {
+  // fmt's "{}" prints a double's shortest representation that parses back to the same bits.
+  auto rate = [](double v) { return fmt::format("{}FLOPS", v); };
+  return OrderedJson{{"base", g.name},
+                     {"display_name", g.display_name},
+                     {"fp32", rate(g.fp32_flops)},
+                     {"tf32", rate(g.tf32_flops)},
+                     {"bf16", rate(g.bf16_flops)},
+                     {"fp16", rate(g.fp16_flops)},
+                     {"fp8", rate(g.fp8_flops)},
+                     {"hbm_capacity", fmt::format("{}B", g.hbm_bytes)},
+                     {"hbm_bandwidth", fmt::format("{}Bps", g.hbm_bandwidth_Bps)},
+                     {"nvlink_bandwidth", fmt::format("{}Bps", g.nvlink_bandwidth_Bps)},
+                     {"nvlink_generation", g.nvlink_generation},
+                     {"pcie_generation", g.pcie_generation},
+                     {"tdp_watts", g.tdp_watts},
+                     {"sm_count", g.sm_count},
+                     {"architecture", to_string(g.arch)}};
 }
 
 GpuSpec load_gpu(std::string_view name_or_path, std::string_view field) {

@@ -1,11 +1,20 @@
 #pragma once
 // The GPU catalog: datasheet figures per GPU model (dense peak FLOP/s per dtype, HBM size
-// and bandwidth, NVLink bandwidth, PCIe generation, TDP), overridable from JSON.
+// and bandwidth, NVLink bandwidth, PCIe generation, TDP, SM count, architecture),
+// overridable from JSON.
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace loom::topo {
+
+/// GPU architecture (generation), from the vendor's whitepaper. Read by the kernel-time model
+/// and by NCCL's tuning tables (sim/nccl_model.hpp), never guessed from a GPU's name.
+enum class GpuArch { VOLTA, AMPERE, ADA, HOPPER, BLACKWELL, CDNA3 };
+/// "volta", "ampere", "ada", "hopper", "blackwell", "cdna3".
+std::string to_string(GpuArch arch);
+/// The architecture names a GPU JSON accepts, in enum order.
+const std::vector<std::string>& gpu_arch_names();
 
 /// One GPU model's datasheet. Peak rates are dense (no 2:4 sparsity); 0 means unsupported.
 struct GpuSpec {
@@ -23,7 +32,10 @@ struct GpuSpec {
   int nvlink_generation = 0;        ///< 3, 4, 5; 0 when the GPU has no NVLink
   int pcie_generation = 4;          ///< host PCIe generation (x16)
   double tdp_watts = 0;             ///< board power in watts
+  int sm_count = 0;                 ///< streaming multiprocessors (AMD: compute units)
+  GpuArch arch = GpuArch::AMPERE;   ///< architecture
   std::string source;               ///< datasheet citation
+  std::string arch_source;          ///< citation for sm_count and arch (whitepaper)
 };
 
 /// Every GPU in the catalog, in a fixed order.

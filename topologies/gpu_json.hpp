@@ -2,6 +2,7 @@
 // Reading a GPU spec from JSON: {"base": "h100-sxm", "hbm_capacity": "96GB", ...}. A
 // catalog entry plus overrides, every quantity with its unit. Include only from .cpp files
 // (pulls in nlohmann/json through common/json_util.hpp).
+#include "common/document.hpp"
 #include "common/json_util.hpp"
 #include "topologies/gpu_catalog.hpp"
 
@@ -10,9 +11,16 @@ namespace loom::topo {
 /// Reads a GPU object: required "base" (a catalog name) and optional overrides "display_name",
 /// "fp32", "tf32", "bf16", "fp16", "fp8" (FLOP/s, e.g. "989TFLOPS"), "hbm_capacity" (bytes,
 /// "80GB"), "hbm_bandwidth" ("3.35TBps"), "nvlink_bandwidth" (per direction, "450GBps"),
-/// "nvlink_generation", "pcie_generation", "tdp_watts" (plain numbers). Throws ConfigError on an
+/// "nvlink_generation", "pcie_generation", "tdp_watts", "sm_count" (plain numbers),
+/// "architecture" ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3"); every key absent
+/// keeps the base GPU's value. Throws ConfigError on an
 /// unknown key (did-you-mean), a missing unit or a non-positive bf16/HBM figure, and
 /// ValidationError on an unknown base name.
 GpuSpec read_gpu_spec(ObjectReader& reader);
+
+/// Writes `gpu` as a GPU object read_gpu_spec accepts back to the same figures: "base" (its
+/// catalog name), "display_name" and every override key, quantities with their units in
+/// shortest round-trip form ("9.894e+14FLOPS"). Citations are not written.
+OrderedJson write_gpu_spec(const GpuSpec& gpu);
 
 }  // namespace loom::topo

@@ -72,3 +72,87 @@ TEST_CASE("topologies::GpuCatalog: JSON overrides with units") {
   CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r3),
                        doctest::Contains("did you mean 'hbm_capacity'"), loom::ConfigError);
 }
+
+TEST_CASE("topologies::GpuCatalog: SM counts and architectures from the whitepapers") {
+  using loom::topo::GpuArch;
+  // A100 whitepaper: 108 SMs (Ampere). H100 whitepaper: SXM5 132 SMs, PCIe 114 (Hopper).
+  // Ada whitepaper: RTX 4090 128 SMs; L40S datasheet 18,176 CUDA cores / 128 = 142.
+  // AMD MI300X data sheet: 304 CUs (CDNA 3).
+  CHECK(find_gpu("a100-pcie-40gb").sm_count == 108);
+  CHECK(find_gpu("a100").arch == GpuArch::AMPERE);
+  CHECK(find_gpu("h100-sxm").sm_count == 132);
+  CHECK(find_gpu("h100-pcie").sm_count == 114);
+  CHECK(find_gpu("h200").arch == GpuArch::HOPPER);
+  CHECK(find_gpu("rtx4090").sm_count == 128);
+  CHECK(find_gpu("l40s").sm_count == 142);
+  CHECK(find_gpu("l40s").arch == GpuArch::ADA);
+  CHECK(find_gpu("b200").arch == GpuArch::BLACKWELL);
+  CHECK(find_gpu("mi300x").sm_count == 304);
+  CHECK(find_gpu("mi300x").arch == GpuArch::CDNA3);
+  for (const auto& g : loom::topo::gpu_catalog()) {
+    CHECK(g.sm_count > 0);
+    CHECK(!g.arch_source.empty());
+  }
+  CHECK(loom::topo::to_string(GpuArch::BLACKWELL) == "blackwell");
+}
+
+TEST_CASE("topologies::GpuCatalog: JSON inherits SM count and architecture from its base") {
+  using loom::topo::GpuArch;
+  auto doc = loom::parse_json_text(R"({"base": "h100-pcie", "hbm_capacity": "96GB"})", "t.json");
+  loom::ObjectReader r(doc, "t.json", "");
+  auto g = loom::topo::read_gpu_spec(r);
+  CHECK(g.sm_count == 114);
+  CHECK(g.arch == GpuArch::HOPPER);
+
+  auto over = loom::parse_json_text(
+      R"({"base": "h100-sxm", "sm_count": 78, "architecture": "blackwell"})", "t.json");
+  loom::ObjectReader r2(over, "t.json", "");
+  auto o = loom::topo::read_gpu_spec(r2);
+  CHECK(o.sm_count == 78);
+  CHECK(o.arch == GpuArch::BLACKWELL);
+  CHECK(o.bf16_flops == doctest::Approx(989.4e12));
+  CHECK(o.arch_source.find("overrides from t.json") != std::string::npos);
+
+  auto zero = loom::parse_json_text(R"({"base": "h100", "sm_count": 0})", "t.json");
+  loom::ObjectReader r3(zero, "t.json", "");
+  CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r3), doctest::Contains("/sm_count"),
+                       loom::ConfigError);
+  auto typo = loom::parse_json_text(R"({"base": "h100", "architecture": "hoper"})", "t.json");
+  loom::ObjectReader r4(typo, "t.json", "");
+  CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r4), doctest::Contains("did you mean 'hopper'"),
+                       loom::ConfigError);
+}
+
+TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same spec") {
+  // A custom Hopper part: every field differs from its base, and the writer must carry each.
+  loom::topo::GpuSpec g = find_gpu("h100-sxm");
+  g.display_name = "H100 test part";
+  g.fp8_flops = 0;
+  g.bf16_flops = 123.456789e12;
+  g.hbm_bytes = 96e9;
+  g.hbm_bandwidth_Bps = 3.9e12 / 7;  // not a short decimal: shortest round-trip form
+  g.nvlink_generation = 3;
+  g.tdp_watts = 612.5;
+  g.sm_count = 114;
+  g.arch = loom::topo::GpuArch::ADA;
+  const loom::OrderedJson out = loom::topo::write_gpu_spec(g);
+  CHECK(out["base"] == "h100-sxm");
+  CHECK(out["architecture"] == "ada");
+  auto doc = nlohmann::json::parse(out.dump());
+  loom::ObjectReader r(doc, "w.json", "");
+  const auto back = loom::topo::read_gpu_spec(r);
+  CHECK(back.display_name == g.display_name);
+  CHECK(back.fp32_flops == g.fp32_flops);
+  CHECK(back.tf32_flops == g.tf32_flops);
+  CHECK(back.bf16_flops == g.bf16_flops);
+  CHECK(back.fp16_flops == g.fp16_flops);
+  CHECK(back.fp8_flops == 0);
+  CHECK(back.hbm_bytes == g.hbm_bytes);
+  CHECK(back.hbm_bandwidth_Bps == g.hbm_bandwidth_Bps);
+  CHECK(back.nvlink_bandwidth_Bps == g.nvlink_bandwidth_Bps);
+  CHECK(back.nvlink_generation == 3);
+  CHECK(back.pcie_generation == g.pcie_generation);
+  CHECK(back.tdp_watts == 612.5);
+  CHECK(back.sm_count == 114);
+  CHECK(back.arch == loom::topo::GpuArch::ADA);
+}

@@ -1,0 +1,140 @@
+#pragma once
+// The GPU kernel-time model: how long one op of a model's op list takes on one GPU, for one
+// pass (forward, input gradient, weight gradient) and one math dtype. KernelTimeModel is the
+// interface the step planner asks; DatasheetKernelModel times from the GPU's datasheet
+// (topologies/gpu_catalog.hpp) and named efficiency coefficients (GpuEfficiency); a calibrated
+// profile will be a second implementation. The model owns every derivation a planner would
+// otherwise repeat: the transposed shapes of backward GEMMs, the causal skip and backward rate
+// of fused attention, non-fused attention as GEMMs, the memory-bound backward factor, the
+// per-kernel overhead and the tensor-core dtype of fp32 math (TF32). It knows nothing of
+// models/: an op is described by its kind, forward GEMM shape, FLOPs per pass and bytes.
+#include <cstdint>
+
+#include "topologies/gpu_catalog.hpp"
+
+namespace loom::topo {
+
+/// Element types a kernel computes in.
+enum class DType { FP32, TF32, BF16, FP16, FP8 };
+
+/// What kind of kernel an op runs.
+enum class KernelKind {
+  GEMM,          ///< a (batched) matrix multiply
+  ATTENTION,     ///< the attention core: fused (flash) kernel, or its GEMMs when not fused
+  MEMORY_BOUND,  ///< elementwise / normalisation / softmax: time = bytes moved / bandwidth
+  OPTIMIZER,     ///< the optimizer step: memory-bound over the bytes it moves
+};
+
+/// Which pass of an op is timed.
+enum class KernelPass {
+  FORWARD,          ///< the forward pass (OPTIMIZER: the step itself)
+  BACKWARD_INPUT,   ///< input (activation) gradient; for ops without weights, the whole backward
+  BACKWARD_WEIGHT,  ///< weight gradient (GEMM only; other kinds fold it into BACKWARD_INPUT)
+};
+
+/// One op of a model's op list as the kernel model sees it. Fields a kind does not use are
+/// ignored.
+struct KernelOp {
+  KernelKind kind = KernelKind::GEMM;
+  /// Forward GEMM C[m x n] = A[m x k]·B[k x n] (GEMM and non-fused ATTENTION), in elements.
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;            ///< independent GEMMs of that shape (e.g. heads)
+  double forward_flops = 0;          ///< FLOPs of the forward pass
+  double backward_input_flops = 0;   ///< FLOPs of the input gradient (dA; attention dQ)
+  double backward_weight_flops = 0;  ///< FLOPs of the weight gradient (dB; attention dK, dV)
+  /// MEMORY_BOUND: bytes the forward moves (reads + writes); OPTIMIZER: bytes the step moves.
+  double bytes = 0;
+  bool causal = false;  ///< ATTENTION: causal mask (a fused kernel skips the masked half)
+  bool fused = false;   ///< ATTENTION: one fused (flash) kernel rather than GEMMs
+};
+
+/// Seconds of each pass of one op.
+struct PassSeconds {
+  double forward = 0;          ///< in seconds
+  double backward_input = 0;   ///< in seconds
+  double backward_weight = 0;  ///< in seconds
+};
+
+/// Times kernels on one GPU model. Implementations are immutable after construction.
+class KernelTimeModel {
+ public:
+  virtual ~KernelTimeModel() = default;
+  /// Seconds one GPU spends on `pass` of `op` with data in `math` (0 when the pass does no
+  /// work, e.g. BACKWARD_WEIGHT of an op without weights).
+  virtual double seconds(const KernelOp& op, KernelPass pass, DType math) const = 0;
+  /// Dense peak in FLOP/s at which matmuls on data in `math` run (the MFU denominator).
+  virtual double peak_flops(DType math) const = 0;
+  /// Seconds of the forward, input-gradient and weight-gradient passes of `op`.
+  PassSeconds pass_seconds(const KernelOp& op, DType math) const;
+};
+
+/// The dtype tensor cores compute matmuls on data in `math` in: fp32 runs as TF32 (Megatron
+/// and PyTorch fp32 training use TF32 tensor cores on A100 and later); others unchanged.
+DType tensor_core_dtype(DType math);
+
+/// Named efficiency coefficients of the datasheet model. Defaults are physical and documented
+/// in docs/simulate.md; they are not fitted to any particular run.
+struct GpuEfficiency {
+  /// Fraction of the dense datasheet peak a large, square, tile-aligned GEMM reaches
+  /// (cuBLAS on A100/H100 reaches 75-85% of dense peak for 8k x 8k x 8k bf16).
+  double matmul_peak_fraction = 0.80;
+  /// Dimension (elements) at which a GEMM dimension alone halves throughput: per-dimension
+  /// efficiency is x / (x + matmul_half_dim). Models under-filled tiles and short K loops.
+  double matmul_half_dim = 48;
+  /// Output tile edge (elements) used for wave quantisation (128 x 128 CTA tiles) over the
+  /// GPU's SMs (GpuSpec::sm_count).
+  int matmul_tile = 128;
+  /// Fraction of datasheet HBM bandwidth a streaming elementwise kernel reaches.
+  double memory_bandwidth_fraction = 0.80;
+  /// Bytes a memory-bound op's backward moves per byte its forward moves (reads the saved
+  /// inputs and the output gradient, writes the input gradient: about twice).
+  double memory_backward_factor = 2.0;
+  /// Fraction of dense peak a fused (flash) attention kernel reaches, forward.
+  double attention_fraction = 0.55;
+  /// Fraction of a causal attention square a fused kernel computes (it skips masked tiles).
+  double attention_causal_fraction = 0.5;
+  /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
+  /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6).
+  double attention_backward_ratio = 0.8;
+  /// Fixed per-kernel launch and tail cost, in seconds.
+  double kernel_overhead_s = 4e-6;
+};
+
+/// Kernel times from a GPU's datasheet: GEMMs at the dense peak of their tensor-core dtype
+/// times a shape and wave-quantisation efficiency; fused attention at attention_fraction of
+/// peak; memory-bound ops and the optimizer at a fraction of HBM bandwidth; plus a fixed
+/// overhead per kernel.
+class DatasheetKernelModel final : public KernelTimeModel {
+ public:
+  /// Uses `gpu`'s datasheet (peaks, HBM bandwidth, sm_count) and `efficiency`; throws
+  /// InternalError when the spec has no bf16 peak, HBM bandwidth or SM count.
+  explicit DatasheetKernelModel(GpuSpec gpu, GpuEfficiency efficiency = {});
+
+  double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
+  double peak_flops(DType math) const override;
+
+  /// Fraction of peak a [m x k]·[k x n] GEMM (repeated `batch` times) reaches, in (0, 1].
+  double matmul_efficiency(std::int64_t m, std::int64_t n, std::int64_t k,
+                           std::int64_t batch = 1) const;
+  /// Seconds for a memory-bound kernel moving `bytes` to and from HBM (0 for no bytes).
+  double memory_time_s(double bytes) const;
+  /// Seconds for one fused attention kernel performing `flops` in `math` at the forward rate.
+  /// Transitional: strategies/step_simulator.cpp calls it until it asks seconds().
+  double attention_time_s(double flops, DType math) const;
+
+  /// The GPU's datasheet.
+  const GpuSpec& gpu() const { return gpu_; }
+  /// The coefficients in use.
+  const GpuEfficiency& efficiency() const { return efficiency_; }
+
+ private:
+  // Seconds of `flops` run as `batch` GEMMs of [m x k]·[k x n] in `math`.
+  double gemm_time_s(double flops, std::int64_t m, std::int64_t n, std::int64_t k,
+                     std::int64_t batch, DType math) const;
+  double attention_seconds(const KernelOp& op, KernelPass pass, DType math) const;
+
+  GpuSpec gpu_;
+  GpuEfficiency efficiency_;
+};
+
+}  // namespace loom::topo
