@@ -10,6 +10,7 @@
 // links they share with it) and full (every GPU of the cluster is simulated).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@
 #include "sim/network.hpp"
 #include "strategies/schedule.hpp"
 #include "topologies/cluster.hpp"
-#include "topologies/gpu_cost_model.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
 
@@ -34,7 +35,11 @@ struct SimulateOptions {
   sim::NetworkMode network = sim::NetworkMode::FLOW;
   bool full = false;           ///< simulate every GPU instead of one per pipeline stage
   bool keep_timeline = false;  ///< fill StepReport::timeline (for --trace)
+  /// Coefficients of the datasheet kernel model (used when `kernels` is null).
   topo::GpuEfficiency efficiency = {};
+  /// The kernel-time model to time every op with; null: DatasheetKernelModel of the cluster's
+  /// GPU with `efficiency`. A calibrated profile plugs in here.
+  std::shared_ptr<const topo::KernelTimeModel> kernels;
   /// ZeRO-3/FSDP: gather the next unit's parameters while the current one computes (at most
   /// two units gathered at once); false gathers each unit only when it is about to run.
   bool fsdp_prefetch = true;

@@ -118,9 +118,6 @@ class DatasheetKernelModel final : public KernelTimeModel {
                            std::int64_t batch = 1) const;
   /// Seconds for a memory-bound kernel moving `bytes` to and from HBM (0 for no bytes).
   double memory_time_s(double bytes) const;
-  /// Seconds for one fused attention kernel performing `flops` in `math` at the forward rate.
-  /// Transitional: strategies/step_simulator.cpp calls it until it asks seconds().
-  double attention_time_s(double flops, DType math) const;
 
   /// The GPU's datasheet.
   const GpuSpec& gpu() const { return gpu_; }
@@ -132,6 +129,8 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double gemm_time_s(double flops, std::int64_t m, std::int64_t n, std::int64_t k,
                      std::int64_t batch, DType math) const;
   double attention_seconds(const KernelOp& op, KernelPass pass, DType math) const;
+  // Seconds for one fused attention kernel performing `flops` in `math` at the forward rate.
+  double attention_time_s(double flops, DType math) const;
 
   GpuSpec gpu_;
   GpuEfficiency efficiency_;

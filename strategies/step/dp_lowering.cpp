@@ -102,8 +102,11 @@ std::vector<TaskId> lower_optimizer(DpGroup& group, const std::vector<std::vecto
   double stage_params = 0;
   for (int c = 0; c < g.chunks(); ++c)
     stage_params += g.work.chunk_cost[g.schedule.virtual_stage(s, c)].params;
+  topo::KernelOp step;
+  step.kind = topo::KernelKind::OPTIMIZER;
+  step.bytes = stage_params / shards * models::optimizer_step_bytes_per_param(g.plan);
   const double opt_s =
-      g.gpu.memory_time_s(stage_params / shards * models::optimizer_step_bytes_per_param(g.plan));
+      g.kernels->seconds(step, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
   std::vector<TaskId> opts;
   for (size_t k = 0; k < group.members().size(); ++k) {
     const SimGpu& h = group.gpu(k);

@@ -25,7 +25,7 @@ void PassCost::add(const PassCost& o) {
 topo::DType compute_dtype(models::Precision p) {
   switch (p) {
     case models::Precision::FP32:
-      return topo::DType::TF32;  // Megatron/PyTorch fp32 matmuls use TF32 tensor cores on A100+
+      return topo::DType::FP32;  // the kernel model runs fp32 matmuls on TF32 tensor cores
     case models::Precision::FP16:
       return topo::DType::FP16;
     case models::Precision::FP8:
@@ -66,49 +66,41 @@ std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
 
 }  // namespace
 
+namespace {
+
+// One op of the model's op list as the kernel model sees it.
+topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention) {
+  topo::KernelOp k;
+  k.kind = op.kind == OpKind::MATMUL      ? topo::KernelKind::GEMM
+           : op.kind == OpKind::ATTENTION ? topo::KernelKind::ATTENTION
+                                          : topo::KernelKind::MEMORY_BOUND;
+  k.m = op.shape.m;
+  k.n = op.shape.n;
+  k.k = op.shape.k;
+  k.batch = op.shape.batch;
+  k.forward_flops = op.fwd_flops;
+  k.backward_input_flops = op.bwd_input_flops;
+  k.backward_weight_flops = op.bwd_weight_flops;
+  k.bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
+  k.causal = op.causal;
+  k.fused = flash_attention;
+  return k;
+}
+
+}  // namespace
+
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::GpuCostModel& gpu) {
+                  const topo::KernelTimeModel& kernels) {
   const topo::DType dt = compute_dtype(plan.precision);
-  const double peak = gpu.peak_flops(dt);
-  const double overhead = gpu.efficiency().kernel_overhead_s;
   PassCost c;
   for (const auto& op : ops) {
-    double f = 0, bi = 0, bw = 0;
-    const auto& s = op.shape;
-    // Seconds of `flops` run as GEMMs of shape [m x k]·[k x n] (s.batch of them).
-    auto t = [&](double flops, std::int64_t m, std::int64_t n, std::int64_t k) {
-      if (flops <= 0) return 0.0;
-      return flops / (peak * gpu.matmul_efficiency(m, n, k, s.batch)) + overhead;
-    };
-    if (op.kind == OpKind::MATMUL) {
-      // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
-      // [k x m]·[m x n]: each timed at the efficiency of its own shape.
-      f = t(op.fwd_flops, s.m, s.n, s.k);
-      bi = t(op.bwd_input_flops, s.m, s.k, s.n);
-      bw = t(op.bwd_weight_flops, s.k, s.n, s.m);
-    } else if (op.kind == OpKind::ATTENTION) {
-      if (plan.flash_attention) {
-        // Fused attention skips the masked half of a causal square.
-        const double scale = op.causal ? 0.5 : 1.0;
-        f = gpu.attention_time_s(op.fwd_flops * scale, dt);
-        bi = gpu.attention_time_s((op.bwd_input_flops + op.bwd_weight_flops) * scale, dt) /
-             gpu.efficiency().attention_backward_ratio;
-      } else {
-        f = t(op.fwd_flops, s.m, s.n, s.k);
-        bi = t(op.bwd_input_flops + op.bwd_weight_flops, s.m, s.k, s.n);
-      }
-    } else {
-      // Memory-bound: forward moves inputs, outputs and weights; backward about twice that.
-      const double bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
-      f = gpu.memory_time_s(bytes);
-      bi = gpu.memory_time_s(2 * bytes);
-    }
-    c.fwd_s += f;
-    c.bwd_input_s += bi;
-    c.bwd_weight_s += bw;
+    const topo::PassSeconds t = kernels.pass_seconds(kernel_op(op, plan.flash_attention), dt);
+    c.fwd_s += t.forward;
+    c.bwd_input_s += t.backward_input;
+    c.bwd_weight_s += t.backward_weight;
     if (plan.recompute == models::Recompute::FULL ||
         (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
-      c.recompute_s += f;
+      c.recompute_s += t.forward;
     c.params += op.params;
     if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
@@ -120,7 +112,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
 }
 
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::GpuCostModel& gpu) {
+                      const topo::KernelTimeModel& kernels) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
   std::map<bool, PassCost> layer_cache;  // identical layers: dense vs MoE
@@ -129,18 +121,18 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
     std::vector<Unit> us;
     if (vs == 0) {
       const auto ops = models::embedding_ops(model, plan);
-      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, gpu)});
+      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, kernels)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
       const bool moe = model.is_moe_layer(next);
       auto it = layer_cache.find(moe);
       if (it == layer_cache.end())
-        it = layer_cache.emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, gpu))
+        it = layer_cache.emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, kernels))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second});
     }
     if (vs + 1 == vs_layers.size())
-      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, gpu)});
+      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels)});
     PassCost c;
     for (const auto& u : us) c.add(u.cost);
     work.chunk_cost.push_back(std::move(c));

@@ -12,7 +12,7 @@
 #include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
 #include "sim/collectives.hpp"
-#include "topologies/gpu_cost_model.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
 
@@ -52,13 +52,14 @@ struct StageWork {
 /// Costs one op list (a layer, the embedding or the head) under the plan's precision,
 /// recompute policy and attention kernels.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::GpuCostModel& gpu);
+                  const topo::KernelTimeModel& kernels);
 
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last.
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::GpuCostModel& gpu);
+                      const topo::KernelTimeModel& kernels);
 
-/// The kernel dtype the plan's precision computes matmuls in.
+/// The dtype the plan's precision keeps matmul inputs in (the kernel model picks the
+/// tensor cores).
 topo::DType compute_dtype(models::Precision precision);
 
 }  // namespace loom::strategies

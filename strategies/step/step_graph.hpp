@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@
 #include "strategies/step/pass_cost.hpp"
 #include "strategies/step/rank_index.hpp"
 #include "strategies/step_simulator.hpp"
-#include "topologies/gpu_cost_model.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
 
@@ -91,7 +92,8 @@ struct StepGraph {
   const models::ModelSpec& model;
   const models::TrainingPlan& plan;
   const SimulateOptions& options;
-  topo::GpuCostModel gpu;
+  /// Times every kernel: SimulateOptions::kernels, or the datasheet model of the GPU.
+  std::shared_ptr<const topo::KernelTimeModel> kernels;
   RankIndex index;
   sim::Engine engine;
   PipelineSchedule schedule;

@@ -38,7 +38,7 @@ void measure_rates(const StepGraph& g, StepReport& r) {
   const double step = r.step_time_s;
   const double gpus_total = double(g.plan.gpus());
   const models::StepFlops flops = models::step_flops(g.model, g.plan);
-  r.peak_flops = g.gpu.peak_flops(compute_dtype(g.plan.precision));
+  r.peak_flops = g.kernels->peak_flops(compute_dtype(g.plan.precision));
   r.tokens_per_s = double(g.plan.global_batch()) *
                    double(g.model.kind == models::ModelKind::MLP ? 1 : g.plan.seq) / step;
   r.model_tflops_per_gpu = flops.model() / step / gpus_total / 1e12;
