@@ -1,10 +1,13 @@
 #pragma once
 // Units: every quantity in an input carries its unit ("80GiB", "900GBps", "400Gbps",
 // "1.5us", "989TFLOPS"); this is the one parser for them. Values are returned in base SI
-// units as doubles: bytes, bytes per second, seconds, FLOP/s.
+// units as doubles: bytes, bytes per second, seconds, FLOP/s, or, through parse_as<Q>, as
+// the typed quantities of common/quantity.hpp.
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "common/quantity.hpp"
 
 namespace loom {
 
@@ -33,6 +36,37 @@ inline double parse_flop_rate(std::string_view text, std::string_view field = "v
   return parse_quantity(text, Unit::FLOP_RATE, field);
 }
 
+/// The unit kind a typed quantity parses as (Bytes -> BYTES, Seconds -> TIME, ...).
+template <typename Q>
+constexpr Unit unit_of();
+template <>
+constexpr Unit unit_of<Bytes>() {
+  return Unit::BYTES;
+}
+template <>
+constexpr Unit unit_of<BytesPerSecond>() {
+  return Unit::BANDWIDTH;
+}
+template <>
+constexpr Unit unit_of<Seconds>() {
+  return Unit::TIME;
+}
+template <>
+constexpr Unit unit_of<FlopsPerSecond>() {
+  return Unit::FLOP_RATE;
+}
+template <>
+constexpr Unit unit_of<Flops>() {
+  return Unit::FLOPS;
+}
+
+/// Typed form of parse_quantity: parse_as<Bytes>("80GiB"), parse_as<Seconds>("1.5us"),
+/// parse_as<BytesPerSecond>("400Gbps"), ... Same errors as parse_quantity.
+template <typename Q>
+Q parse_as(std::string_view text, std::string_view field = "value") {
+  return Q(parse_quantity(text, unit_of<Q>(), field));
+}
+
 /// "74.53 GiB" style, IEC prefixes, `digits` decimals.
 std::string format_bytes(double bytes, int digits = 2);
 /// "450.0 GB/s" style, SI prefixes on bytes per second.
@@ -41,6 +75,19 @@ std::string format_bandwidth(double bytes_per_s, int digits = 1);
 std::string format_time(double seconds, int digits = 2);
 /// "989.0 TFLOP/s" style.
 std::string format_flop_rate(double flop_per_s, int digits = 1);
+/// Typed overloads of the formatters above; same text as the double forms.
+inline std::string format_bytes(Bytes size, int digits = 2) {
+  return format_bytes(size.value(), digits);
+}
+inline std::string format_bandwidth(BytesPerSecond rate, int digits = 1) {
+  return format_bandwidth(rate.value(), digits);
+}
+inline std::string format_time(Seconds time, int digits = 2) {
+  return format_time(time.value(), digits);
+}
+inline std::string format_flop_rate(FlopsPerSecond rate, int digits = 1) {
+  return format_flop_rate(rate.value(), digits);
+}
 /// "7.50B" style count (K, M, B, T) for parameter counts.
 std::string format_count(double count, int digits = 2);
 

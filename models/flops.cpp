@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "models/plan_dtypes.hpp"
 
 namespace loom::models {
 namespace {
@@ -33,9 +34,7 @@ struct Ctx {
         t(plan.tp),
         seq_div(plan.sp ? plan.tp : 1),
         act(activation_element_bytes(plan)),
-        wbytes(plan.precision == Precision::FP32  ? 4.0
-               : plan.precision == Precision::FP8 ? 1.0
-                                                  : 2.0),
+        wbytes(bytes_per_element(matmul_weight_dtype(plan.precision))),
         flash(plan.flash_attention) {}
 
   // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
@@ -301,7 +300,7 @@ void apply_recompute(const TrainingPlan& plan, std::vector<OpCost>& ops) {
 }  // namespace
 
 double activation_element_bytes(const TrainingPlan& plan) {
-  return plan.precision == Precision::FP32 ? 4.0 : 2.0;
+  return bytes_per_element(activation_dtype(plan.precision));
 }
 
 double tokens_per_gpu(const ModelSpec& model, const TrainingPlan& plan) {

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "models/flops.hpp"
+#include "models/plan_dtypes.hpp"
 
 namespace loom::models {
 namespace {
@@ -71,23 +72,23 @@ OpParams sum_params(const std::vector<OpCost>& ops) {
 
 BytesPerParameter bytes_per_parameter(const TrainingPlan& plan) {
   BytesPerParameter b;
-  const double states = plan.optimizer == Optimizer::ADAM           ? 8.0
-                        : plan.optimizer == Optimizer::SGD_MOMENTUM ? 4.0
+  const double moment = bytes_per_element(OPTIMIZER_DTYPE);
+  const double states = plan.optimizer == Optimizer::ADAM           ? 2 * moment
+                        : plan.optimizer == Optimizer::SGD_MOMENTUM ? moment
                                                                     : 0.0;
   b.states = states;
+  b.weights = bytes_per_element(parameter_dtype(plan.precision));
   if (plan.precision == Precision::FP32) {
-    b.weights = 4;
-    b.gradients = 4;
+    b.gradients = b.weights;
     return b;
   }
   // Mixed precision: a 16-bit working copy, fp32 master weights in the optimizer.
-  b.weights = 2;
-  b.master = 4;
-  b.gradients = plan.grad_dtype == GradDtype::FP32 ? 4 : 2;
+  b.master = bytes_per_element(OPTIMIZER_DTYPE);
+  b.gradients = bytes_per_element(gradient_dtype(plan.precision, plan.grad_dtype));
   // Transformer Engine with fp8: parameters stay bf16 (fp8_model_params off, the default);
   // each linear weight's fp8 cast and its fp8 transpose (for the backward GEMM on Hopper)
   // are cached across micro-batches: 2 more bytes on layer weights.
-  if (plan.precision == Precision::FP8) b.fp8_cache = 2;
+  if (plan.precision == Precision::FP8) b.fp8_cache = 2 * bytes_per_element(DType::FP8);
   return b;
 }
 

@@ -35,8 +35,8 @@ Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency) : cluste
                             fmt::format("efficiency {} for {} links must be in (0, 1]", e,
                                         topo::to_string(link.kind)));
     }
-    capacity_.push_back(link.bandwidth_Bps * e / static_cast<double>(PS_PER_SECOND));
-    latency_.push_back(to_sim_time(link.latency_s));
+    capacity_.push_back(to_bytes_per_ps(BytesPerSecond(link.bandwidth_Bps * e)));
+    latency_.push_back(to_sim_time(Seconds(link.latency_s)));
   }
 }
 

@@ -4,9 +4,10 @@
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
 
-#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "tests/temp_dir.hpp"
 
 using namespace loom;
 
@@ -54,8 +55,8 @@ TEST_CASE("common::strings: did_you_mean suggests only close names") {
 TEST_CASE("common::json: a directory or an empty file is named as such, not as malformed JSON") {
   CHECK_THROWS_WITH_AS(load_json_file(LOOM_SOURCE_DIR "/examples", "cluster"),
                        doctest::Contains("is a directory, not a cluster file"), ConfigError);
-  const std::string empty =
-      (std::filesystem::temp_directory_path() / "loom_test_empty_file.json").string();
+  const loom::testing::TempDir dir("json_util");
+  const std::string empty = dir.file("empty.json");
   {
     std::ofstream out(empty);
     out << "  \n";

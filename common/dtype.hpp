@@ -1,0 +1,45 @@
+#pragma once
+// Numeric formats of tensors and the one table of their storage size. Every byte count
+// derived from a precision (weights, gradients, activations, optimizer copies) goes through
+// bytes_per_element so the same format is never sized twice. TF32 is a tensor-core compute
+// mode over fp32 storage, so it occupies 4 bytes.
+#include <string_view>
+
+namespace loom {
+
+/// A tensor element format.
+enum class DType { FP32, TF32, BF16, FP16, FP8 };
+
+/// Bytes one element occupies in memory (FP32/TF32 4, BF16/FP16 2, FP8 1).
+constexpr double bytes_per_element(DType dtype) {
+  switch (dtype) {
+    case DType::FP32:
+    case DType::TF32:
+      return 4.0;
+    case DType::BF16:
+    case DType::FP16:
+      return 2.0;
+    case DType::FP8:
+      return 1.0;
+  }
+  return 4.0;
+}
+
+/// Lower-case name, e.g. "bf16".
+constexpr std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::FP32:
+      return "fp32";
+    case DType::TF32:
+      return "tf32";
+    case DType::BF16:
+      return "bf16";
+    case DType::FP16:
+      return "fp16";
+    case DType::FP8:
+      return "fp8";
+  }
+  return "fp32";
+}
+
+}  // namespace loom
