@@ -71,13 +71,6 @@ struct MemoryReport {
   int peak_stage = 0;
 };
 
-/// Throws ValidationError (one line naming the flag and the fix) when the plan does not fit
-/// the model: TP not dividing heads / KV heads / FFN / width, PP (x VPP) not dividing the
-/// layers without a --pipeline-split, a split not summing to the layers, EP not dividing the
-/// experts or dp x cp, CP or SP not dividing the sequence, a non-MoE model with --ep > 1,
-/// bf16 gradients with fp32 precision, and model sizes that are zero or negative.
-void validate_plan(const ModelSpec& model, const TrainingPlan& plan);
-
 /// Layers of each virtual stage (pp x vpp entries): plan.pipeline_split, or an even split.
 std::vector<int> virtual_stage_layers(const ModelSpec& model, const TrainingPlan& plan);
 /// Layer indices each pipeline rank holds; rank r owns virtual stages r, r + pp, ...
@@ -92,7 +85,9 @@ double stored_layer_activation_bytes(const ModelSpec& model, const TrainingPlan&
 /// interleaved min(2 (pp - stage - 1) + (vpp - 1) pp + 1, m vpp) / vpp (Megatron).
 double inflight_microbatches(const TrainingPlan& plan, int stage);
 
-/// Memory per GPU for every pipeline stage. Calls validate_plan first.
+/// Memory per GPU for every pipeline stage. Checks the model (validate_model); the plan
+/// must keep the plan rules (strategies::validate_plan, which the CLI and the planner call
+/// first): models/ does not know them.
 MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan);
 
 }  // namespace loom::models

@@ -10,6 +10,7 @@
 #include "models/flops.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/rank_layout.hpp"
 
 namespace loom::strategies {
@@ -307,13 +308,7 @@ struct Lowering {
 
 StepReport simulate_step(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const topo::Cluster& cluster, const SimulateOptions& options) {
-  models::validate_plan(model, plan);
-  if (plan.gpus() != cluster.num_gpus()) {
-    throw ValidationError(
-        "--dp", fmt::format("the plan uses --tp {} x --pp {} x --dp {} x --cp {} = {} GPUs but "
-                            "the cluster has {}; make them match",
-                            plan.tp, plan.pp, plan.dp, plan.cp, plan.gpus(), cluster.num_gpus()));
-  }
+  validate_plan(model, plan, cluster.num_gpus());
   Lowering L(plan, cluster, options);
   const int p = plan.pp, v = plan.vpp;
   const int m = static_cast<int>(plan.micro_batches());
