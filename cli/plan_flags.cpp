@@ -46,9 +46,9 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
 
 strategies::PlanInput flags_input(const PlanFlags& f) {
   strategies::PlanInput in;
+  // No source of their own: the command line's fallback names each by its canonical flag.
   auto set = [&](const std::string& key, strategies::PlanValue value) {
-    const std::string flag(strategies::canonical_flag(strategies::plan_field(key)));
-    in.set(key, std::move(value), strategies::FieldSource{flag, flag, "", ""});
+    in.set(key, std::move(value));
   };
   for (const auto& [key, v] : f.integers)
     if (v) set(key, *v);

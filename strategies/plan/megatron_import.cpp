@@ -133,115 +133,121 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
-}  // namespace
+// Walks the words of a Megatron-LM command line, one flag (and its value) at a time.
+// Values carry no source of their own: a rule they break names the plan field the way the
+// command line names it, as when the same value is given directly.
+class MegatronReader {
+ public:
+  explicit MegatronReader(const std::string& text) : words_(split_words(text)) {}
 
-PlanInput import_megatron_args(const std::string& text) {
-  PlanInput f;
-  const auto words = split_words(text);
-  std::vector<std::string> known;
-  for (const auto& [name, arg] : megatron_args()) known.push_back(name);
-  std::optional<std::string> granularity;
-  std::optional<std::string> method;
-  std::optional<FieldSource> granularity_source;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& flag = words[i];
+  PlanInput read() {
+    for (i_ = 0; i_ < words_.size(); ++i_) apply(words_[i_]);
+    if (granularity_) input_.set("recompute", *granularity_);
+    if (method_ && !granularity_) {
+      throw ValidationError("--megatron-args",
+                            "--megatron-args: --recompute-method needs --recompute-granularity "
+                            "full");
+    }
+    return input_;
+  }
+
+ private:
+  // The word after flag `flag`, which must not be another flag.
+  std::string value(const std::string& flag) {
+    if (i_ + 1 >= words_.size() || words_[i_ + 1].rfind("--", 0) == 0)
+      throw ValidationError("--megatron-args",
+                            fmt::format("--megatron-args: {} needs a value", flag));
+    return words_[++i_];
+  }
+
+  std::int64_t integer(const std::string& flag) {
+    const std::string v = value(flag);
+    try {
+      size_t used = 0;
+      const long long n = std::stoll(v, &used);
+      if (used == v.size() && n >= 1) return n;
+    } catch (const std::exception&) {
+    }
+    throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v,
+                                     "a positive integer");
+  }
+
+  // The value of `flag`, which must be one of `allowed` ("a, b").
+  std::string one_of(const std::string& flag, std::initializer_list<std::string_view> allowed) {
+    std::string v = value(flag);
+    for (std::string_view a : allowed)
+      if (v == a) return v;
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v, join(names, ", "));
+  }
+
+  MegatronArg lookup(const std::string& flag) const {
     if (flag.rfind("--", 0) != 0) {
       throw ValidationError("--megatron-args",
                             fmt::format("--megatron-args: unexpected word '{}'; every value must "
                                         "follow its flag",
                                         flag));
     }
-    auto value = [&]() -> std::string {
-      if (i + 1 >= words.size() || words[i + 1].rfind("--", 0) == 0) {
-        throw ValidationError("--megatron-args",
-                              fmt::format("--megatron-args: {} needs a value", flag));
-      }
-      return words[++i];
-    };
-    auto integer = [&]() -> std::int64_t {
-      const std::string v = value();
-      try {
-        size_t used = 0;
-        const long long n = std::stoll(v, &used);
-        if (used == v.size() && n >= 1) return n;
-      } catch (const std::exception&) {
-      }
-      throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v,
-                                       "a positive integer");
-    };
-    auto it = std::find_if(megatron_args().begin(), megatron_args().end(),
-                           [&](const auto& e) { return e.first == flag; });
-    if (it == megatron_args().end()) {
-      const std::string hint = did_you_mean(flag, known);
-      throw ValidationError(
-          "--megatron-args",
-          fmt::format("--megatron-args: unknown Megatron-LM flag '{}'{}; see "
-                      "docs/plans.md for the supported ones",
-                      flag, hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
-    }
-    const FieldSource source = flag_source("--megatron-args", flag);
-    switch (it->second) {
+    for (const auto& [name, arg] : megatron_args())
+      if (name == flag) return arg;
+    std::vector<std::string> known;
+    for (const auto& [name, arg] : megatron_args()) known.push_back(name);
+    const std::string hint = did_you_mean(flag, known);
+    throw ValidationError(
+        "--megatron-args",
+        fmt::format("--megatron-args: unknown Megatron-LM flag '{}'{}; see docs/plans.md for the "
+                    "supported ones",
+                    flag, hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+  }
+
+  void apply(const std::string& flag) {
+    switch (lookup(flag)) {
       case MegatronArg::FIELD: {
         const PlanField& field = megatron_field(flag);
         if (field.type == FieldType::SWITCH)
-          f.set(field.key, true, source);
+          input_.set(field.key, true);
         else
-          f.set(field.key, integer(), source);
+          input_.set(field.key, integer(flag));
         break;
       }
-      case MegatronArg::RECOMPUTE_GRANULARITY: {
-        granularity = value();
-        granularity_source = source;
-        if (*granularity != "full" && *granularity != "selective")
-          throw ValidationError::bad_value("--megatron-args --recompute-granularity", *granularity,
-                                           "full, selective");
+      case MegatronArg::RECOMPUTE_GRANULARITY:
+        granularity_ = one_of(flag, {"full", "selective"});
         break;
-      }
       case MegatronArg::RECOMPUTE_ACTIVATIONS:
-        granularity = "selective";
-        granularity_source = source;
+        granularity_ = "selective";
         break;
-      case MegatronArg::RECOMPUTE_METHOD: {
-        method = value();
-        if (*method != "uniform" && *method != "block")
-          throw ValidationError::bad_value("--megatron-args --recompute-method", *method,
-                                           "uniform, block");
+      case MegatronArg::RECOMPUTE_METHOD:
+        method_ = one_of(flag, {"uniform", "block"});
         break;
-      }
       case MegatronArg::RECOMPUTE_NUM_LAYERS:
-        integer();
+        integer(flag);
         break;
       case MegatronArg::DIST_OPT:
-        f.set("zero", std::int64_t{1}, source);
+        input_.set("zero", std::int64_t{1});
         break;
       case MegatronArg::BF16:
-        f.set("precision", std::string("bf16"), source);
+        input_.set("precision", std::string("bf16"));
         break;
       case MegatronArg::FP16:
-        f.set("precision", std::string("fp16"), source);
+        input_.set("precision", std::string("fp16"));
         break;
-      case MegatronArg::FP8: {
-        const std::string v = value();
-        if (v != "hybrid" && v != "e4m3")
-          throw ValidationError::bad_value("--megatron-args --fp8-format", v, "hybrid, e4m3");
-        f.set("precision", std::string("fp8"), source);
+      case MegatronArg::FP8:
+        one_of(flag, {"hybrid", "e4m3"});
+        input_.set("precision", std::string("fp8"));
         break;
-      }
       case MegatronArg::FLASH:
-        f.set("flash_attention", true, source);
+        input_.set("flash_attention", true);
         break;
-      case MegatronArg::OPTIMIZER: {
-        const std::string v = value();
-        if (v != "adam" && v != "sgd")
-          throw ValidationError::bad_value("--megatron-args --optimizer", v, "adam, sgd");
-        f.set("optimizer", std::string(v == "adam" ? "adam" : "sgd-momentum"), source);  // Megatron's SGD has momentum
+      case MegatronArg::OPTIMIZER:
+        // Megatron's SGD has momentum.
+        input_.set("optimizer",
+                   std::string(one_of(flag, {"adam", "sgd"}) == "adam" ? "adam" : "sgd-momentum"));
         break;
-      }
       case MegatronArg::GRAD_FP32:
-        f.set("grad_dtype", std::string("fp32"), source);
+        input_.set("grad_dtype", std::string("fp32"));
         break;
-      case MegatronArg::BUCKET:
-        f.set("dp_bucket_size", std::to_string(integer() * 4) + "B", source);
+      case MegatronArg::BUCKET:  // Megatron counts fp32 elements
+        input_.set("dp_bucket_size", std::to_string(integer(flag) * 4) + "B");
         break;
       case MegatronArg::MODEL_SHAPE:
         throw ValidationError("--megatron-args",
@@ -249,19 +255,24 @@ PlanInput import_megatron_args(const std::string& text) {
                                           "model with --model (a preset or a model JSON)",
                                           flag));
       case MegatronArg::IGNORED_VALUE:
-        value();
+        value(flag);
         break;
       case MegatronArg::IGNORED_FLAG:
         break;
     }
   }
-  if (granularity) f.set("recompute", *granularity, *granularity_source);
-  if (method && !granularity) {
-    throw ValidationError("--megatron-args",
-                          "--megatron-args: --recompute-method needs --recompute-granularity "
-                          "full");
-  }
-  return f;
+
+  std::vector<std::string> words_;
+  size_t i_ = 0;
+  PlanInput input_;
+  std::optional<std::string> granularity_;
+  std::optional<std::string> method_;
+};
+
+}  // namespace
+
+PlanInput import_megatron_args(const std::string& text) {
+  return MegatronReader(text).read();
 }
 
 }  // namespace loom::strategies

@@ -17,8 +17,7 @@ using FT = FieldType;
 constexpr std::int64_t INT_SIZE_MAX = std::int64_t{1} << 30;
 
 PlanField row(std::string_view key, FieldType type, std::string_view flags, std::string_view doc,
-              std::string_view fallback, int help_position,
-              PlanValue (*get)(const TrainingPlan&)) {
+              std::string_view fallback, int help_position, PlanValue (*get)(const TrainingPlan&)) {
   PlanField f{};
   f.key = key;
   f.type = type;
@@ -98,20 +97,20 @@ std::vector<PlanField> build_table() {
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
                   "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";
-  t.push_back(choice_row(
-      "schedule", "--schedule", "pipeline schedule", "1f1b (interleaved when vpp > 1)", 12,
-      models::schedule_names(),
-      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.schedule); }));
+  t.push_back(
+      choice_row("schedule", "--schedule", "pipeline schedule", "1f1b (interleaved when vpp > 1)",
+                 12, models::schedule_names(),
+                 [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.schedule); }));
   t.push_back(choice_row(
       "precision", "--precision", "", "bf16", 13, models::precision_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.precision); }));
   t.push_back(choice_row(
       "optimizer", "--optimizer", "", "adam", 14, models::optimizer_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.optimizer); }));
-  t.push_back(choice_row(
-      "grad_dtype", "--grad-dtype", "gradient accumulation dtype", "fp32", 15,
-      models::grad_dtype_names(),
-      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.grad_dtype); }));
+  t.push_back(choice_row("grad_dtype", "--grad-dtype", "gradient accumulation dtype", "fp32", 15,
+                         models::grad_dtype_names(), [](const TrainingPlan& p) -> PlanValue {
+                           return models::to_string(p.grad_dtype);
+                         }));
   t.push_back(row("overlap_grad_reduce", FT::SWITCH, "--overlap-grad-reduce",
                   "overlap the data-parallel gradient reduction with backward", "off", 16,
                   [](const TrainingPlan& p) -> PlanValue { return p.overlap_grad_reduce; }));
@@ -123,18 +122,20 @@ std::vector<PlanField> build_table() {
   t.push_back(row("flash_attention", FT::TOGGLE, "--flash-attention",
                   "fused attention kernels: on|off", "on", 24,
                   [](const TrainingPlan& p) -> PlanValue { return p.flash_attention; }));
-  t.push_back(row("dp_bucket_size", FT::BYTES, "--dp-bucket-size", "DDP bucket size, e.g. 160MB",
-                  "160MB (Megatron's 40M fp32 elements)", 18,
-                  [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.dp_bucket_bytes); }));
+  t.push_back(
+      row("dp_bucket_size", FT::BYTES, "--dp-bucket-size", "DDP bucket size, e.g. 160MB",
+          "160MB (Megatron's 40M fp32 elements)", 18,
+          [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.dp_bucket_bytes); }));
   t.push_back(row("pipeline_split", FT::LAYER_LIST, "--pipeline-split",
                   "layers per pipeline stage, comma-separated, e.g. 20,20,20,20", "even split", 21,
                   [](const TrainingPlan& p) -> PlanValue { return p.pipeline_split; }));
   t.push_back(row(
       "cuda_context", FT::BYTES, "--cuda-context", "CUDA context per GPU, e.g. 0.5GiB", "0.5GiB",
       19, [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.cuda_context_bytes); }));
-  t.push_back(row("fragmentation_percent", FT::PERCENT, "--fragmentation",
-                  "allocator fragmentation reserve, percent of the rest", "5", 20,
-                  [](const TrainingPlan& p) -> PlanValue { return p.fragmentation_fraction * 100.0; }));
+  t.push_back(
+      row("fragmentation_percent", FT::PERCENT, "--fragmentation",
+          "allocator fragmentation reserve, percent of the rest", "5", 20,
+          [](const TrainingPlan& p) -> PlanValue { return p.fragmentation_fraction * 100.0; }));
   t.push_back(row("gpus", FT::DERIVED, "", "GPUs the plan occupies (tp x pp x dp x cp)", "derived",
                   -1, [](const TrainingPlan& p) -> PlanValue { return p.gpus(); }));
   // Input-only fields: other ways to give gbs and vpp.

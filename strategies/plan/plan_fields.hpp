@@ -35,18 +35,18 @@ using PlanValue = std::variant<std::int64_t, double, bool, std::string, std::vec
 
 /// One row of the table.
 struct PlanField {
-  std::string_view key;        ///< JSON key and the field's name in library messages
-  FieldType type;              ///< how it is read
-  std::string_view flags;      ///< CLI spellings, comma-separated, the first is canonical
-  std::string_view doc;        ///< one line for --help and docs/plans.md
-  std::string_view fallback;   ///< the default, as docs/plans.md states it
-  std::int64_t min = 1;        ///< SIZE/STAGE: smallest allowed value
-  std::int64_t max = 0;        ///< SIZE/STAGE: largest allowed value; 0 means no bound
+  std::string_view key;       ///< JSON key and the field's name in library messages
+  FieldType type;             ///< how it is read
+  std::string_view flags;     ///< CLI spellings, comma-separated, the first is canonical
+  std::string_view doc;       ///< one line for --help and docs/plans.md
+  std::string_view fallback;  ///< the default, as docs/plans.md states it
+  std::int64_t min = 1;       ///< SIZE/STAGE: smallest allowed value
+  std::int64_t max = 0;       ///< SIZE/STAGE: largest allowed value; 0 means no bound
   const std::vector<std::string>* names = nullptr;  ///< CHOICE: the valid names, in order
-  std::string_view megatron;   ///< the Megatron-LM flag that sets it directly, if any
-  std::string_view deepspeed;  ///< the DeepSpeed JSON pointer that sets it directly, if any
-  std::string_view supersedes; ///< a field a source's value for this one clears (gbs/grad_accum)
-  int help_position = -1;      ///< order among the CLI flags; -1: not a flag
+  std::string_view megatron;    ///< the Megatron-LM flag that sets it directly, if any
+  std::string_view deepspeed;   ///< the DeepSpeed JSON pointer that sets it directly, if any
+  std::string_view supersedes;  ///< a field a source's value for this one clears (gbs/grad_accum)
+  int help_position = -1;       ///< order among the CLI flags; -1: not a flag
   /// The value of this field in a resolved plan, for the writer; null for input-only fields.
   PlanValue (*get)(const models::TrainingPlan&) = nullptr;
 };

@@ -8,10 +8,6 @@ FieldSource file_source(const std::string& file, const std::string& pointer, std
   return FieldSource{fmt::format("{}#{}", file, pointer), std::move(name), file, pointer};
 }
 
-FieldSource flag_source(std::string_view option, std::string_view flag) {
-  return FieldSource{fmt::format("{} {}", option, flag), std::string(flag), "", ""};
-}
-
 PlanSources PlanSources::command_line() {
   PlanSources s;
   s.flags_fallback_ = true;
@@ -29,6 +25,14 @@ FieldSource PlanSources::of(std::string_view key) const {
   if (s.where.empty()) s.where = std::string(key);
   s.name = s.where;
   return s;
+}
+
+bool PlanSources::has(std::string_view key) const {
+  return sources_.count(key) > 0;
+}
+
+void PlanSources::erase(std::string_view key) {
+  if (auto it = sources_.find(key); it != sources_.end()) sources_.erase(it);
 }
 
 void PlanSources::merge(const PlanSources& other) {
@@ -59,6 +63,7 @@ void PlanInput::set(std::string_view key, PlanValue value, FieldSource source) {
 void PlanInput::set(std::string_view key, PlanValue value) {
   plan_field(key);
   values_.insert_or_assign(std::string(key), std::move(value));
+  sources_.erase(key);
 }
 
 namespace {
@@ -89,6 +94,8 @@ bool PlanInput::flag(std::string_view key, bool fallback) const {
 void PlanInput::merge(const PlanInput& over) {
   for (const auto& [key, value] : over.values_) {
     values_.insert_or_assign(key, value);
+    // A value given without a source is named by the fallback, not by the level it replaced.
+    if (!over.sources_.has(key)) sources_.erase(key);
     const PlanField& field = plan_field(key);
     // A gbs given at one level overrides a grad_accum from a lower one, and vice versa.
     if (!field.supersedes.empty() && !over.has(field.supersedes) && has(field.supersedes))

@@ -26,10 +26,6 @@ struct FieldSource {
 /// subject and `name` in prose.
 FieldSource file_source(const std::string& file, const std::string& pointer, std::string name);
 
-/// The source of a value given by flag `flag` inside the string of flags `option`
-/// ("--megatron-args"): named "OPTION FLAG" as a subject and "FLAG" in prose.
-FieldSource flag_source(std::string_view option, std::string_view flag);
-
 /// How messages name each plan field. Fields without an entry use the fallback: the
 /// plain JSON key, or (for the command line) the canonical flag.
 class PlanSources {
@@ -47,6 +43,10 @@ class PlanSources {
   std::string where(std::string_view key) const { return of(key).where; }
   /// Prose spelling of `key`.
   std::string name(std::string_view key) const { return of(key).name; }
+  /// Whether `key` has a recorded source.
+  bool has(std::string_view key) const;
+  /// Forgets `key`'s source (it falls back again).
+  void erase(std::string_view key);
   /// `other`'s entries laid over these.
   void merge(const PlanSources& other);
 
@@ -76,15 +76,15 @@ class PlanError : public ValidationError {
 /// Throws PlanError for field `key` with `message`; the message is prefixed with where the
 /// value came from when it does not already start with it and the value came from a file
 /// or a foreign flag.
-[[noreturn]] void fail_field(const PlanSources& sources, std::string_view key,
-                             std::string message);
+[[noreturn]] void fail_field(const PlanSources& sources, std::string_view key, std::string message);
 
 /// Raw values of some plan fields from one source (or several, merged), with provenance.
 class PlanInput {
  public:
   /// Sets `key` to `value` as given by `source`.
   void set(std::string_view key, PlanValue value, FieldSource source);
-  /// Sets `key` with the source `sources()` already has for it (or its fallback).
+  /// Sets `key` without a source of its own: messages name it by the fallback (for the
+  /// command line, its canonical flag), as for a value given directly.
   void set(std::string_view key, PlanValue value);
   bool has(std::string_view key) const { return values_.count(key) > 0; }
   void erase(std::string_view key) { values_.erase(values_.find(key)); }

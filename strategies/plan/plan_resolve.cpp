@@ -72,6 +72,8 @@ void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, Traini
   const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
   if (in.has("dp")) {
     p.dp = static_cast<int>(size_or(in, "dp", 1));
+    // The GPU-count rule (validate_plan's) now, before the batch arithmetic reads a wrong dp
+    // and before --print-config or `loom ranks`, which do not validate, use the plan.
     if (gpus) check_gpu_count(p, *gpus, s);
   } else if (gpus) {
     if (*gpus % model_parallel != 0) {
@@ -136,8 +138,9 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   }
   p.sp = in.flag("sp");
   if (p.sp && p.tp == 1) {
-    fail_field(s, "sp", fmt::format("{} (sequence parallelism) needs {} 2 or more", s.name("sp"),
-                                    s.name("tp")));
+    fail_field(
+        s, "sp",
+        fmt::format("{} (sequence parallelism) needs {} 2 or more", s.name("sp"), s.name("tp")));
   }
   p.flash_attention = in.flag("flash_attention", p.flash_attention);
   p.overlap_grad_reduce = in.flag("overlap_grad_reduce");
@@ -192,11 +195,11 @@ std::vector<int> parse_layer_list(const std::string& text, const PlanSources& so
       if (used != item.size() || v < 1) throw std::invalid_argument("bad");
       out.push_back(static_cast<int>(v));
     } catch (const std::exception&) {
-      fail_field(sources, "pipeline_split",
-                 ValidationError::bad_value(
-                     sources.where("pipeline_split"), text,
-                     "positive layer counts separated by commas, e.g. 20,20,20")
-                     .what());
+      fail_field(
+          sources, "pipeline_split",
+          ValidationError::bad_value(sources.where("pipeline_split"), text,
+                                     "positive layer counts separated by commas, e.g. 20,20,20")
+              .what());
     }
   }
   return out;

@@ -100,11 +100,11 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
                            s.where("cp"), p.cp, s.name("seq"), p.seq, 2 * p.cp));
   }
   if (p.sp && (p.seq / p.cp) % p.tp != 0) {
-    fail_field(s, "sp",
-               fmt::format("{}: {} {} does not divide the per-GPU sequence {} ({} / {}); pick "
-                           "sizes that divide it",
-                           s.where("sp"), s.name("tp"), p.tp, p.seq / p.cp, s.name("seq"),
-                           s.name("cp")));
+    fail_field(
+        s, "sp",
+        fmt::format("{}: {} {} does not divide the per-GPU sequence {} ({} / {}); pick "
+                    "sizes that divide it",
+                    s.where("sp"), s.name("tp"), p.tp, p.seq / p.cp, s.name("seq"), s.name("cp")));
   }
 }
 
@@ -112,8 +112,7 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
 
 void check_size(std::string_view key, std::int64_t value, const PlanSources& s) {
   if (value < 1) {
-    fail_field(s, key,
-               fmt::format("{}: must be a positive number, got '{}'", s.where(key), value));
+    fail_field(s, key, fmt::format("{}: must be a positive number, got '{}'", s.where(key), value));
   }
   const PlanField& field = plan_field(key);
   if (field.max > 0 && value > field.max) fail_bad_value(s, key, std::to_string(value), "< 2^30");
@@ -141,8 +140,9 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
   std::int64_t sum = 0;
   for (int n : p.pipeline_split) {
     if (n < 0) {
-      fail_field(s, "pipeline_split", fmt::format("{}: must be a positive number, got '{}'",
-                                                  s.where("pipeline_split"), n));
+      fail_field(
+          s, "pipeline_split",
+          fmt::format("{}: must be a positive number, got '{}'", s.where("pipeline_split"), n));
     }
     sum += n;
   }
@@ -155,11 +155,12 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
 
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
                    std::optional<std::int64_t> cluster_gpus, const PlanSources& sources) {
+  // The GPU count first: resolve_plan reports it before the other rules too.
+  if (cluster_gpus) check_gpu_count(plan, *cluster_gpus, sources);
   models::validate_model(model);
   check_fields(plan, sources);
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
-  if (cluster_gpus) check_gpu_count(plan, *cluster_gpus, sources);
 }
 
 }  // namespace loom::strategies
