@@ -46,9 +46,8 @@ PlanField choice_row(std::string_view key, std::string_view flags, std::string_v
   return f;
 }
 
-std::vector<PlanField> build_table() {
-  std::vector<PlanField> t;
-  // Parallel sizes.
+// Parallel sizes and batch arithmetic.
+void add_size_rows(std::vector<PlanField>& t) {
   t.push_back(size_row("tp", "--tp,--tensor-model-parallel-size", "tensor-parallel size", "1", 0,
                        INT_SIZE_MAX, "--tensor-model-parallel-size",
                        [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.tp}; }));
@@ -84,7 +83,10 @@ std::vector<PlanField> build_table() {
   t.push_back(size_row("seq", "--seq,--seq-length", "sequence length, tokens", "2048", 8,
                        INT_SIZE_MAX, "--seq-length",
                        [](const TrainingPlan& p) -> PlanValue { return p.seq; }));
-  // Memory and compute choices.
+}
+
+// Memory and compute choices, then the input-only fields.
+void add_choice_rows(std::vector<PlanField>& t) {
   PlanField zero = row("zero", FT::STAGE, "--zero", "ZeRO stage 0..3 (3 = FSDP)", "0", 9,
                        [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.zero}; });
   zero.min = 0;
@@ -147,6 +149,12 @@ std::vector<PlanField> build_table() {
   t.push_back(size_row("layers_per_virtual_stage", "--num-layers-per-virtual-pipeline-stage",
                        "layers per model chunk (Megatron's way to give --vpp)", "-", 23,
                        INT_SIZE_MAX, "--num-layers-per-virtual-pipeline-stage", nullptr));
+}
+
+std::vector<PlanField> build_table() {
+  std::vector<PlanField> t;
+  add_size_rows(t);
+  add_choice_rows(t);
   return t;
 }
 

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "../strategies/plan_test_files.hpp"
 #include "cli/plan_flags.hpp"
 #include "common/error.hpp"
 #include "strategies/plan/plan_json.hpp"
-#include "../strategies/plan_test_files.hpp"
 
 using namespace loom;
 using namespace loom::cli;
@@ -109,9 +109,9 @@ TEST_CASE("cli::PlanFlags: a plan file breaking a rule names the file and JSON p
   const std::string out = plan + ".out", err = plan + ".err";
   // Llama-3-8B has 32 heads; tp 3 does not divide them.
   CHECK(run_loom("memory --model llama3-8b --plan " + plan, out, err) == 2);
-  CHECK(read_all(err) ==
-        "loom: error: " + plan + "#/tp: 3 does not divide model.heads 32; pick a tp that divides "
-                                 "32\n");
+  CHECK(read_all(err) == "loom: error: " + plan +
+                             "#/tp: 3 does not divide model.heads 32; pick a tp that divides "
+                             "32\n");
   CHECK(run_loom("simulate --model llama3-8b --cluster dgx-h100 --nodes 1 --plan " + plan, out,
                  err) == 2);
   CHECK(read_all(err).find(plan + "#/tp: ") != std::string::npos);

@@ -60,9 +60,10 @@ TEST_CASE("strategies::PlanImport: DeepSpeed batch arithmetic must agree") {
   const std::string ds = test::write_temp_file(
       "ds.json",
       R"({"train_batch_size": 100, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4})");
-  CHECK_THROWS_WITH_AS(resolve_plan(import_deepspeed_json(ds), 16),
-                       doctest::Contains((ds + "#/train_batch_size: train_batch_size 100 contradicts").c_str()),
-                       PlanError);
+  CHECK_THROWS_WITH_AS(
+      resolve_plan(import_deepspeed_json(ds), 16),
+      doctest::Contains((ds + "#/train_batch_size: train_batch_size 100 contradicts").c_str()),
+      PlanError);
   const std::string typo =
       test::write_temp_file("ds2.json", R"({"zero_optimization": {"stag": 2}})");
   CHECK_THROWS_WITH_AS(import_deepspeed_json(typo), doctest::Contains("did you mean 'stage'"),

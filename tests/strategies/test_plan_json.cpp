@@ -69,10 +69,10 @@ TEST_CASE("strategies::PlanJson: a bare plan object reads too; derived keys must
   CHECK(p.micro_batches() == 4);
   const std::string wrong =
       test::write_temp_file("wrong.json", R"({"plan": {"tp": 2, "gbs": 16, "micro_batches": 3}})");
-  CHECK_THROWS_WITH_AS(resolve_plan(read_plan_json(wrong), 8),
-                       doctest::Contains(
-                           (wrong + "#/plan/micro_batches: 3 but the plan resolves to 4").c_str()),
-                       PlanError);
+  CHECK_THROWS_WITH_AS(
+      resolve_plan(read_plan_json(wrong), 8),
+      doctest::Contains((wrong + "#/plan/micro_batches: 3 but the plan resolves to 4").c_str()),
+      PlanError);
 }
 
 TEST_CASE("strategies::PlanJson: unknown keys and wrong types are file errors") {

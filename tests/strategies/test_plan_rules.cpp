@@ -16,7 +16,8 @@ TEST_CASE("strategies::PlanRules: one rule per check, named by plan field") {
   TrainingPlan p;
   p.tp = 3;
   CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
-                       "tp: 3 does not divide model.heads 32; pick a tp that divides 32", PlanError);
+                       "tp: 3 does not divide model.heads 32; pick a tp that divides 32",
+                       PlanError);
   p.tp = 16;  // divides 32 heads but not the 8 KV heads
   CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt), doctest::Contains("model.kv_heads 8"),
                        PlanError);
@@ -58,9 +59,9 @@ TEST_CASE("strategies::PlanRules: the command line's sources name the flag") {
   p = TrainingPlan{};
   p.precision = models::Precision::FP32;
   p.grad_dtype = models::GradDtype::BF16;
-  CHECK_THROWS_WITH_AS(
-      validate_plan(m, p, std::nullopt, PlanSources::command_line()),
-      doctest::Contains("--grad-dtype: bf16 gradients need a 16-bit --precision"), PlanError);
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("--grad-dtype: bf16 gradients need a 16-bit --precision"),
+                       PlanError);
 }
 
 TEST_CASE("strategies::PlanRules: the GPU count must match the cluster") {
@@ -76,7 +77,8 @@ TEST_CASE("strategies::PlanRules: the GPU count must match the cluster") {
     FAIL("12 GPUs of plan on a 16-GPU cluster");
   } catch (const PlanError& e) {
     CHECK(e.key() == "dp");
-    CHECK(std::string(e.what()) == "tp 2 x pp 2 x dp 3 x cp 1 = 12 GPUs, but the cluster has 16; "
-                                   "change the sizes or the cluster so they match");
+    CHECK(std::string(e.what()) ==
+          "tp 2 x pp 2 x dp 3 x cp 1 = 12 GPUs, but the cluster has 16; "
+          "change the sizes or the cluster so they match");
   }
 }
