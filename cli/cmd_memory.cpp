@@ -9,13 +9,14 @@
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
-#include "cli/plan_import.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/memory_plan.hpp"
+#include "strategies/plan/plan_json.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "topologies/gpu_catalog.hpp"
 
 namespace loom::cli {
@@ -174,8 +175,9 @@ int run_memory(MemoryOptions& o) {
     throw ValidationError::not_positive("--gpus", std::to_string(*o.cluster.gpus));
   const models::ModelSpec model = models::load_model(o.model);
   // The model's own sequence length unless the plan names one.
-  if (!o.plan.seq && !o.plan.plan_file && !o.plan.megatron_args && !o.plan.deepspeed_file)
-    o.plan.seq = model.default_seq;
+  if (!o.plan.integers["seq"] && !o.plan.plan_file && !o.plan.megatron_args &&
+      !o.plan.deepspeed_file)
+    o.plan.integers["seq"] = model.default_seq;
   std::optional<std::int64_t> gpus;
   std::optional<double> capacity;
   OrderedJson context;
@@ -197,13 +199,15 @@ int run_memory(MemoryOptions& o) {
   } else if (o.cluster.gpus) {
     gpus = *o.cluster.gpus;
   }
-  const models::TrainingPlan plan = resolve_plan(o.plan, gpus, model.layers);
+  const ResolvedPlan resolved = resolve_plan(o.plan, gpus, model.layers);
+  const models::TrainingPlan& plan = resolved.plan;
   if (o.plan.print_config) {
-    std::cout << render_plan_config(plan);
+    std::cout << strategies::render_plan_config(plan);
     return 0;
   }
+  strategies::validate_plan(model, plan, gpus, resolved.sources);
   const models::MemoryReport report = strategies::estimate_memory(model, plan);
-  context["plan"] = plan_to_json(plan);
+  context["plan"] = strategies::plan_to_json(plan);
   if (parse_format(o.format) == Format::JSON) {
     std::cout << render_document(
         make_document(context, render_json_results(model, plan, report, capacity)));

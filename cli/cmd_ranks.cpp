@@ -31,7 +31,7 @@ std::string group_text(const std::vector<int>& g) {
 
 int run_ranks(const RanksOptions& o) {
   const topo::Cluster cluster = resolve_cluster(o.cluster);
-  const models::TrainingPlan plan = resolve_plan(o.plan, cluster.num_gpus());
+  const models::TrainingPlan plan = resolve_plan(o.plan, cluster.num_gpus()).plan;
   const strategies::RankLayout layout(plan, o.order);
   using strategies::Dim;
   std::vector<Dim> dims = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};

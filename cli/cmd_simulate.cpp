@@ -10,12 +10,13 @@
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
-#include "cli/plan_import.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
+#include "strategies/plan/plan_json.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/step_simulator.hpp"
 
 namespace loom::cli {
@@ -186,11 +187,13 @@ Command add_simulate_command(CLI::App& root) {
     const SimulateFlags& f = *flags;
     const models::ModelSpec model = models::load_model(f.model);
     const topo::Cluster cluster = resolve_cluster(f.cluster);
-    const models::TrainingPlan plan = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
+    const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
+    const models::TrainingPlan& plan = resolved.plan;
     if (f.plan.print_config) {
-      std::cout << render_plan_config(plan);
+      std::cout << strategies::render_plan_config(plan);
       return 0;
     }
+    strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network);
     options.full = f.full;
@@ -204,7 +207,7 @@ Command add_simulate_command(CLI::App& root) {
       context["gpus"] = cluster.num_gpus();
       context["network"] = f.network;
       context["mode"] = f.full ? "full" : "symmetric";
-      context["plan"] = plan_to_json(plan);
+      context["plan"] = strategies::plan_to_json(plan);
       std::cout << render_document(
           make_document(context, render_results(r, cluster.gpu.hbm_bytes)));
     } else {

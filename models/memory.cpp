@@ -15,18 +15,6 @@ namespace {
 // channel and direction for each communicator; loom assumes 8 channels: 2 x 8 x 4 MiB.
 constexpr double NCCL_BUFFERS_PER_GROUP_BYTES = 2.0 * 8 * 4 * 1024 * 1024;
 
-void require_positive(std::int64_t value, const char* flag) {
-  if (value < 1) throw ValidationError::not_positive(flag, std::to_string(value));
-}
-
-void require_divides(std::int64_t divisor, const char* flag, std::int64_t value, const char* what) {
-  if (value % divisor != 0) {
-    throw ValidationError(
-        flag, fmt::format("{}: {} does not divide {} {}; pick a {} that divides {}", flag, divisor,
-                          what, value, flag, value));
-  }
-}
-
 double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
   double total = 0;
   for (const OpCost& op : ops)
@@ -106,99 +94,6 @@ BytesPerParameter sharded_bytes_per_parameter(const TrainingPlan& plan, int zero
   return b;
 }
 
-void validate_plan(const ModelSpec& m, const TrainingPlan& p) {
-  validate_model(m);
-  require_positive(p.tp, "--tp");
-  require_positive(p.pp, "--pp");
-  require_positive(p.dp, "--dp");
-  require_positive(p.cp, "--cp");
-  require_positive(p.ep, "--ep");
-  require_positive(p.vpp, "--vpp");
-  require_positive(p.mbs, "--mbs");
-  require_positive(p.seq, "--seq");
-  if (p.zero < 0 || p.zero > 3)
-    throw ValidationError::bad_value("--zero", std::to_string(p.zero), "0, 1, 2 or 3");
-  // NaN fails these comparisons too: a NaN fraction used to print "nan B" totals.
-  if (!(p.fragmentation_fraction >= 0 && p.fragmentation_fraction < 1)) {
-    throw ValidationError::bad_value("--fragmentation",
-                                     fmt::format("{}", p.fragmentation_fraction * 100),
-                                     "a percentage in [0, 100)");
-  }
-  if (!(p.cuda_context_bytes >= 0 && p.cuda_context_bytes < 1e15)) {
-    throw ValidationError::bad_value("--cuda-context",
-                                     fmt::format("{} bytes", p.cuda_context_bytes),
-                                     "a size from 0B to 1PB, e.g. 512MiB");
-  }
-  if (p.precision == Precision::FP32 && p.grad_dtype == GradDtype::BF16) {
-    throw ValidationError("--grad-dtype",
-                          "--grad-dtype: bf16 gradients need a 16-bit --precision (bf16, fp16 or "
-                          "fp8); with --precision fp32 drop --grad-dtype or give fp32");
-  }
-  if (m.kind == ModelKind::MLP) {
-    require_divides(p.tp, "--tp", m.hidden, "model.width");
-    if (p.cp > 1 || p.ep > 1 || p.sp) {
-      throw ValidationError("--cp",
-                            "--cp, --ep and --sp need a transformer model; an MLP has "
-                            "no sequence or experts");
-    }
-  } else {
-    require_divides(p.tp, "--tp", m.heads, "model.heads");
-    if (m.attention == AttentionKind::MHA)
-      require_divides(p.tp, "--tp", m.kv_heads, "model.kv_heads");
-    if (!m.is_moe() || m.moe.first_k_dense > 0) require_divides(p.tp, "--tp", m.ffn, "model.ffn");
-    if (m.is_moe()) require_divides(p.tp, "--tp", m.moe.expert_ffn, "model.moe.expert_ffn");
-  }
-  const int stages = p.pp * p.vpp;
-  if (p.pipeline_split.empty()) {
-    if (m.layers % stages != 0) {
-      throw ValidationError(
-          "--pp", fmt::format("--pp: {} x --vpp {} = {} stages do not divide model.layers {}; "
-                              "pick a divisor or give --pipeline-split with one count per stage",
-                              p.pp, p.vpp, stages, m.layers));
-    }
-  } else {
-    if (static_cast<int>(p.pipeline_split.size()) != stages) {
-      throw ValidationError(
-          "--pipeline-split",
-          fmt::format("--pipeline-split: {} entries for --pp {} x --vpp {} = {} stages; give one "
-                      "layer count per stage",
-                      p.pipeline_split.size(), p.pp, p.vpp, stages));
-    }
-    std::int64_t sum = 0;
-    for (int n : p.pipeline_split) {
-      if (n < 0) throw ValidationError::not_positive("--pipeline-split", std::to_string(n));
-      sum += n;
-    }
-    if (sum != m.layers) {
-      throw ValidationError("--pipeline-split",
-                            fmt::format("--pipeline-split: layers sum to {} but model.layers is "
-                                        "{}; make the counts add up to {}",
-                                        sum, m.layers, m.layers));
-    }
-  }
-  if (p.ep > 1) {
-    if (!m.is_moe()) {
-      throw ValidationError("--ep", fmt::format("--ep: {} needs a mixture-of-experts model; {} "
-                                                "is dense, use --ep 1",
-                                                p.ep, m.name));
-    }
-    require_divides(p.ep, "--ep", m.moe.experts, "model.moe.experts");
-    require_divides(p.ep, "--ep", std::int64_t{p.dp} * p.cp, "--dp x --cp =");
-  }
-  if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
-    throw ValidationError(
-        "--cp", fmt::format("--cp: 2 x {} (load-balanced causal chunks) does not divide --seq "
-                            "{}; pick a sequence length divisible by {}",
-                            p.cp, p.seq, 2 * p.cp));
-  }
-  if (p.sp && (p.seq / p.cp) % p.tp != 0) {
-    throw ValidationError(
-        "--sp", fmt::format("--sp: --tp {} does not divide the per-GPU sequence {} (--seq / --cp); "
-                            "pick sizes that divide it",
-                            p.tp, p.seq / p.cp));
-  }
-}
-
 std::vector<int> virtual_stage_layers(const ModelSpec& m, const TrainingPlan& p) {
   if (!p.pipeline_split.empty()) return p.pipeline_split;
   const int stages = p.pp * p.vpp;
@@ -223,7 +118,7 @@ double stored_layer_activation_bytes(const ModelSpec& m, const TrainingPlan& p, 
 
 MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
                              const std::vector<double>& in_flight) {
-  validate_plan(m, p);
+  validate_model(m);
   if (in_flight.size() != static_cast<size_t>(p.pp)) {
     throw ValidationError("in_flight", fmt::format("{} in-flight counts for {} pipeline stages; "
                                                    "give one per stage",

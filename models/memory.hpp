@@ -71,13 +71,6 @@ struct MemoryReport {
   int peak_stage = 0;
 };
 
-/// Throws ValidationError (one line naming the flag and the fix) when the plan does not fit
-/// the model: TP not dividing heads / KV heads / FFN / width, PP (x VPP) not dividing the
-/// layers without a --pipeline-split, a split not summing to the layers, EP not dividing the
-/// experts or dp x cp, CP or SP not dividing the sequence, a non-MoE model with --ep > 1,
-/// bf16 gradients with fp32 precision, and model sizes that are zero or negative.
-void validate_plan(const ModelSpec& model, const TrainingPlan& plan);
-
 /// Layers of each virtual stage (pp x vpp entries): plan.pipeline_split, or an even split.
 std::vector<int> virtual_stage_layers(const ModelSpec& model, const TrainingPlan& plan);
 /// Layer indices each pipeline rank holds; rank r owns virtual stages r, r + pp, ...
@@ -95,8 +88,9 @@ double optimizer_step_bytes_per_param(const TrainingPlan& plan);
 /// Memory per GPU for every pipeline stage. `in_flight[stage]` is the number of micro-batches
 /// (in units of the stage's full layer set) whose activations the stage holds at its peak;
 /// the pipeline schedule decides it (strategies::estimate_memory derives it from the
-/// schedule's pass order). Calls validate_plan first; throws ValidationError when `in_flight`
-/// does not have one entry per stage.
+/// schedule's pass order). Checks the model (validate_model); the plan must keep the plan
+/// rules (strategies::validate_plan, which the CLI and the planner call first): models/ does
+/// not know them. Throws ValidationError when `in_flight` does not have one entry per stage.
 MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan,
                              const std::vector<double>& in_flight);
 

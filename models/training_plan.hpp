@@ -1,8 +1,8 @@
 #pragma once
 // The training plan as data: parallel degrees, batch arithmetic, precision, optimizer,
 // ZeRO stage, recompute and schedule. It says nothing about hardware; the memory model
-// (models/) reads it and the planner (strategies/) lowers it. Parsing and validation
-// against a model and a cluster live with their callers.
+// (models/) reads it and the planner (strategies/) lowers it. Its fields, defaults,
+// parsing, serialisation and validation rules live in strategies/plan/.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,21 +50,14 @@ struct TrainingPlan {
   std::int64_t micro_batches() const { return global_batch() / (mbs * dp); }
 };
 
-/// Names as the CLI spells them ("bf16", "1f1b", "selective", ...).
+/// Names as the plan JSON and the CLI spell them ("bf16", "1f1b", "selective", ...).
 std::string to_string(Precision value);
 std::string to_string(Optimizer value);
 std::string to_string(Recompute value);
 std::string to_string(Schedule value);
 std::string to_string(GradDtype value);
 
-/// Parsers from the CLI spelling; throw ValidationError naming `field` and the valid names.
-Precision parse_precision(std::string_view text, std::string_view field = "--precision");
-Optimizer parse_optimizer(std::string_view text, std::string_view field = "--optimizer");
-Recompute parse_recompute(std::string_view text, std::string_view field = "--recompute");
-Schedule parse_schedule(std::string_view text, std::string_view field = "--schedule");
-GradDtype parse_grad_dtype(std::string_view text, std::string_view field = "--grad-dtype");
-
-/// The valid CLI spellings of each enum, in a fixed order.
+/// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
 const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& recompute_names();

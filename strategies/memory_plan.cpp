@@ -1,5 +1,6 @@
 #include "strategies/memory_plan.hpp"
 
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/schedule.hpp"
 
 namespace loom::strategies {
@@ -14,7 +15,7 @@ std::vector<double> in_flight_micro_batches(const models::TrainingPlan& plan) {
 
 models::MemoryReport estimate_memory(const models::ModelSpec& model,
                                      const models::TrainingPlan& plan) {
-  models::validate_plan(model, plan);  // plan errors before schedule-shape errors
+  validate_plan(model, plan, std::nullopt);  // plan errors before schedule-shape errors
   return models::estimate_memory(model, plan, in_flight_micro_batches(plan));
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "strategies/memory_plan.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/step/dp_lowering.hpp"
 #include "strategies/step/lower_passes.hpp"
 #include "strategies/step/step_graph.hpp"
@@ -33,13 +34,7 @@ std::string to_string(TraceCategory category) {
 
 StepReport simulate_step(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const topo::Cluster& cluster, const SimulateOptions& options) {
-  models::validate_plan(model, plan);
-  if (plan.gpus() != cluster.num_gpus()) {
-    throw ValidationError(
-        "--dp", fmt::format("the plan uses --tp {} x --pp {} x --dp {} x --cp {} = {} GPUs but "
-                            "the cluster has {}; make them match",
-                            plan.tp, plan.pp, plan.dp, plan.cp, plan.gpus(), cluster.num_gpus()));
-  }
+  validate_plan(model, plan, cluster.num_gpus());
   // Pass costing and the simulated GPUs' streams (StepGraph's constructor), then lowering.
   StepGraph graph(model, plan, cluster, options);
   lower_passes(graph);

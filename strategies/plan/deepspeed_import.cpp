@@ -1,0 +1,123 @@
+#include <fmt/format.h>
+
+#include "common/json_util.hpp"
+#include "common/strings.hpp"
+#include "strategies/plan/plan_import.hpp"
+
+namespace loom::strategies {
+namespace {
+
+std::string fmt_number(double v) {
+  if (v == static_cast<double>(static_cast<std::int64_t>(v)))
+    return std::to_string(static_cast<std::int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+// "zero_optimization.stage" for "/zero_optimization/stage": how prose names a DeepSpeed key.
+std::string dotted(std::string_view pointer) {
+  std::string s(pointer.substr(1));
+  for (char& c : s)
+    if (c == '/') c = '.';
+  return s;
+}
+
+// The fields a top-level DeepSpeed key sets directly (the table's deepspeed column).
+void read_batch_keys(ObjectReader& r, PlanInput& f) {
+  for (const char* key : {"mbs", "grad_accum", "gbs"}) {
+    const std::string_view pointer = plan_field(key).deepspeed;
+    const std::string ds_key(pointer.substr(1));
+    if (r.has(ds_key)) {
+      f.set(key, r.get_positive_int(ds_key), file_source(r.file(), r.pointer_of(ds_key), ds_key));
+    }
+  }
+}
+
+void read_zero(ObjectReader& r, PlanInput& f) {
+  ObjectReader z = r.child("zero_optimization");
+  z.allow({"contiguous_gradients", "reduce_scatter", "allgather_partitions",
+           "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+           "stage3_gather_16bit_weights_on_model_save", "stage3_param_persistence_threshold",
+           "sub_group_size", "stage3_prefetch_bucket_size", "allgather_bucket_size"});
+  auto source = [&](std::string_view key) {
+    const std::string pointer = z.pointer_of(key);
+    return file_source(z.file(), pointer, dotted(pointer));
+  };
+  const std::int64_t stage = z.get_count_or("stage", 0);
+  if (stage > 3) z.fail("stage", std::to_string(stage), "0, 1, 2 or 3");
+  f.set("zero", stage, source("stage"));
+  if (z.get_bool_or("overlap_comm", false)) {
+    f.set("overlap_grad_reduce", true, source("overlap_comm"));
+    f.set("overlap_param_gather", true, source("overlap_comm"));
+  }
+  if (z.has("reduce_bucket_size")) {
+    const double elems = z.get_number("reduce_bucket_size");
+    if (elems <= 0) z.fail("reduce_bucket_size", fmt_number(elems), "a positive element count");
+    // DeepSpeed buckets hold 16-bit gradients.
+    f.set("dp_bucket_size", fmt_number(elems * 2) + "B", source("reduce_bucket_size"));
+  }
+  for (const char* key : {"offload_optimizer", "offload_param"}) {
+    if (z.has(key)) {
+      const auto& v = z.raw(key);
+      const bool none = v.is_object() && v.value("device", std::string("none")) == "none";
+      if (!none) z.fail(key, v.dump(), "absent or {\"device\": \"none\"} (loom models no offload)");
+    }
+  }
+  z.finish();
+}
+
+void read_precision_and_optimizer(ObjectReader& r, PlanInput& f) {
+  for (const char* key : {"bf16", "fp16"}) {
+    if (!r.has(key)) continue;
+    ObjectReader o = r.child(key);
+    o.allow({"loss_scale", "loss_scale_window", "initial_scale_power", "hysteresis",
+             "min_loss_scale", "auto_cast", "consecutive_hysteresis", "immediate_grad_update"});
+    if (o.get_bool_or("enabled", false)) {
+      const std::string pointer = o.pointer_of("enabled");
+      f.set("precision", std::string(key), file_source(o.file(), pointer, dotted(pointer)));
+    }
+    o.finish();
+  }
+  if (r.has("optimizer")) {
+    ObjectReader o = r.child("optimizer");
+    o.allow({"params"});
+    const std::string type = to_lower(o.get_string("type"));
+    const std::string pointer = o.pointer_of("type");
+    const FieldSource source = file_source(o.file(), pointer, dotted(pointer));
+    if (type == "adam" || type == "adamw" || type == "fusedadam" || type == "onebitadam" ||
+        type == "lamb")
+      f.set("optimizer", std::string("adam"), source);
+    else if (type == "sgd")
+      f.set("optimizer", std::string("sgd"), source);
+    else
+      o.fail("type", '"' + type + '"', "Adam, AdamW, FusedAdam, OneBitAdam, Lamb, SGD");
+    o.finish();
+  }
+}
+
+}  // namespace
+
+PlanInput import_deepspeed_json(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path, "DeepSpeed config");
+  ObjectReader r(doc, path, "");
+  r.allow({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler",
+           "prescale_gradients", "communication_data_type", "zero_allow_untested_optimizer",
+           "dump_state", "tensorboard", "flops_profiler", "comms_logger", "seed"});
+  PlanInput f;
+  read_batch_keys(r, f);
+  if (r.has("zero_optimization")) read_zero(r, f);
+  read_precision_and_optimizer(r, f);
+  if (r.has("activation_checkpointing")) {
+    ObjectReader a = r.child("activation_checkpointing");
+    a.allow({"partition_activations", "contiguous_memory_optimization", "cpu_checkpointing",
+             "number_checkpoints", "synchronize_checkpoint_boundary", "profile"});
+    if (a.get_bool_or("cpu_checkpointing", false))
+      a.fail("cpu_checkpointing", "true", "false (loom models no CPU offload)");
+    f.set("recompute", std::string("full"),
+          file_source(path, "/activation_checkpointing", "activation_checkpointing"));
+    a.finish();
+  }
+  r.finish();
+  return f;
+}
+
+}  // namespace loom::strategies

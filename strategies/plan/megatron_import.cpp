@@ -1,0 +1,278 @@
+#include "strategies/plan/plan_import.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/strings.hpp"
+
+namespace loom::strategies {
+namespace {
+
+// Megatron-LM flags loom knows: those that set something loom models, those that describe the
+// model, and those accepted and ignored.
+enum class MegatronArg {
+  FIELD,  // sets the plan field whose megatron column names it (plan_fields.cpp)
+  RECOMPUTE_GRANULARITY,
+  RECOMPUTE_ACTIVATIONS,
+  RECOMPUTE_METHOD,
+  RECOMPUTE_NUM_LAYERS,
+  DIST_OPT,
+  BF16,
+  FP16,
+  FP8,
+  FLASH,
+  OPTIMIZER,
+  GRAD_FP32,
+  BUCKET,
+  MODEL_SHAPE,    // describes the model: loom takes the model from --model instead
+  IGNORED_VALUE,  // does not change the cost of one step; takes a value (docs/plans.md)
+  IGNORED_FLAG,   // the same, without a value
+};
+
+const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
+  static const std::vector<std::pair<std::string, MegatronArg>> a = {
+      {"--tensor-model-parallel-size", MegatronArg::FIELD},
+      {"--pipeline-model-parallel-size", MegatronArg::FIELD},
+      {"--virtual-pipeline-model-parallel-size", MegatronArg::FIELD},
+      {"--num-layers-per-virtual-pipeline-stage", MegatronArg::FIELD},
+      {"--micro-batch-size", MegatronArg::FIELD},
+      {"--global-batch-size", MegatronArg::FIELD},
+      {"--seq-length", MegatronArg::FIELD},
+      {"--sequence-parallel", MegatronArg::FIELD},
+      {"--recompute-granularity", MegatronArg::RECOMPUTE_GRANULARITY},
+      {"--recompute-activations", MegatronArg::RECOMPUTE_ACTIVATIONS},
+      {"--recompute-method", MegatronArg::RECOMPUTE_METHOD},
+      {"--recompute-num-layers", MegatronArg::RECOMPUTE_NUM_LAYERS},
+      {"--use-distributed-optimizer", MegatronArg::DIST_OPT},
+      {"--bf16", MegatronArg::BF16},
+      {"--fp16", MegatronArg::FP16},
+      {"--fp8-format", MegatronArg::FP8},
+      {"--overlap-grad-reduce", MegatronArg::FIELD},
+      {"--overlap-param-gather", MegatronArg::FIELD},
+      {"--context-parallel-size", MegatronArg::FIELD},
+      {"--expert-model-parallel-size", MegatronArg::FIELD},
+      {"--use-flash-attn", MegatronArg::FLASH},
+      {"--optimizer", MegatronArg::OPTIMIZER},
+      {"--accumulate-allreduce-grads-in-fp32", MegatronArg::GRAD_FP32},
+      {"--ddp-bucket-size", MegatronArg::BUCKET},
+      {"--num-layers", MegatronArg::MODEL_SHAPE},
+      {"--hidden-size", MegatronArg::MODEL_SHAPE},
+      {"--ffn-hidden-size", MegatronArg::MODEL_SHAPE},
+      {"--num-attention-heads", MegatronArg::MODEL_SHAPE},
+      {"--num-query-groups", MegatronArg::MODEL_SHAPE},
+      {"--group-query-attention", MegatronArg::MODEL_SHAPE},
+      {"--kv-channels", MegatronArg::MODEL_SHAPE},
+      {"--padded-vocab-size", MegatronArg::MODEL_SHAPE},
+      {"--max-position-embeddings", MegatronArg::MODEL_SHAPE},
+      {"--swiglu", MegatronArg::MODEL_SHAPE},
+      {"--num-experts", MegatronArg::MODEL_SHAPE},
+      {"--moe-router-topk", MegatronArg::MODEL_SHAPE},
+      {"--untie-embeddings-and-output-weights", MegatronArg::MODEL_SHAPE},
+      {"--normalization", MegatronArg::MODEL_SHAPE},
+      {"--vocab-size", MegatronArg::MODEL_SHAPE},
+      {"--lr", MegatronArg::IGNORED_VALUE},
+      {"--min-lr", MegatronArg::IGNORED_VALUE},
+      {"--train-iters", MegatronArg::IGNORED_VALUE},
+      {"--train-samples", MegatronArg::IGNORED_VALUE},
+      {"--weight-decay", MegatronArg::IGNORED_VALUE},
+      {"--clip-grad", MegatronArg::IGNORED_VALUE},
+      {"--adam-beta1", MegatronArg::IGNORED_VALUE},
+      {"--adam-beta2", MegatronArg::IGNORED_VALUE},
+      {"--adam-eps", MegatronArg::IGNORED_VALUE},
+      {"--lr-decay-style", MegatronArg::IGNORED_VALUE},
+      {"--lr-decay-iters", MegatronArg::IGNORED_VALUE},
+      {"--lr-warmup-iters", MegatronArg::IGNORED_VALUE},
+      {"--lr-warmup-fraction", MegatronArg::IGNORED_VALUE},
+      {"--log-interval", MegatronArg::IGNORED_VALUE},
+      {"--save", MegatronArg::IGNORED_VALUE},
+      {"--load", MegatronArg::IGNORED_VALUE},
+      {"--save-interval", MegatronArg::IGNORED_VALUE},
+      {"--eval-interval", MegatronArg::IGNORED_VALUE},
+      {"--eval-iters", MegatronArg::IGNORED_VALUE},
+      {"--data-path", MegatronArg::IGNORED_VALUE},
+      {"--split", MegatronArg::IGNORED_VALUE},
+      {"--tokenizer-type", MegatronArg::IGNORED_VALUE},
+      {"--vocab-file", MegatronArg::IGNORED_VALUE},
+      {"--merge-file", MegatronArg::IGNORED_VALUE},
+      {"--init-method-std", MegatronArg::IGNORED_VALUE},
+      {"--attention-dropout", MegatronArg::IGNORED_VALUE},
+      {"--hidden-dropout", MegatronArg::IGNORED_VALUE},
+      {"--seed", MegatronArg::IGNORED_VALUE},
+      {"--distributed-backend", MegatronArg::IGNORED_VALUE},
+      {"--use-mcore-models", MegatronArg::IGNORED_FLAG},
+      {"--no-masked-softmax-fusion", MegatronArg::IGNORED_FLAG},
+      {"--loss-scale", MegatronArg::IGNORED_VALUE},
+      {"--initial-loss-scale", MegatronArg::IGNORED_VALUE},
+      {"--log-throughput", MegatronArg::IGNORED_FLAG},
+      {"--transformer-impl", MegatronArg::IGNORED_VALUE},
+      {"--position-embedding-type", MegatronArg::IGNORED_VALUE},
+  };
+  return a;
+}
+
+const PlanField& megatron_field(std::string_view flag) {
+  for (const PlanField& field : plan_fields())
+    if (field.megatron == flag) return field;
+  throw InternalError(fmt::format("internal invariant broken: no plan field for {}", flag));
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w) {
+    if (w.rfind("--", 0) == 0 && w.find('=') != std::string::npos) {
+      words.push_back(w.substr(0, w.find('=')));
+      words.push_back(w.substr(w.find('=') + 1));
+    } else {
+      words.push_back(w);
+    }
+  }
+  return words;
+}
+
+// Walks the words of a Megatron-LM command line, one flag (and its value) at a time.
+// Values carry no source of their own: a rule they break names the plan field the way the
+// command line names it, as when the same value is given directly.
+class MegatronReader {
+ public:
+  explicit MegatronReader(const std::string& text) : words_(split_words(text)) {}
+
+  PlanInput read() {
+    for (i_ = 0; i_ < words_.size(); ++i_) apply(words_[i_]);
+    if (granularity_) input_.set("recompute", *granularity_);
+    if (method_ && !granularity_) {
+      throw ValidationError("--megatron-args",
+                            "--megatron-args: --recompute-method needs --recompute-granularity "
+                            "full");
+    }
+    return input_;
+  }
+
+ private:
+  // The word after flag `flag`, which must not be another flag.
+  std::string value(const std::string& flag) {
+    if (i_ + 1 >= words_.size() || words_[i_ + 1].rfind("--", 0) == 0)
+      throw ValidationError("--megatron-args",
+                            fmt::format("--megatron-args: {} needs a value", flag));
+    return words_[++i_];
+  }
+
+  std::int64_t integer(const std::string& flag) {
+    const std::string v = value(flag);
+    try {
+      size_t used = 0;
+      const long long n = std::stoll(v, &used);
+      if (used == v.size() && n >= 1) return n;
+    } catch (const std::exception&) {
+    }
+    throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v,
+                                     "a positive integer");
+  }
+
+  // The value of `flag`, which must be one of `allowed` ("a, b").
+  std::string one_of(const std::string& flag, std::initializer_list<std::string_view> allowed) {
+    std::string v = value(flag);
+    for (std::string_view a : allowed)
+      if (v == a) return v;
+    std::vector<std::string> names(allowed.begin(), allowed.end());
+    throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v, join(names, ", "));
+  }
+
+  MegatronArg lookup(const std::string& flag) const {
+    if (flag.rfind("--", 0) != 0) {
+      throw ValidationError("--megatron-args",
+                            fmt::format("--megatron-args: unexpected word '{}'; every value must "
+                                        "follow its flag",
+                                        flag));
+    }
+    for (const auto& [name, arg] : megatron_args())
+      if (name == flag) return arg;
+    std::vector<std::string> known;
+    for (const auto& [name, arg] : megatron_args()) known.push_back(name);
+    const std::string hint = did_you_mean(flag, known);
+    throw ValidationError(
+        "--megatron-args",
+        fmt::format("--megatron-args: unknown Megatron-LM flag '{}'{}; see docs/plans.md for the "
+                    "supported ones",
+                    flag, hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+  }
+
+  void apply(const std::string& flag) {
+    switch (lookup(flag)) {
+      case MegatronArg::FIELD: {
+        const PlanField& field = megatron_field(flag);
+        if (field.type == FieldType::SWITCH)
+          input_.set(field.key, true);
+        else
+          input_.set(field.key, integer(flag));
+        break;
+      }
+      case MegatronArg::RECOMPUTE_GRANULARITY:
+        granularity_ = one_of(flag, {"full", "selective"});
+        break;
+      case MegatronArg::RECOMPUTE_ACTIVATIONS:
+        granularity_ = "selective";
+        break;
+      case MegatronArg::RECOMPUTE_METHOD:
+        method_ = one_of(flag, {"uniform", "block"});
+        break;
+      case MegatronArg::RECOMPUTE_NUM_LAYERS:
+        integer(flag);
+        break;
+      case MegatronArg::DIST_OPT:
+        input_.set("zero", std::int64_t{1});
+        break;
+      case MegatronArg::BF16:
+        input_.set("precision", std::string("bf16"));
+        break;
+      case MegatronArg::FP16:
+        input_.set("precision", std::string("fp16"));
+        break;
+      case MegatronArg::FP8:
+        one_of(flag, {"hybrid", "e4m3"});
+        input_.set("precision", std::string("fp8"));
+        break;
+      case MegatronArg::FLASH:
+        input_.set("flash_attention", true);
+        break;
+      case MegatronArg::OPTIMIZER:
+        // Megatron's SGD has momentum.
+        input_.set("optimizer",
+                   std::string(one_of(flag, {"adam", "sgd"}) == "adam" ? "adam" : "sgd-momentum"));
+        break;
+      case MegatronArg::GRAD_FP32:
+        input_.set("grad_dtype", std::string("fp32"));
+        break;
+      case MegatronArg::BUCKET:  // Megatron counts fp32 elements
+        input_.set("dp_bucket_size", std::to_string(integer(flag) * 4) + "B");
+        break;
+      case MegatronArg::MODEL_SHAPE:
+        throw ValidationError("--megatron-args",
+                              fmt::format("--megatron-args: {} describes the model; give the "
+                                          "model with --model (a preset or a model JSON)",
+                                          flag));
+      case MegatronArg::IGNORED_VALUE:
+        value(flag);
+        break;
+      case MegatronArg::IGNORED_FLAG:
+        break;
+    }
+  }
+
+  std::vector<std::string> words_;
+  size_t i_ = 0;
+  PlanInput input_;
+  std::optional<std::string> granularity_;
+  std::optional<std::string> method_;
+};
+
+}  // namespace
+
+PlanInput import_megatron_args(const std::string& text) {
+  return MegatronReader(text).read();
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,200 @@
+#include "strategies/plan/plan_fields.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/strings.hpp"
+
+namespace loom::strategies {
+namespace {
+
+using models::TrainingPlan;
+using FT = FieldType;
+
+// Sizes that end up in an int: 2^30 keeps products of four of them inside int64.
+constexpr std::int64_t INT_SIZE_MAX = std::int64_t{1} << 30;
+
+PlanField row(std::string_view key, FieldType type, std::string_view flags, std::string_view doc,
+              std::string_view fallback, int help_position, PlanValue (*get)(const TrainingPlan&)) {
+  PlanField f{};
+  f.key = key;
+  f.type = type;
+  f.flags = flags;
+  f.doc = doc;
+  f.fallback = fallback;
+  f.help_position = help_position;
+  f.get = get;
+  return f;
+}
+
+PlanField size_row(std::string_view key, std::string_view flags, std::string_view doc,
+                   std::string_view fallback, int help_position, std::int64_t max,
+                   std::string_view megatron, PlanValue (*get)(const TrainingPlan&)) {
+  PlanField f = row(key, FT::SIZE, flags, doc, fallback, help_position, get);
+  f.max = max;
+  f.megatron = megatron;
+  return f;
+}
+
+PlanField choice_row(std::string_view key, std::string_view flags, std::string_view doc,
+                     std::string_view fallback, int help_position,
+                     const std::vector<std::string>& names, PlanValue (*get)(const TrainingPlan&)) {
+  PlanField f = row(key, FT::CHOICE, flags, doc, fallback, help_position, get);
+  f.names = &names;
+  return f;
+}
+
+// Parallel sizes and batch arithmetic.
+void add_size_rows(std::vector<PlanField>& t) {
+  t.push_back(size_row("tp", "--tp,--tensor-model-parallel-size", "tensor-parallel size", "1", 0,
+                       INT_SIZE_MAX, "--tensor-model-parallel-size",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.tp}; }));
+  t.push_back(size_row("pp", "--pp,--pipeline-model-parallel-size", "pipeline-parallel size", "1",
+                       1, INT_SIZE_MAX, "--pipeline-model-parallel-size",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.pp}; }));
+  t.push_back(size_row("dp", "--dp,--data-parallel-size", "data-parallel size (default: derived)",
+                       "GPUs / (tp x pp x cp)", 2, INT_SIZE_MAX, "",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.dp}; }));
+  t.push_back(size_row("cp", "--cp,--context-parallel-size", "context-parallel size", "1", 3,
+                       INT_SIZE_MAX, "--context-parallel-size",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.cp}; }));
+  t.push_back(size_row("ep", "--ep,--expert-model-parallel-size", "expert-parallel size", "1", 4,
+                       INT_SIZE_MAX, "--expert-model-parallel-size",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.ep}; }));
+  t.push_back(size_row("vpp", "--vpp,--virtual-pipeline-stages",
+                       "virtual pipeline stages per rank (interleaved schedule)", "1", 5,
+                       INT_SIZE_MAX, "--virtual-pipeline-model-parallel-size",
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.vpp}; }));
+  // Batch arithmetic.
+  t.push_back(size_row("mbs", "--mbs,--micro-batch-size", "micro-batch size, sequences", "1", 6,
+                       INT_SIZE_MAX, "--micro-batch-size",
+                       [](const TrainingPlan& p) -> PlanValue { return p.mbs; }));
+  t.back().deepspeed = "/train_micro_batch_size_per_gpu";
+  t.push_back(size_row("gbs", "--gbs,--global-batch-size", "global batch size, sequences",
+                       "mbs x dp", 7, 0, "--global-batch-size",
+                       [](const TrainingPlan& p) -> PlanValue { return p.global_batch(); }));
+  t.back().deepspeed = "/train_batch_size";
+  t.back().supersedes = "grad_accum";
+  t.push_back(row("micro_batches", FT::DERIVED, "", "micro-batches per step (gbs / (mbs x dp))",
+                  "derived", -1,
+                  [](const TrainingPlan& p) -> PlanValue { return p.micro_batches(); }));
+  t.push_back(size_row("seq", "--seq,--seq-length", "sequence length, tokens", "2048", 8,
+                       INT_SIZE_MAX, "--seq-length",
+                       [](const TrainingPlan& p) -> PlanValue { return p.seq; }));
+}
+
+// Memory and compute choices, then the input-only fields.
+void add_choice_rows(std::vector<PlanField>& t) {
+  PlanField zero = row("zero", FT::STAGE, "--zero", "ZeRO stage 0..3 (3 = FSDP)", "0", 9,
+                       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.zero}; });
+  zero.min = 0;
+  zero.max = 3;
+  zero.deepspeed = "/zero_optimization/stage";
+  t.push_back(zero);
+  t.push_back(choice_row(
+      "recompute", "--recompute", "activation recompute", "none", 10, models::recompute_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.recompute); }));
+  t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
+                  "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
+  t.back().megatron = "--sequence-parallel";
+  t.push_back(
+      choice_row("schedule", "--schedule", "pipeline schedule", "1f1b (interleaved when vpp > 1)",
+                 12, models::schedule_names(),
+                 [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.schedule); }));
+  t.push_back(choice_row(
+      "precision", "--precision", "", "bf16", 13, models::precision_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.precision); }));
+  t.push_back(choice_row(
+      "optimizer", "--optimizer", "", "adam", 14, models::optimizer_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.optimizer); }));
+  t.push_back(choice_row("grad_dtype", "--grad-dtype", "gradient accumulation dtype", "fp32", 15,
+                         models::grad_dtype_names(), [](const TrainingPlan& p) -> PlanValue {
+                           return models::to_string(p.grad_dtype);
+                         }));
+  t.push_back(row("overlap_grad_reduce", FT::SWITCH, "--overlap-grad-reduce",
+                  "overlap the data-parallel gradient reduction with backward", "off", 16,
+                  [](const TrainingPlan& p) -> PlanValue { return p.overlap_grad_reduce; }));
+  t.back().megatron = "--overlap-grad-reduce";
+  t.push_back(row("overlap_param_gather", FT::SWITCH, "--overlap-param-gather",
+                  "overlap the ZeRO parameter all-gather with forward", "off", 17,
+                  [](const TrainingPlan& p) -> PlanValue { return p.overlap_param_gather; }));
+  t.back().megatron = "--overlap-param-gather";
+  t.push_back(row("flash_attention", FT::TOGGLE, "--flash-attention",
+                  "fused attention kernels: on|off", "on", 24,
+                  [](const TrainingPlan& p) -> PlanValue { return p.flash_attention; }));
+  t.push_back(
+      row("dp_bucket_size", FT::BYTES, "--dp-bucket-size", "DDP bucket size, e.g. 160MB",
+          "160MB (Megatron's 40M fp32 elements)", 18,
+          [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.dp_bucket_bytes); }));
+  t.push_back(row("pipeline_split", FT::LAYER_LIST, "--pipeline-split",
+                  "layers per pipeline stage, comma-separated, e.g. 20,20,20,20", "even split", 21,
+                  [](const TrainingPlan& p) -> PlanValue { return p.pipeline_split; }));
+  t.push_back(row(
+      "cuda_context", FT::BYTES, "--cuda-context", "CUDA context per GPU, e.g. 0.5GiB", "0.5GiB",
+      19, [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.cuda_context_bytes); }));
+  t.push_back(
+      row("fragmentation_percent", FT::PERCENT, "--fragmentation",
+          "allocator fragmentation reserve, percent of the rest", "5", 20,
+          [](const TrainingPlan& p) -> PlanValue { return p.fragmentation_fraction * 100.0; }));
+  t.push_back(row("gpus", FT::DERIVED, "", "GPUs the plan occupies (tp x pp x dp x cp)", "derived",
+                  -1, [](const TrainingPlan& p) -> PlanValue { return p.gpus(); }));
+  // Input-only fields: other ways to give gbs and vpp.
+  t.push_back(size_row("grad_accum", "--grad-accum,--gradient-accumulation-steps",
+                       "gradient accumulation steps (sets --gbs = mbs x dp x steps)", "-", 22, 0,
+                       "", nullptr));
+  t.back().deepspeed = "/gradient_accumulation_steps";
+  t.back().supersedes = "gbs";
+  t.push_back(size_row("layers_per_virtual_stage", "--num-layers-per-virtual-pipeline-stage",
+                       "layers per model chunk (Megatron's way to give --vpp)", "-", 23,
+                       INT_SIZE_MAX, "--num-layers-per-virtual-pipeline-stage", nullptr));
+}
+
+std::vector<PlanField> build_table() {
+  std::vector<PlanField> t;
+  add_size_rows(t);
+  add_choice_rows(t);
+  return t;
+}
+
+}  // namespace
+
+const std::vector<PlanField>& plan_fields() {
+  static const std::vector<PlanField> table = build_table();
+  return table;
+}
+
+const PlanField& plan_field(std::string_view key) {
+  for (const PlanField& f : plan_fields())
+    if (f.key == key) return f;
+  throw InternalError(fmt::format("internal invariant broken: no plan field '{}'", key));
+}
+
+std::vector<const PlanField*> plan_flag_fields() {
+  std::vector<const PlanField*> out;
+  for (const PlanField& f : plan_fields())
+    if (f.help_position >= 0) out.push_back(&f);
+  std::sort(out.begin(), out.end(), [](const PlanField* a, const PlanField* b) {
+    return a->help_position < b->help_position;
+  });
+  return out;
+}
+
+std::string_view canonical_flag(const PlanField& field) {
+  return field.flags.substr(0, field.flags.find(','));
+}
+
+std::string help_text(const PlanField& field) {
+  if (field.type != FieldType::CHOICE) return std::string(field.doc);
+  const std::string names = join(*field.names, "|");
+  return field.doc.empty() ? names : fmt::format("{}: {}", field.doc, names);
+}
+
+std::string bytes_text(double bytes) {
+  if (bytes == static_cast<double>(static_cast<std::int64_t>(bytes)))
+    return std::to_string(static_cast<std::int64_t>(bytes)) + "B";
+  return fmt::format("{}B", bytes);
+}
+
+}  // namespace loom::strategies

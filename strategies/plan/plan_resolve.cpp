@@ -1,0 +1,226 @@
+#include "strategies/plan/plan_resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "common/units.hpp"
+#include "strategies/plan/plan_rules.hpp"
+
+namespace loom::strategies {
+namespace {
+
+using models::TrainingPlan;
+
+// The value of SIZE field `key`, checked, or `fallback` when unset.
+std::int64_t size_or(const PlanInput& in, std::string_view key, std::int64_t fallback) {
+  const auto v = in.integer(key);
+  if (!v) return fallback;
+  check_size(key, *v, in.sources());
+  return *v;
+}
+
+template <typename Enum>
+Enum choice(const PlanInput& in, std::string_view key, Enum fallback) {
+  const auto text = in.text(key);
+  if (!text) return fallback;
+  const auto& names = *plan_field(key).names;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == *text) return static_cast<Enum>(i);
+  fail_field(in.sources(), key,
+             ValidationError::unknown_name(in.sources().where(key), *text, names).what());
+}
+
+double bytes_or(const PlanInput& in, std::string_view key, double fallback) {
+  const auto text = in.text(key);
+  if (!text) return fallback;
+  try {
+    return parse_bytes(*text, in.sources().where(key));
+  } catch (const ValidationError& e) {
+    fail_field(in.sources(), key, e.what());
+  }
+}
+
+// Megatron's --num-layers-per-virtual-pipeline-stage: vpp = layers / (pp x per-chunk).
+void resolve_virtual_stages(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
+  const PlanSources& s = in.sources();
+  const auto per_chunk = static_cast<int>(size_or(in, "layers_per_virtual_stage", 1));
+  const std::string lpvs = s.name("layers_per_virtual_stage");
+  if (!layers) {
+    fail_field(s, "layers_per_virtual_stage",
+               fmt::format("{} needs the model's layer count; give {} (virtual stages per rank) "
+                           "instead",
+                           s.where("layers_per_virtual_stage"), s.name("vpp")));
+  }
+  if (*layers % (std::int64_t{p.pp} * per_chunk) != 0) {
+    fail_field(s, "layers_per_virtual_stage",
+               fmt::format("{} {} x {} {} does not divide the model's {} layers; pick a divisor",
+                           lpvs, per_chunk, s.name("pp"), p.pp, *layers));
+  }
+  const int vpp = *layers / (p.pp * per_chunk);
+  if (in.has("vpp") && vpp != p.vpp) {
+    fail_field(s, "vpp",
+               fmt::format("{} {} contradicts {} {} (which means {} {}); give only one",
+                           s.name("vpp"), p.vpp, lpvs, per_chunk, s.name("vpp"), vpp));
+  }
+  p.vpp = vpp;
+}
+
+// dp from the cluster, then gbs from grad_accum or gbs itself.
+void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, TrainingPlan& p) {
+  const PlanSources& s = in.sources();
+  const std::int64_t model_parallel = std::int64_t{p.tp} * p.pp * p.cp;
+  if (in.has("dp")) {
+    p.dp = static_cast<int>(size_or(in, "dp", 1));
+    // The GPU-count rule (validate_plan's) now, before the batch arithmetic reads a wrong dp
+    // and before --print-config or `loom ranks`, which do not validate, use the plan.
+    if (gpus) check_gpu_count(p, *gpus, s);
+  } else if (gpus) {
+    if (*gpus % model_parallel != 0) {
+      fail_field(s, "tp",
+                 fmt::format("{} {} x {} {} x {} {} = {} does not divide the cluster's {} GPUs; "
+                             "pick sizes whose product divides it",
+                             s.name("tp"), p.tp, s.name("pp"), p.pp, s.name("cp"), p.cp,
+                             model_parallel, *gpus));
+    }
+    p.dp = static_cast<int>(*gpus / model_parallel);
+  }
+  const auto gbs = in.integer("gbs");
+  if (in.has("grad_accum")) {
+    const std::int64_t steps = size_or(in, "grad_accum", 1);
+    const std::int64_t implied = p.mbs * p.dp * steps;
+    if (gbs && *gbs != implied) {
+      fail_field(s, "gbs",
+                 fmt::format("{} {} contradicts {} {} x {} {} x {} {} = {}; give one of them or "
+                             "make them agree",
+                             s.name("gbs"), *gbs, s.name("mbs"), p.mbs, s.name("dp"), p.dp,
+                             s.name("grad_accum"), steps, implied));
+    }
+    p.gbs = implied;
+  }
+  if (gbs) {
+    p.gbs = size_or(in, "gbs", 0);
+    if (p.gbs % (p.mbs * p.dp) != 0) {
+      fail_field(s, "gbs",
+                 fmt::format("{} {} is not a multiple of {} {} x {} {} = {}; make the global "
+                             "batch a multiple of it",
+                             s.name("gbs"), p.gbs, s.name("mbs"), p.mbs, s.name("dp"), p.dp,
+                             p.mbs * p.dp));
+    }
+  }
+}
+
+// Schedule, precision, optimizer and the switches; the interleaved schedule follows vpp.
+void resolve_choices(const PlanInput& in, TrainingPlan& p) {
+  const PlanSources& s = in.sources();
+  if (const auto zero = in.integer("zero")) {
+    if (*zero < 0 || *zero > 3) {
+      fail_field(s, "zero",
+                 ValidationError::bad_value(s.where("zero"), std::to_string(*zero), "0, 1, 2 or 3")
+                     .what());
+    }
+    p.zero = static_cast<int>(*zero);
+  }
+  p.recompute = choice(in, "recompute", p.recompute);
+  p.schedule = choice(in, "schedule", p.schedule);
+  p.precision = choice(in, "precision", p.precision);
+  p.optimizer = choice(in, "optimizer", p.optimizer);
+  p.grad_dtype = choice(in, "grad_dtype", p.grad_dtype);
+  if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;
+  if (p.schedule == models::Schedule::INTERLEAVED && p.vpp < 2) {
+    fail_field(s, "vpp",
+               fmt::format("{} interleaved needs {} 2 or more virtual stages per rank",
+                           s.name("schedule"), s.name("vpp")));
+  }
+  if (p.schedule != models::Schedule::INTERLEAVED && p.vpp > 1) {
+    fail_field(s, "vpp",
+               fmt::format("{} {} needs {} interleaved", s.name("vpp"), p.vpp, s.name("schedule")));
+  }
+  p.sp = in.flag("sp");
+  if (p.sp && p.tp == 1) {
+    fail_field(
+        s, "sp",
+        fmt::format("{} (sequence parallelism) needs {} 2 or more", s.name("sp"), s.name("tp")));
+  }
+  p.flash_attention = in.flag("flash_attention", p.flash_attention);
+  p.overlap_grad_reduce = in.flag("overlap_grad_reduce");
+  p.overlap_param_gather = in.flag("overlap_param_gather");
+}
+
+// Memory knobs and the pipeline split.
+void resolve_memory(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
+  const PlanSources& s = in.sources();
+  p.dp_bucket_bytes = bytes_or(in, "dp_bucket_size", p.dp_bucket_bytes);
+  p.cuda_context_bytes = bytes_or(in, "cuda_context", p.cuda_context_bytes);
+  if (const auto percent = in.number("fragmentation_percent")) {
+    if (*percent < 0 || *percent >= 100) {
+      fail_field(s, "fragmentation_percent",
+                 ValidationError::bad_value(s.where("fragmentation_percent"),
+                                            fmt::format("{}", *percent), "a percentage in [0, 100)")
+                     .what());
+    }
+    p.fragmentation_fraction = *percent / 100.0;
+  }
+  if (const auto split = in.text("pipeline_split")) {
+    p.pipeline_split = parse_layer_list(*split, s);
+    check_pipeline_split(p, layers, s);
+  }
+}
+
+// The derived keys a --print-config document carries must match what they derive from.
+void check_derived(const PlanInput& in, const TrainingPlan& p) {
+  for (const PlanField& field : plan_fields()) {
+    if (field.type != FieldType::DERIVED) continue;
+    const auto given = in.integer(field.key);
+    if (!given) continue;
+    const std::int64_t actual = std::get<std::int64_t>(field.get(p));
+    if (*given == actual) continue;
+    fail_field(in.sources(), field.key,
+               fmt::format("{}: {} but the plan resolves to {} ({}); remove the key or make them "
+                           "agree",
+                           in.sources().where(field.key), *given, actual, field.doc));
+  }
+}
+
+}  // namespace
+
+std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument("bad");
+      out.push_back(static_cast<int>(v));
+    } catch (const std::exception&) {
+      fail_field(
+          sources, "pipeline_split",
+          ValidationError::bad_value(sources.where("pipeline_split"), text,
+                                     "positive layer counts separated by commas, e.g. 20,20,20")
+              .what());
+    }
+  }
+  return out;
+}
+
+TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
+                          std::optional<int> model_layers) {
+  TrainingPlan p;
+  p.tp = static_cast<int>(size_or(in, "tp", 1));
+  p.pp = static_cast<int>(size_or(in, "pp", 1));
+  p.cp = static_cast<int>(size_or(in, "cp", 1));
+  p.ep = static_cast<int>(size_or(in, "ep", 1));
+  p.vpp = static_cast<int>(size_or(in, "vpp", 1));
+  if (in.has("layers_per_virtual_stage")) resolve_virtual_stages(in, model_layers, p);
+  p.mbs = size_or(in, "mbs", 1);
+  p.seq = size_or(in, "seq", p.seq);
+  resolve_batch(in, gpus, p);
+  resolve_choices(in, p);
+  resolve_memory(in, model_layers, p);
+  check_derived(in, p);
+  return p;
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,27 @@
+#pragma once
+// Plan resolution: merged raw values (PlanInput) become a models::TrainingPlan. Defaults
+// come from TrainingPlan; derived values are computed here: dp from the cluster's GPUs,
+// gbs from grad_accum, vpp from Megatron's layers per virtual stage, the interleaved
+// schedule from vpp > 1. The batch and schedule rules are checked on the way; the
+// model-vs-plan rules are plan_rules.hpp's validate_plan.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "models/training_plan.hpp"
+#include "strategies/plan/plan_input.hpp"
+
+namespace loom::strategies {
+
+/// Resolves `input` into a plan. When `gpus` is known, an unset dp becomes
+/// gpus / (tp x pp x cp) and a set one must make tp x pp x dp x cp equal gpus.
+/// `model_layers`, when known, converts layers_per_virtual_stage into vpp and checks the
+/// pipeline split sums to it. Derived keys in the input (micro_batches, gpus) must agree
+/// with the result. Throws PlanError naming the field through input.sources().
+models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
+                                  std::optional<int> model_layers = std::nullopt);
+
+/// "20,20,20" as layer counts; throws PlanError on "pipeline_split" for anything else.
+std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources = {});
+
+}  // namespace loom::strategies

@@ -1,0 +1,166 @@
+#include "strategies/plan/plan_rules.hpp"
+
+#include <fmt/format.h>
+
+namespace loom::strategies {
+namespace {
+
+using models::ModelSpec;
+using models::TrainingPlan;
+
+[[noreturn]] void fail_bad_value(const PlanSources& s, std::string_view key, std::string_view value,
+                                 std::string_view allowed) {
+  fail_field(s, key,
+             fmt::format("{}: invalid value '{}'; allowed: {}", s.where(key), value, allowed));
+}
+
+void check_divides(const PlanSources& s, std::string_view key, std::int64_t divisor,
+                   std::int64_t value, std::string_view what) {
+  if (value % divisor == 0) return;
+  fail_field(s, key,
+             fmt::format("{}: {} does not divide {} {}; pick a {} that divides {}", s.where(key),
+                         divisor, what, value, s.name(key), value));
+}
+
+// Rules on single fields and between fields, without the model.
+void check_fields(const TrainingPlan& p, const PlanSources& s) {
+  check_size("tp", p.tp, s);
+  check_size("pp", p.pp, s);
+  check_size("dp", p.dp, s);
+  check_size("cp", p.cp, s);
+  check_size("ep", p.ep, s);
+  check_size("vpp", p.vpp, s);
+  check_size("mbs", p.mbs, s);
+  check_size("seq", p.seq, s);
+  if (p.zero < 0 || p.zero > 3) fail_bad_value(s, "zero", std::to_string(p.zero), "0, 1, 2 or 3");
+  // NaN fails these comparisons too: a NaN fraction used to print "nan B" totals.
+  if (!(p.fragmentation_fraction >= 0 && p.fragmentation_fraction < 1)) {
+    fail_bad_value(s, "fragmentation_percent", fmt::format("{}", p.fragmentation_fraction * 100),
+                   "a percentage in [0, 100)");
+  }
+  if (!(p.cuda_context_bytes >= 0 && p.cuda_context_bytes < 1e15)) {
+    fail_bad_value(s, "cuda_context", fmt::format("{} bytes", p.cuda_context_bytes),
+                   "a size from 0B to 1PB, e.g. 512MiB");
+  }
+  if (p.precision == models::Precision::FP32 && p.grad_dtype == models::GradDtype::BF16) {
+    fail_field(s, "grad_dtype",
+               fmt::format("{}: bf16 gradients need a 16-bit {} (bf16, fp16 or fp8); with {} fp32 "
+                           "drop {} or give fp32",
+                           s.where("grad_dtype"), s.name("precision"), s.name("precision"),
+                           s.name("grad_dtype")));
+  }
+}
+
+// Tensor parallelism splits heads, the FFN and (for an MLP) the width.
+void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  if (m.kind == models::ModelKind::MLP) {
+    check_divides(s, "tp", p.tp, m.hidden, "model.width");
+    if (p.cp > 1 || p.ep > 1 || p.sp) {
+      const char* key = p.cp > 1 ? "cp" : p.ep > 1 ? "ep" : "sp";
+      fail_field(s, key,
+                 fmt::format("{}, {} and {} need a transformer model; an MLP has no sequence or "
+                             "experts",
+                             s.name("cp"), s.name("ep"), s.name("sp")));
+    }
+    return;
+  }
+  check_divides(s, "tp", p.tp, m.heads, "model.heads");
+  if (m.attention == models::AttentionKind::MHA)
+    check_divides(s, "tp", p.tp, m.kv_heads, "model.kv_heads");
+  if (!m.is_moe() || m.moe.first_k_dense > 0) check_divides(s, "tp", p.tp, m.ffn, "model.ffn");
+  if (m.is_moe()) check_divides(s, "tp", p.tp, m.moe.expert_ffn, "model.moe.expert_ffn");
+}
+
+// Pipeline stages, experts and the sequence split.
+void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  const int stages = p.pp * p.vpp;
+  if (!p.pipeline_split.empty()) {
+    check_pipeline_split(p, m.layers, s);
+  } else if (m.layers % stages != 0) {
+    fail_field(s, "pp",
+               fmt::format("{}: {} x {} {} = {} stages do not divide model.layers {}; pick a "
+                           "divisor or give {} with one count per stage",
+                           s.where("pp"), p.pp, s.name("vpp"), p.vpp, stages, m.layers,
+                           s.name("pipeline_split")));
+  }
+  if (p.ep > 1) {
+    if (!m.is_moe()) {
+      fail_field(s, "ep",
+                 fmt::format("{}: {} needs a mixture-of-experts model; {} is dense, use {} 1",
+                             s.where("ep"), p.ep, m.name, s.name("ep")));
+    }
+    check_divides(s, "ep", p.ep, m.moe.experts, "model.moe.experts");
+    check_divides(s, "ep", p.ep, std::int64_t{p.dp} * p.cp,
+                  fmt::format("{} x {} =", s.name("dp"), s.name("cp")));
+  }
+  if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
+    fail_field(s, "cp",
+               fmt::format("{}: 2 x {} (load-balanced causal chunks) does not divide {} {}; pick a "
+                           "sequence length divisible by {}",
+                           s.where("cp"), p.cp, s.name("seq"), p.seq, 2 * p.cp));
+  }
+  if (p.sp && (p.seq / p.cp) % p.tp != 0) {
+    fail_field(
+        s, "sp",
+        fmt::format("{}: {} {} does not divide the per-GPU sequence {} ({} / {}); pick "
+                    "sizes that divide it",
+                    s.where("sp"), s.name("tp"), p.tp, p.seq / p.cp, s.name("seq"), s.name("cp")));
+  }
+}
+
+}  // namespace
+
+void check_size(std::string_view key, std::int64_t value, const PlanSources& s) {
+  if (value < 1) {
+    fail_field(s, key, fmt::format("{}: must be a positive number, got '{}'", s.where(key), value));
+  }
+  const PlanField& field = plan_field(key);
+  if (field.max > 0 && value > field.max) fail_bad_value(s, key, std::to_string(value), "< 2^30");
+}
+
+void check_gpu_count(const TrainingPlan& p, std::int64_t cluster_gpus, const PlanSources& s) {
+  if (p.gpus() == cluster_gpus) return;
+  fail_field(s, "dp",
+             fmt::format("{} {} x {} {} x {} {} x {} {} = {} GPUs, but the cluster has {}; change "
+                         "the sizes or the cluster so they match",
+                         s.name("tp"), p.tp, s.name("pp"), p.pp, s.name("dp"), p.dp, s.name("cp"),
+                         p.cp, p.gpus(), cluster_gpus));
+}
+
+void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers,
+                          const PlanSources& s) {
+  const int stages = p.pp * p.vpp;
+  if (static_cast<int>(p.pipeline_split.size()) != stages) {
+    fail_field(s, "pipeline_split",
+               fmt::format("{} has {} entries but {} {} x {} {} = {} stages; give one layer count "
+                           "per stage",
+                           s.name("pipeline_split"), p.pipeline_split.size(), s.name("pp"), p.pp,
+                           s.name("vpp"), p.vpp, stages));
+  }
+  std::int64_t sum = 0;
+  for (int n : p.pipeline_split) {
+    if (n < 0) {
+      fail_field(
+          s, "pipeline_split",
+          fmt::format("{}: must be a positive number, got '{}'", s.where("pipeline_split"), n));
+    }
+    sum += n;
+  }
+  if (model_layers && sum != *model_layers) {
+    fail_field(s, "pipeline_split",
+               fmt::format("{} sums to {} layers but the model has {}; make the counts add up",
+                           s.name("pipeline_split"), sum, *model_layers));
+  }
+}
+
+void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
+                   std::optional<std::int64_t> cluster_gpus, const PlanSources& sources) {
+  // The GPU count first: resolve_plan reports it before the other rules too.
+  if (cluster_gpus) check_gpu_count(plan, *cluster_gpus, sources);
+  models::validate_model(model);
+  check_fields(plan, sources);
+  check_tensor_split(model, plan, sources);
+  check_model_split(model, plan, sources);
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,39 @@
+#pragma once
+// The validation rules of a training plan, each stated once: rules on one field (sizes
+// positive, the ZeRO stage, percentages), rules between fields (bf16 gradients need a
+// 16-bit precision), rules against the model (TP divides the heads, PP x VPP divides the
+// layers, the pipeline split sums to them, EP divides the experts, CP and SP divide the
+// sequence) and the GPU-count rule against the cluster. Each rule throws PlanError naming
+// a plan field; `sources` decides how the message spells it (a flag, FILE#/pointer, or
+// the plain key).
+#include <cstdint>
+#include <optional>
+
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
+#include "strategies/plan/plan_input.hpp"
+
+namespace loom::strategies {
+
+/// Every rule a resolved plan must keep before the planner or the memory model reads it:
+/// the model's own rules (models::validate_model, ModelError/ValidationError), the field
+/// rules, the model-vs-plan rules and, when `cluster_gpus` is known, the GPU-count rule.
+/// Throws PlanError for the first rule broken.
+void validate_plan(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                   std::optional<std::int64_t> cluster_gpus, const PlanSources& sources = {});
+
+/// The GPU-count rule: tp x pp x dp x cp must equal the cluster's GPUs. Throws PlanError
+/// on field "dp".
+void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus,
+                     const PlanSources& sources = {});
+
+/// The pipeline-split rules: one layer count per virtual stage (pp x vpp) and, when
+/// `model_layers` is known, counts summing to it. Throws PlanError on "pipeline_split".
+void check_pipeline_split(const models::TrainingPlan& plan, std::optional<int> model_layers,
+                          const PlanSources& sources = {});
+
+/// A SIZE rule: `value` of field `key` is at least 1 (and at most the table's bound).
+/// Throws PlanError.
+void check_size(std::string_view key, std::int64_t value, const PlanSources& sources = {});
+
+}  // namespace loom::strategies

@@ -1,0 +1,84 @@
+// The plan rules (strategies/plan/plan_rules.hpp): one check per rule, each naming the plan
+// field; the command line's sources spell the field as its flag.
+#include <doctest/doctest.h>
+
+#include "common/error.hpp"
+#include "models/model_loader.hpp"
+#include "strategies/plan/plan_rules.hpp"
+
+using namespace loom;
+using namespace loom::strategies;
+using models::ModelSpec;
+using models::TrainingPlan;
+
+TEST_CASE("strategies::PlanRules: one rule per check, named by plan field") {
+  const ModelSpec m = models::model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       "tp: 3 does not divide model.heads 32; pick a tp that divides 32",
+                       PlanError);
+  p.tp = 16;  // divides 32 heads but not the 8 KV heads
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt), doctest::Contains("model.kv_heads 8"),
+                       PlanError);
+  p.tp = 1;
+  p.pp = 5;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       doctest::Contains("do not divide model.layers 32"), PlanError);
+  p.pipeline_split = {6, 6, 6, 6, 6};
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt), doctest::Contains("sums to 30 layers"),
+                       PlanError);
+  p.pipeline_split = {8, 6, 6, 6, 6};
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt));
+  p = TrainingPlan{};
+  p.ep = 2;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       doctest::Contains("needs a mixture-of-experts"), PlanError);
+  const ModelSpec moe = models::model_preset("mixtral-8x7b");
+  p.dp = 3;
+  p.ep = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(moe, p, std::nullopt),
+                       doctest::Contains("ep: 3 does not divide model.moe.experts 8"), PlanError);
+  p = TrainingPlan{};
+  p.cp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       doctest::Contains("does not divide seq 2048"), PlanError);
+  ModelSpec bad = m;
+  bad.hidden = 0;
+  CHECK_THROWS_WITH_AS(validate_plan(bad, TrainingPlan{}, std::nullopt),
+                       doctest::Contains("model.hidden"), ValidationError);
+}
+
+TEST_CASE("strategies::PlanRules: the command line's sources name the flag") {
+  const ModelSpec m = models::model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 3;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt, PlanSources::command_line()),
+                       "--tp: 3 does not divide model.heads 32; pick a --tp that divides 32",
+                       PlanError);
+  p = TrainingPlan{};
+  p.precision = models::Precision::FP32;
+  p.grad_dtype = models::GradDtype::BF16;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("--grad-dtype: bf16 gradients need a 16-bit --precision"),
+                       PlanError);
+}
+
+TEST_CASE("strategies::PlanRules: the GPU count must match the cluster") {
+  const ModelSpec m = models::model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 3;  // 2 x 2 x 3 = 12 GPUs
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt));
+  CHECK_NOTHROW(validate_plan(m, p, 12));
+  try {
+    validate_plan(m, p, 16);
+    FAIL("12 GPUs of plan on a 16-GPU cluster");
+  } catch (const PlanError& e) {
+    CHECK(e.key() == "dp");
+    CHECK(std::string(e.what()) ==
+          "tp 2 x pp 2 x dp 3 x cp 1 = 12 GPUs, but the cluster has 16; "
+          "change the sizes or the cluster so they match");
+  }
+}
