@@ -1,43 +1,135 @@
 #!/usr/bin/env python3
-"""Checks `loom simulate` against published runs (bench-time only; loom never reads these).
+"""Scores `loom simulate` / `loom memory` against every published-run family in the
+reference folder (bench-time only; loom never reads these files). Python 3 stdlib only.
 
-1. Narayanan et al. 2021 (SC21) Table 1: predicted vs published hardware TFLOP/s per GPU
-   (their Eq. 3 counts the recompute forward, i.e. loom's hardware_tflops_per_gpu).
-2. vTrain (Bang et al., MICRO 2024) 109 measured multi-node A100 iteration times:
-   MAPE and Spearman rank correlation of predicted vs measured step time.
+Error convention: error = (loom - published) / published, on the quantity the source
+printed (the "metric" column). For throughput metrics (TFLOP/s, tokens/s) a positive
+bias means loom is optimistic; for step time and memory a positive bias means loom
+predicts more. MAPE = mean |error|; Spearman rho between loom and published values.
 
-Assumptions (global, stated, never per row):
-  Narayanan: full recompute (Eq. 3 assumes it), fp16, no flash attention (2021 Megatron),
-  micro-batch 1, 1F1B schedule, DP gradient all-reduce after backward (no overlap),
-  DGX A100 nodes (8 GPUs, NVSwitch, 8x HDR200 rail-optimised fat-tree).
-  vTrain: its README's settings: 1F1B, full recompute, 8 GPUs per node, 800 Gb/s per node
-  inter-node (8 rails x 100 Gb/s; bench/vtrain-a100.json), fp16, no flash attention, GPT-2 vocabulary 50257, seq 2048,
-  no gradient bucketing (one DP bucket).
+Families, metric mapping and the ONE global assumption per unstated setting:
 
-Usage: bench/validate_runs.py [--loom build/loom] [--reference ../shared/reference] [--quick]
+sc21 -- Narayanan et al. 2021 (SC21) Table 1, A100-80GB, dgx-a100 (8x HDR200 rails).
+  Metric: hardware TFLOP/s per GPU as the paper counts it (Eq. 3,
+  96*B*s*l*h^2*(1 + s/6h + V/16lh), which includes the recompute forward), computed here
+  from loom's step time. Assumed: full recompute (Eq. 3 assumes it), fp16, no flash
+  attention (2021 Megatron), micro-batch 1, 1F1B, no DP overlap, no sequence parallel.
+vtrain -- vTrain (Bang et al., MICRO 2024) 109 multi-node A100 runs. Metric: iteration
+  time (ms). Its README's settings: 1F1B, full recompute, 8 GPUs/node, 800 Gb/s per
+  node (bench/vtrain-a100.json), fp16, no flash attention, GPT-2 vocab 50257, GELU 4h
+  GPT block, no gradient bucketing (one DP bucket).
+megatron_h100 -- Megatron-LM README weak-scaling table (Megatron-Core r0.8.0), dgx-h100.
+  Metric: model TFLOP/s per GPU under Megatron-Core r0.8's num_floating_point_operations
+  (12*B*s*l*h^2*((1 + g/a + s/h) + f/h + V/(2lh)), no recompute term), computed from
+  loom's step time. Model: GPT block (GELU, FFN 4h, LayerNorm, MHA, untied, vocab 131072,
+  RoPE, no biases assumed) from the row's layers/hidden/heads. Stated: --overlap-grad-reduce
+  --overlap-param-gather --tp-comm-overlap (the last needs sequence parallel, so --sp with
+  tp>1; overlap-param-gather needs the distributed optimizer, so --zero 1). Assumed: BF16
+  (the row's MFU matches the BF16 peak), micro-batch 1, no recompute (Megatron-Core
+  default), 1F1B without interleaving (vp not stated), flash attention on. loom has no TP
+  comm overlap yet: TP collectives stay exposed.
+nemo2407 -- NeMo 24.07 performance summary, dgx-h100; all 12 visible rows are FP8 (no
+  BF16 rows in the data). Metric: tokens/s per GPU = gbs*seq / (loom step * GPUs).
+  Assumed: --precision fp8 (Transformer Engine delayed scaling: loom has one FP8 mode),
+  no recompute, distributed optimizer (--zero 1) with --overlap-grad-reduce
+  --overlap-param-gather (NeMo's MegatronStrategy defaults), --sp when tp>1, interleaved
+  schedule with --vpp when the row's vp > 1 else 1F1B, flash attention on. Models not in
+  loom's presets are bench/models/*.json (each cites its config).
+mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family per GPU.
+  Metric: tokens/s per GPU. H100 on dgx-h100, B200 on bench/clusters/dgx-b200.json,
+  GB200 on a generated cluster whose NVLink domain is min(N, 64) GPUs (power-of-two jobs
+  on NVL72 racks use 16 of 18 trays) with one NDR400 NIC per GPU. Assumed, as NeMo
+  2407: no recompute, --zero 1 + both DP overlaps, --sp with tp>1, interleaved with vp>1;
+  FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe
+  (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; EP carved out of DP
+  (dp derived by loom); when layers do not divide pp*vp, an even --pipeline-split with
+  the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
+  module not modelled; SFT rows scored as pre-training steps of the same shape.
+  Skipped: NVFP4 (no such precision), GPUs not in loom's catalog (B300, GB300), models
+  whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
+  hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
+  (an alternative FP8 granularity of the primary row; loom has one FP8 mode).
+torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
+  bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
+  `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> loom selective (loom has no
+  op-level SAC); "full" -> full; Float8 linears -> --precision fp8; torch.compile not
+  modelled; gbs not stated -> one micro-batch per rank.
+
+Usage: bench/validate_runs.py [--loom build/loom] [--reference ../shared/reference]
+         [--only FAMILY ...] [--quick] [--verbose] [--json FILE|-]
+         [--check --thresholds bench/validation_targets.json] [--jobs N]
 """
 import argparse
+import concurrent.futures
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# 8 x A100 80GB per node on NVSwitch, 8 rails x 100 Gb/s = 800 Gb/s per node (vTrain's setting).
-VTRAIN_CLUSTER = os.path.join(ROOT, "bench", "vtrain-a100.json")
+BENCH = os.path.join(ROOT, "bench")
+VTRAIN_CLUSTER = os.path.join(BENCH, "vtrain-a100.json")
+DGX_B200 = os.path.join(BENCH, "clusters", "dgx-b200.json")
+H100_96GB = os.path.join(BENCH, "clusters", "h100-96gb-500w.json")
+GIB = 2.0 ** 30
+
+# Reference model name -> loom preset or bench/models file.
+MODELS = {
+    "Llama 3(.1) 8B": "llama3-8b", "Llama 3(.1) 70B": "llama3-70b",
+    "Llama 3.1 405B": "llama3-405b", "Llama 2 7B": "llama2-7b", "Llama 2 13B": "llama2-13b",
+    "Llama 2 70B": "llama2-70b", "GPT-3 175B": "gpt3-175b", "Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "DeepSeek-V3 671B (37B active)": "deepseek-v3",
+    "Qwen3-235B-A22B": "bench/models/qwen3-235b-a22b.json",
+    "GPT-3 5B (NeMo)": "bench/models/gpt3-5b-nemo.json",
+    "GPT-3 20B (NeMo)": "bench/models/gpt3-20b-nemo.json",
+    "Nemotron-3 8B (assumed = NeMo \"Nemotron-8B\")": "bench/models/nemotron3-8b.json",
+    "Nemotron-3 22B (assumed = NeMo \"Nemotron-22B\")": "bench/models/nemotron3-22b.json",
+    "Nemotron-4 340B": "bench/models/nemotron4-340b.json",
+}
+MODEL_LAYERS = {"deepseek-v3": 61, "llama3-405b": 126, "llama3-70b": 80, "llama3-8b": 32,
+                "qwen3-30b-a3b": 48}
+UNEXPRESSIBLE_MODELS = {
+    "GPT OSS 120B": "GPT-OSS: architecture not in the reference, sliding-window attention "
+                    "and attention sinks not modelled",
+    "Nemotron_3_Nano": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
+    "Nemotron_3_Super": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
+    "Nemotron_3_Ultra": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
+    "Nemotron_3_5_Lightning": "Nemotron 3.5: architecture not in the reference",
+    "Kimi_K2": "Kimi K2: architecture not in the reference and no loom preset",
+    "DeepSeekV4 Flash": "DeepSeek-V4: architecture not in the reference",
+}
 
 
-def run_loom(loom, args):
-    out = subprocess.run([loom, "simulate", "--format", "json", "--network", "analytical"] + args,
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, out.stderr.strip()
-    return json.loads(out.stdout)["results"], None
+class Family:
+    """One family's scored and skipped rows."""
+
+    def __init__(self, key, title, metric):
+        self.key, self.title, self.metric = key, title, metric
+        self.rows = []      # (row id, published, loom)
+        self.skipped = []   # (row id, reason)
+
+    def errors(self):
+        return [(p - m) / m for (_, m, p) in self.rows]
+
+    def summary(self):
+        e = self.errors()
+        out = {"family": self.key, "title": self.title, "metric": self.metric,
+               "scored": len(e), "skipped": len(self.skipped)}
+        if e:
+            out.update(mape_pct=100 * sum(abs(x) for x in e) / len(e),
+                       max_abs_error_pct=100 * max(abs(x) for x in e),
+                       bias_pct=100 * sum(e) / len(e),
+                       spearman=spearman([r[2] for r in self.rows], [r[1] for r in self.rows]))
+        return out
 
 
 def spearman(a, b):
+    if len(a) < 2:
+        return None
+
     def ranks(x):
         order = sorted(range(len(x)), key=lambda i: x[i])
         r = [0.0] * len(x)
@@ -56,103 +148,357 @@ def spearman(a, b):
     cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
     va = sum((x - ma) ** 2 for x in ra) ** 0.5
     vb = sum((y - mb) ** 2 for y in rb) ** 0.5
-    return cov / (va * vb)
+    return cov / (va * vb) if va and vb else None
 
 
-def narayanan(loom, ref):
+def run_loom(loom, command, args):
+    cmd = [loom, command, "--format", "json"] + args
+    if command == "simulate":
+        cmd += ["--network", "analytical"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode != 0:
+        return None, (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+    return json.loads(out.stdout)["results"], None
+
+
+def pipeline_args(layers, pp, vp):
+    """--pp/--vpp/--schedule, with an even --pipeline-split when layers do not divide."""
+    args = ["--pp", str(pp)]
+    stages = pp * (vp if vp and vp > 1 else 1)
+    if vp and vp > 1:
+        args += ["--vpp", str(vp), "--schedule", "interleaved"]
+    else:
+        args += ["--schedule", "1f1b"]
+    if layers and stages > 1 and layers % stages:
+        base, extra = divmod(layers, stages)
+        split = [base + (1 if i < extra else 0) for i in range(stages)]
+        args += ["--pipeline-split", ",".join(map(str, split))]
+    return args
+
+
+def megatron_style_args(p, layers):
+    """Megatron-Core/NeMo defaults shared by the H100/Blackwell families (docstring)."""
+    tp = p.get("tp") or 1
+    args = ["--tp", str(tp), "--cp", str(p.get("cp") or 1), "--ep", str(p.get("ep") or 1),
+            "--recompute", "none", "--flash-attention", "on",
+            "--overlap-grad-reduce", "--overlap-param-gather"]
+    if tp > 1:
+        args.append("--sp")
+    return args + pipeline_args(layers, p.get("pp") or 1, p.get("vp"))
+
+
+# ---- families -------------------------------------------------------------------------
+
+def sc21_jobs(ref, fam):
     rows = json.load(open(os.path.join(ref, "runs_visible.json")))
-    print("Narayanan et al. 2021 Table 1 (hardware TFLOP/s per GPU, A100 80GB)")
-    print(f"{'model':>8} {'GPUs':>5} {'tp':>3} {'pp':>3} {'dp':>3} {'gbs':>5} "
-          f"{'published':>9} {'loom':>7} {'error':>7}")
-    errors = []
+    jobs = []
     for r in rows:
-        m = r["model"]
-        p = r["parallelism"]
-        gpus = r["hardware"]["num_gpus"]
+        m, p, gpus = r["model"], r["parallelism"], r["hardware"]["num_gpus"]
         name = "gpt-" + m["name"].split("(")[1].rstrip(")").lower()
+        B, s = r["batch"]["global_batch_size"], r["seq_len"]
+        l, h, V = m["num_layers"], m["hidden_size"], m["vocab_size"]
+        flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
         args = ["--model", name, "--cluster", "dgx-a100", "--nodes", str(gpus // 8),
-                "--tp", str(p["tp"]), "--pp", str(p["pp"]), "--mbs", "1",
-                "--gbs", str(r["batch"]["global_batch_size"]), "--seq", str(r["seq_len"]),
-                "--recompute", "full", "--precision", "fp16", "--flash-attention", "off",
-                "--schedule", "1f1b"]
-        res, err = run_loom(loom, args)
-        pub = r["measured"]["tflops_per_gpu"]
-        if res is None:
-            print(f"{name:>8} {gpus:>5} error: {err}")
-            continue
-        pred = res["hardware_tflops_per_gpu"]
-        e = (pred - pub) / pub
-        errors.append(abs(e))
-        print(f"{name:>8} {gpus:>5} {p['tp']:>3} {p['pp']:>3} {p['dp']:>3} "
-              f"{r['batch']['global_batch_size']:>5} {pub:>9.0f} {pred:>7.1f} {100*e:>+6.1f}%")
-    if errors:
-        print(f"MAPE {100*sum(errors)/len(errors):.1f}%  max |error| {100*max(errors):.1f}%  "
-              f"rows {len(errors)}/{len(rows)}")
-    return errors
+                "--tp", str(p["tp"]), "--pp", str(p["pp"]), "--mbs", "1", "--gbs", str(B),
+                "--seq", str(s), "--recompute", "full", "--precision", "fp16",
+                "--flash-attention", "off", "--schedule", "1f1b"]
+        jobs.append((fam, r["id"], "simulate", args, r["measured"]["tflops_per_gpu"],
+                     lambda res, f=flops, g=gpus: f / res["step_time_s"] / g / 1e12))
+    return jobs
 
 
-def vtrain(loom, ref, quick):
+def vtrain_jobs(ref, fam, quick, tmp):
     path = os.path.join(ref, "vtrain", "ground_truth_multi.csv")
     rows = list(csv.reader(open(path, encoding="utf-8-sig")))[1:]
     if quick:
         rows = rows[::6]
-    tmp = tempfile.mkdtemp(prefix="loom_vtrain_")
-    pred, meas, errors = [], [], []
-    by_tp = {}
-    print("\nvTrain multi-node A100 (iteration time, ms)")
-    print(f"{'params':>6} {'GPUs':>5} {'gbs':>5} {'mbs':>4} {'h':>6} {'L':>4} {'tp':>3} {'dp':>3} "
-          f"{'pp':>3} {'measured':>9} {'loom':>9} {'error':>7}")
-    for row in rows:
+    jobs = []
+    for i, row in enumerate(rows):
         (params, gpus, gbs, mbs, hidden, heads, layers, seq, tp, dp, pp, ms) = row
-        gpus, tp, dp, pp, layers = int(gpus), int(tp), int(dp), int(pp), int(layers)
         model = os.path.join(tmp, f"gpt-{hidden}-{heads}-{layers}.json")
         with open(model, "w") as f:
-            json.dump({"name": f"gpt-{params}b", "layers": layers, "hidden": int(hidden),
+            json.dump({"name": f"gpt-{params}b", "layers": int(layers), "hidden": int(hidden),
                        "heads": int(heads), "ffn": 4 * int(hidden), "mlp": "gelu",
                        "norm": "layernorm", "vocab": 50257, "tied_embeddings": True,
                        "linear_bias": True, "max_position_embeddings": int(seq),
                        "dropout": True, "seq": int(seq)}, f)
-        args = ["--model", model, "--cluster", VTRAIN_CLUSTER, "--nodes", str(max(1, gpus // 8)),
-                "--tp", str(tp), "--pp", str(pp),
-                "--dp", str(dp), "--mbs", mbs, "--gbs", gbs, "--seq", seq, "--recompute", "full",
+        args = ["--model", model, "--cluster", VTRAIN_CLUSTER,
+                "--nodes", str(max(1, int(gpus) // 8)), "--tp", tp, "--pp", pp, "--dp", dp,
+                "--mbs", mbs, "--gbs", gbs, "--seq", seq, "--recompute", "full",
                 "--precision", "fp16", "--flash-attention", "off", "--schedule", "1f1b",
                 "--dp-bucket-size", "1TB"]
-        res, err = run_loom(loom, args)
-        if res is None:
-            print(f"{params:>6} {gpus:>5} error: {err}")
+        rid = f"vtrain_{i}_{params}B_{gpus}gpu_tp{tp}_dp{dp}_pp{pp}_mbs{mbs}"
+        jobs.append((fam, rid, "simulate", args, float(ms),
+                     lambda res: res["step_time_s"] * 1e3))
+    return jobs
+
+
+def megatron_flops(m, B, s):
+    """Megatron-Core r0.8 num_floating_point_operations (GPT: FFN 4h, no GLU)."""
+    l, h, a = m["num_layers"], m["hidden_size"], m["num_heads"]
+    g = m.get("num_kv_heads") or a
+    f = m.get("ffn_hidden_size") or 4 * h
+    V = m["vocab_size"]
+    return 12 * B * s * l * h * h * ((1 + g / a + s / h) + f / h + V / (2 * l * h))
+
+
+def megatron_h100_jobs(runs, fam, tmp):
+    jobs = []
+    for r in runs:
+        if not r["id"].startswith("megatron_readme_h100"):
             continue
-        p_ms = res["step_time_s"] * 1e3
-        e = (p_ms - float(ms)) / float(ms)
-        pred.append(p_ms)
-        meas.append(float(ms))
-        errors.append(abs(e))
-        by_tp.setdefault((params, tp), []).append(e)
-        print(f"{params:>6} {gpus:>5} {gbs:>5} {mbs:>4} {hidden:>6} {layers:>4} {tp:>3} {dp:>3} "
-              f"{pp:>3} {float(ms):>9.1f} {p_ms:>9.1f} {100*e:>+6.1f}%")
-    if errors:
-        print(f"MAPE {100*sum(errors)/len(errors):.1f}%  Spearman rho {spearman(pred, meas):.3f}  "
-              f"rows {len(errors)}/{len(rows)}")
-        print("signed error by model and tp (mean, min, max):")
-        for (params, tp), es in sorted(by_tp.items(), key=lambda kv: (float(kv[0][0]), kv[0][1])):
-            print(f"  {params:>5}B tp {tp:>2}: {len(es):>3} rows  {100*sum(es)/len(es):+6.1f}%  "
-                  f"{100*min(es):+6.1f}%  {100*max(es):+6.1f}%")
-    return errors
+        m, p, gpus = r["model"], r["parallelism"], r["hardware"]["num_gpus"]
+        h = m["hidden_size"]
+        model = os.path.join(tmp, f"megatron-{m['num_layers']}-{h}.json")
+        with open(model, "w") as f:
+            json.dump({"name": m["name"].replace(" ", "-").lower(), "layers": m["num_layers"],
+                       "hidden": h, "heads": m["num_heads"], "ffn": 4 * h, "mlp": "gelu",
+                       "norm": "layernorm", "vocab": m["vocab_size"], "seq": r["seq_len"]}, f)
+        B, s = r["batch"]["global_batch_size"], r["seq_len"]
+        args = ["--model", model, "--cluster", "dgx-h100", "--gpus", str(gpus),
+                "--mbs", "1", "--gbs", str(B), "--seq", str(s), "--precision", "bf16",
+                "--zero", "1"] + megatron_style_args(p, m["num_layers"])
+        flops = megatron_flops(m, B, s)
+        jobs.append((fam, r["id"], "simulate", args, r["measured"]["tflops_per_gpu"],
+                     lambda res, fl=flops, g=gpus: fl / res["step_time_s"] / g / 1e12))
+    return jobs
+
+
+def tokens_metric(B, s, gpus):
+    return lambda res: B * s / res["step_time_s"] / gpus
+
+
+def nemo2407_jobs(runs, fam):
+    jobs = []
+    for r in runs:
+        if not r["id"].startswith("nemo2407_"):
+            continue
+        model = MODELS.get(r["model"]["name"])
+        if model is None:
+            fam.skipped.append((r["id"], f"model {r['model']['name']!r} not mapped"))
+            continue
+        p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
+        B, s = r["batch"]["global_batch_size"], r["seq_len"]
+        args = ["--model", model, "--cluster", "dgx-h100", "--gpus", str(gpus),
+                "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
+                "--precision", "fp8", "--zero", "1"] + \
+            megatron_style_args(p, r["model"]["num_layers"])
+        jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
+                     tokens_metric(B, s, gpus)))
+    return jobs
+
+
+def gb200_cluster(tmp, gpus):
+    """GB200 NVLink domain of min(gpus, 64) GPUs, one NDR400 NIC per GPU (docstring)."""
+    d = min(gpus, 64)
+    path = os.path.join(tmp, f"gb200-domain{d}.json")
+    if os.path.exists(path):
+        return path
+    v = [{"name": f"gpu{i}", "kind": "gpu"} for i in range(d)]
+    v += [{"name": "nvswitch", "kind": "nvswitch", "in_switch_reduce": True}]
+    v += [{"name": f"nic{i}", "kind": "nic"} for i in range(d)]
+    v += [{"name": f"cpu{i}", "kind": "cpu"} for i in range((d + 1) // 2)]
+    links = [{"a": f"gpu{i}", "b": "nvswitch", "type": "nvlink5", "lanes": 18} for i in range(d)]
+    links += [{"a": f"gpu{i}", "b": f"cpu{i // 2}", "type": "nvlink-c2c"} for i in range(d)]
+    links += [{"a": f"cpu{i // 2}", "b": f"nic{i}", "type": "pcie5"} for i in range(d)]
+    with open(path, "w") as f:
+        json.dump({"name": f"gb200-domain{d}", "gpu": "gb200", "nodes": 1,
+                   "node": {"vertices": v, "links": links},
+                   "fabric": {"link": "ib-ndr", "bandwidth": "400Gbps"}}, f)
+    return path
+
+
+def mbridge_skip_reason(r):
+    gpu, prec = r["hardware"]["gpu"], r["precision"]
+    if r["id"].endswith("_alt_in_parentheses"):
+        return "alternative FP8 granularity of the primary row (loom has one FP8 mode)"
+    if "NVFP4" in prec:
+        return "NVFP4 precision not in loom"
+    if gpu.startswith(("B300", "GB300")):
+        return f"GPU {gpu} not in loom's catalog"
+    name = r["model"]["name"]
+    if name in UNEXPRESSIBLE_MODELS:
+        return UNEXPRESSIBLE_MODELS[name]
+    if name not in MODELS:
+        return f"model {name!r} not in loom"
+    if "LoRA" in (r.get("notes") or ""):
+        return "LoRA fine-tuning (frozen base + adapters) not modelled"
+    return None
+
+
+def mbridge_family_key(gpu):
+    return "mbridge_" + gpu.split()[0].split("-")[0].lower()
+
+
+def mbridge_jobs(runs, families, tmp):
+    jobs = []
+    for r in runs:
+        if not r["id"].startswith("mbridge_"):
+            continue
+        gpu = r["hardware"]["gpu"]
+        key = mbridge_family_key(gpu)
+        if key not in families:
+            families[key] = Family(key, f"Megatron-Bridge {gpu.split()[0].split('-')[0]}", "tokens/s/GPU")
+        fam = families[key]
+        reason = mbridge_skip_reason(r)
+        if reason:
+            fam.skipped.append((r["id"], reason))
+            continue
+        p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
+        if gpu.startswith("H100"):
+            cluster = "dgx-h100"
+        elif gpu.startswith("B200"):
+            cluster = DGX_B200
+        else:
+            cluster = gb200_cluster(tmp, gpus)
+        model = MODELS[r["model"]["name"]]
+        fsdp = p.get("fsdp") or 0
+        fsdp_on = fsdp > 1 or (fsdp == 1 and "25.09" in r["framework"])
+        B, s = r["batch"]["global_batch_size"], r["seq_len"]
+        prec = "bf16" if r["precision"].startswith("BF16") else "fp8"
+        args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
+                "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
+                "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
+            megatron_style_args(p, r["model"]["num_layers"] or MODEL_LAYERS.get(model))
+        jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
+                     tokens_metric(B, s, gpus)))
+    return jobs
+
+
+def torchtitan_jobs(mem_rows, fam):
+    jobs = []
+    for r in mem_rows:
+        if r["model"] != "Llama 3(.1) 8B":
+            fam.skipped.append((r["run_id"], f"model {r['model']!r}"))
+            continue
+        p = r["parallelism"]
+        dp, cp = p.get("dp") or 1, p.get("cp") or 1
+        mbs = r["batch"]["micro_batch_size"]
+        gbs = r["batch"]["global_batch_size"] or mbs * dp
+        args = ["--model", "llama3-8b", "--cluster", H100_96GB, "--gpus", str(r["num_gpus"]),
+                "--dp", str(dp), "--cp", str(cp), "--zero", "3" if p.get("fsdp") else "0",
+                "--mbs", str(mbs), "--gbs", str(gbs), "--seq", str(r["seq_len"]),
+                "--recompute", r["recompute"], "--flash-attention", "on",
+                "--precision", "fp8" if "Float8" in r["precision"] else "bf16"]
+        jobs.append((fam, r["run_id"], "memory", args, r["memory_gib_per_gpu"],
+                     lambda res: res["peak_bytes"] / GIB))
+    return jobs
+
+
+# ---- driver ---------------------------------------------------------------------------
+
+FAMILY_ORDER = ["sc21", "vtrain", "megatron_h100", "nemo2407", "mbridge_h100", "mbridge_b200",
+                "mbridge_gb200", "mbridge_b300", "mbridge_gb300", "torchtitan_mem"]
+
+
+def collect_jobs(a, tmp):
+    fams = {
+        "sc21": Family("sc21", "SC21 Table 1 (A100)", "hw TFLOP/s/GPU"),
+        "vtrain": Family("vtrain", "vTrain multi-node (A100)", "step ms"),
+        "megatron_h100": Family("megatron_h100", "Megatron-LM README (H100)", "TFLOP/s/GPU"),
+        "nemo2407": Family("nemo2407", "NeMo 24.07 (H100 FP8)", "tokens/s/GPU"),
+        "torchtitan_mem": Family("torchtitan_mem", "torchtitan 8B memory (H100)", "peak GiB"),
+    }
+    hb = json.load(open(os.path.join(a.reference, "runs_hopper_blackwell.json")))
+    jobs = sc21_jobs(a.reference, fams["sc21"])
+    jobs += vtrain_jobs(a.reference, fams["vtrain"], a.quick, tmp)
+    jobs += megatron_h100_jobs(hb["runs"], fams["megatron_h100"], tmp)
+    jobs += nemo2407_jobs(hb["runs"], fams["nemo2407"])
+    jobs += mbridge_jobs(hb["runs"], fams, tmp)
+    jobs += torchtitan_jobs(hb["measured_memory"], fams["torchtitan_mem"])
+    if a.only:
+        jobs = [j for j in jobs if j[0].key in a.only]
+        fams = {k: v for k, v in fams.items() if k in a.only}
+    return fams, jobs
+
+
+def run_jobs(loom, jobs, workers, verbose):
+    def one(job):
+        fam, rid, command, args, published, metric = job
+        res, err = run_loom(loom, command, args)
+        return job, (metric(res) if res is not None else None), err
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+        for job, pred, err in ex.map(one, jobs):
+            fam, rid, _, args, published, _ = job
+            if pred is None:
+                fam.skipped.append((rid, f"loom error: {err}"))
+                continue
+            fam.rows.append((rid, published, pred))
+            if verbose:
+                print(f"{fam.key:>14} {rid[:70]:<70} {published:>10.1f} {pred:>10.1f} "
+                      f"{100 * (pred - published) / published:+7.1f}%")
+
+
+def fmt(v, spec, empty="-"):
+    return empty if v is None else format(v, spec)
+
+
+def print_table(summaries):
+    print(f"{'family':<30} {'metric':<15} {'scored':>6} {'skipped':>7} {'MAPE':>7} "
+          f"{'max|err|':>8} {'bias':>7} {'rho':>6}")
+    for s in summaries:
+        print(f"{s['title']:<30} {s['metric']:<15} {s['scored']:>6} {s['skipped']:>7} "
+              f"{fmt(s.get('mape_pct'), '6.1f'):>6}% {fmt(s.get('max_abs_error_pct'), '7.1f'):>7}% "
+              f"{fmt(s.get('bias_pct'), '+6.1f'):>6}% {fmt(s.get('spearman'), '6.3f'):>6}")
+
+
+def check(summaries, thresholds):
+    failed = []
+    for s in summaries:
+        limit = thresholds.get(s["family"])
+        if limit is None:
+            continue
+        mape = s.get("mape_pct")
+        if mape is None or mape > limit:
+            failed.append(f"{s['family']}: MAPE {fmt(mape, '.1f')}% > target {limit}%")
+    return failed
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--loom", default=os.environ.get("LOOM", os.path.join(ROOT, "build", "loom")))
     ap.add_argument("--reference", default=os.path.join(ROOT, "..", "shared", "reference"))
     ap.add_argument("--quick", action="store_true", help="every sixth vTrain row only")
-    ap.add_argument("--only", choices=["narayanan", "vtrain"])
+    ap.add_argument("--only", nargs="+", metavar="FAMILY", help="families: " + ", ".join(FAMILY_ORDER))
+    ap.add_argument("--verbose", action="store_true", help="print every scored row")
+    ap.add_argument("--skipped", action="store_true", help="list every skipped row with its reason")
+    ap.add_argument("--json", metavar="FILE", help="write the table as JSON (- = stdout)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a family misses its target")
+    ap.add_argument("--thresholds", default=os.path.join(BENCH, "validation_targets.json"),
+                    help="JSON: {\"targets\": {family: max MAPE percent}}")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     if not os.path.isdir(a.reference):
         print(f"reference data not found at {a.reference}; pass --reference", file=sys.stderr)
-        return 0
-    if a.only != "vtrain":
-        narayanan(a.loom, a.reference)
-    if a.only != "narayanan":
-        vtrain(a.loom, a.reference, a.quick)
+        return 0 if not a.check else 2
+    a.loom = os.path.abspath(a.loom)
+    with tempfile.TemporaryDirectory(prefix="loom_validate_") as tmp:
+        fams, jobs = collect_jobs(a, tmp)
+        run_jobs(a.loom, jobs, a.jobs, a.verbose)
+    order = [k for k in FAMILY_ORDER if k in fams] + sorted(k for k in fams if k not in FAMILY_ORDER)
+    summaries = [fams[k].summary() for k in order]
+    if a.skipped:
+        for k in order:
+            for rid, why in fams[k].skipped:
+                print(f"skipped {k}: {rid}: {why}")
+    if a.json != "-":
+        print_table(summaries)
+    if a.json:
+        doc = {"families": summaries,
+               "skipped": {k: [{"id": i, "reason": w} for i, w in fams[k].skipped] for k in order}}
+        if a.json == "-":
+            json.dump(doc, sys.stdout, indent=1)
+            print()
+        else:
+            with open(a.json, "w") as f:
+                json.dump(doc, f, indent=1)
+    if a.check:
+        thresholds = json.load(open(a.thresholds))["targets"]
+        failed = check(summaries, thresholds)
+        for line in failed:
+            print("FAIL " + line, file=sys.stderr)
+        return 1 if failed else 0
     return 0
 
 
