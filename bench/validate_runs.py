@@ -48,7 +48,8 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   Skipped: NVFP4 (no such precision), GPUs not in loom's catalog (B300, GB300), models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
-  (an alternative FP8 granularity of the primary row; loom has one FP8 mode).
+  (an alternative FP8 granularity of the primary row; loom has one FP8 mode); layouts
+  with EP not dividing DP x CP (MoE parallel folding) or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
   `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> loom selective (loom has no
@@ -326,6 +327,20 @@ def mbridge_skip_reason(r):
     return None
 
 
+def layout_skip_reason(p, gpus, layers):
+    """Layouts loom cannot express yet (checked here so the reason is stated)."""
+    tp, pp, cp, ep = (p.get(k) or 1 for k in ("tp", "pp", "cp", "ep"))
+    dp_cp = gpus // (tp * pp)
+    if ep > 1 and dp_cp % ep:
+        return (f"EP {ep} does not divide DP x CP {dp_cp}: Megatron's MoE parallel folding "
+                "(expert groups across TP) is not in loom")
+    stages = pp * max(1, p.get("vp") or 1)
+    if layers and stages > layers:
+        return (f"pp x vp = {stages} chunks > {layers} layers (Megatron counts the embedding "
+                "and loss as pipeline layers; loom has no empty chunks)")
+    return None
+
+
 def mbridge_family_key(gpu):
     return "mbridge_" + gpu.split()[0].split("-")[0].lower()
 
@@ -345,13 +360,18 @@ def mbridge_jobs(runs, families, tmp):
             fam.skipped.append((r["id"], reason))
             continue
         p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
+        model = MODELS[r["model"]["name"]]
+        layers = r["model"]["num_layers"] or MODEL_LAYERS.get(model)
+        reason = layout_skip_reason(p, gpus, layers)
+        if reason:
+            fam.skipped.append((r["id"], reason))
+            continue
         if gpu.startswith("H100"):
             cluster = "dgx-h100"
         elif gpu.startswith("B200"):
             cluster = DGX_B200
         else:
             cluster = gb200_cluster(tmp, gpus)
-        model = MODELS[r["model"]["name"]]
         fsdp = p.get("fsdp") or 0
         fsdp_on = fsdp > 1 or (fsdp == 1 and "25.09" in r["framework"])
         B, s = r["batch"]["global_batch_size"], r["seq_len"]
@@ -359,7 +379,7 @@ def mbridge_jobs(runs, families, tmp):
         args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
-            megatron_style_args(p, r["model"]["num_layers"] or MODEL_LAYERS.get(model))
+            megatron_style_args(p, layers)
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
     return jobs
