@@ -1,5 +1,6 @@
 #include "cli/cluster_flags.hpp"
 
+#include "cli/field_flags.hpp"
 #include "topologies/cluster_presets.hpp"
 
 namespace loom::cli {
@@ -13,7 +14,8 @@ void add_cluster_flags(CLI::App& app, ClusterFlags& flags, bool required) {
 }
 
 topo::Cluster resolve_cluster(const ClusterFlags& flags) {
-  return topo::load_cluster(topo::ClusterRequest{flags.cluster, flags.nodes, flags.gpus});
+  return topo::load_cluster(topo::ClusterRequest{flags.cluster, flags.nodes, flags.gpus},
+                            flag_names());
 }
 
 }  // namespace loom::cli

@@ -12,6 +12,7 @@
 
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/field_flags.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -221,6 +222,7 @@ int run_collective(const CollectiveFlags& f) {
     const double bytes = count * type_bytes;
     sim::EngineOptions options;
     options.network = mode;
+    options.field_names = flag_names();
     sim::Engine engine(cluster, options);
     sim::CollectiveSpec spec;
     spec.request.op = op;

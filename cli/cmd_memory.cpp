@@ -173,7 +173,7 @@ int run_memory(MemoryOptions& o) {
   }
   if (o.cluster.gpus && *o.cluster.gpus < 1)
     throw ValidationError::not_positive("--gpus", std::to_string(*o.cluster.gpus));
-  const models::ModelSpec model = models::load_model(o.model);
+  const models::ModelSpec model = models::load_model(o.model, "--model");
   // The model's own sequence length unless the plan names one.
   if (!o.plan.integers["seq"] && !o.plan.plan_file && !o.plan.megatron_args &&
       !o.plan.deepspeed_file)

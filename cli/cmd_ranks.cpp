@@ -6,6 +6,7 @@
 
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/field_flags.hpp"
 #include "cli/plan_flags.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
@@ -32,7 +33,7 @@ std::string group_text(const std::vector<int>& g) {
 int run_ranks(const RanksOptions& o) {
   const topo::Cluster cluster = resolve_cluster(o.cluster);
   const models::TrainingPlan plan = resolve_plan(o.plan, cluster.num_gpus()).plan;
-  const strategies::RankLayout layout(plan, o.order);
+  const strategies::RankLayout layout(plan, o.order, flag_names());
   using strategies::Dim;
   std::vector<Dim> dims = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};
   if (plan.ep > 1) dims.push_back(Dim::EDP);

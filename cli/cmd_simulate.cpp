@@ -185,7 +185,7 @@ Command add_simulate_command(CLI::App& root) {
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;
-    const models::ModelSpec model = models::load_model(f.model);
+    const models::ModelSpec model = models::load_model(f.model, "--model");
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
     const models::TrainingPlan& plan = resolved.plan;
@@ -195,7 +195,7 @@ Command add_simulate_command(CLI::App& root) {
     }
     strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
     strategies::SimulateOptions options;
-    options.network = sim::parse_network_mode(f.network);
+    options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
     options.keep_timeline = !f.trace.empty();
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);

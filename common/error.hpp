@@ -1,6 +1,9 @@
 #pragma once
 // The loom error hierarchy. Library code throws these; only cli/main.cpp turns them into
 // one line on stderr and an exit code (0 ok, 1 internal bug, 2 bad input, 3 infeasible).
+// Library code names the field at fault by its own key ("nodes", "algorithm", "tp"), never
+// by a command-line flag; a front end that wants its own spelling passes a FieldNames (the
+// CLI: its flags, "--nodes", "--algo") or a `field` argument.
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,14 +49,35 @@ class ConfigError : public Error {
   std::string pointer_;
 };
 
-/// A flag or plan value breaks a rule (divisibility, batch arithmetic, GPU count, ...).
+/// How messages spell the library's field keys. Library code asks it for the spelling of a
+/// key it names in a message; by default a key is spelled as itself ("nodes"), and a front
+/// end passes its own speller (the CLI maps "nodes" to "--nodes", "algorithm" to "--algo").
+class FieldNames {
+ public:
+  /// Returns the spelling of one library key.
+  using Speller = std::string (*)(std::string_view key);
+  /// Plain keys: what library callers get.
+  FieldNames() = default;
+  /// Keys spelled by `speller`.
+  explicit FieldNames(Speller speller) : speller_(speller) {}
+  /// The spelling of `key`.
+  std::string operator()(std::string_view key) const {
+    return speller_ ? speller_(key) : std::string(key);
+  }
+
+ private:
+  Speller speller_ = nullptr;
+};
+
+/// A value breaks a rule (divisibility, batch arithmetic, GPU count, an unknown name, ...).
 class ValidationError : public Error {
  public:
   ValidationError(std::string field, std::string message);
-  /// The flag or model field at fault ("--tp", "model.hidden").
+  /// The field at fault as the thrower named it: a library key ("nodes", "model.hidden"),
+  /// or the caller's spelling when the caller passed one (the CLI passes its flags).
   const std::string& field() const { return field_; }
 
-  /// "--field: value 'v' is not valid; allowed: ...".
+  /// "field: invalid value 'v'; allowed: ...".
   static ValidationError bad_value(std::string_view field, std::string_view value,
                                    std::string_view allowed);
   /// An unknown name among a registry of names (presets, algorithms, ...), with did-you-mean.

@@ -256,7 +256,7 @@ ModelSpec load_model_file(const std::string& path) {
   return parse_model_json(read_text_file(path, "model"), path);
 }
 
-ModelSpec load_model(const std::string& arg) {
+ModelSpec load_model(const std::string& arg, const std::string& field) {
   const auto names = model_preset_names();
   if (std::find(names.begin(), names.end(), arg) != names.end()) {
     ModelSpec m = model_preset(arg);
@@ -266,7 +266,7 @@ ModelSpec load_model(const std::string& arg) {
   const bool is_path = arg.find('/') != std::string::npos ||
                        (arg.size() > 5 && arg.ends_with(".json")) || std::filesystem::exists(arg);
   if (is_path) return load_model_file(arg);
-  return model_preset(arg);
+  return model_preset(arg, field);
 }
 
 }  // namespace loom::models

@@ -16,13 +16,13 @@ std::vector<PresetInfo> model_presets();
 std::vector<std::string> model_preset_names();
 /// The preset called `name`; throws ValidationError::unknown_name (field `field`) listing
 /// the valid names with a did-you-mean hint.
-ModelSpec model_preset(const std::string& name, const std::string& field = "--model");
+ModelSpec model_preset(const std::string& name, const std::string& field = "model");
 
-/// Resolves `--model ARG`: a preset name, or a path to a loom model JSON or a HuggingFace
+/// Resolves a model argument: a preset name, or a path to a loom model JSON or a HuggingFace
 /// config.json (a HF config is recognised by "model_type"/"architectures"). The result is
-/// validated. Throws ValidationError (unknown preset), ConfigError (missing file, malformed
-/// JSON with line/column, unknown key with did-you-mean, bad value).
-ModelSpec load_model(const std::string& arg);
+/// validated. Throws ValidationError naming `field` (unknown preset), ConfigError (missing
+/// file, malformed JSON with line/column, unknown key with did-you-mean, bad value).
+ModelSpec load_model(const std::string& arg, const std::string& field = "model");
 
 /// Loads a loom model JSON file; throws ConfigError naming the file and JSON pointer.
 ModelSpec load_model_file(const std::string& path);

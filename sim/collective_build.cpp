@@ -111,10 +111,13 @@ std::optional<CollectiveSchedule> lower_with_twins(Fabric& fabric, const Collect
 }
 
 CollectiveSchedule build_schedule(Fabric& fabric, const CollectiveRequest& req, Algorithm a,
-                                  Protocol protocol, const CostOptions& options) {
+                                  Protocol protocol, const CostOptions& options,
+                                  const FieldNames& names) {
   validate_request(fabric.cluster(), req);
-  if (auto why = why_cannot_run(fabric, req, a, protocol))
-    throw ValidationError("--algo", fmt::format("--algo: {}", *why));
+  if (auto why = why_cannot_run(fabric, req, a, protocol)) {
+    const std::string field = names("algorithm");
+    throw ValidationError(field, fmt::format("{}: {}", field, *why));
+  }
   auto s = lower_with_twins(fabric, req, a, protocol, options);
   if (!s) {
     throw ValidationError("concurrent_groups",

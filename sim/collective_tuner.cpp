@@ -24,8 +24,9 @@ using Candidate = std::tuple<double, int, Algorithm, Protocol>;
 
 class Tuner {
  public:
-  Tuner(Fabric& fabric, const CollectiveRequest& req, const CostOptions& options)
-      : fabric_(fabric), req_(req), options_(options) {
+  Tuner(Fabric& fabric, const CollectiveRequest& req, const CostOptions& options,
+        const FieldNames& names)
+      : fabric_(fabric), req_(req), options_(options), names_(names) {
     if (options.nccl_overheads) protocols_ = {Protocol::LL, Protocol::LL128, Protocol::SIMPLE};
   }
 
@@ -79,13 +80,13 @@ class Tuner {
     const auto candidates = ranked({a});
     if (!candidates.empty()) {
       const auto& [t, order, algorithm, p] = candidates.front();
-      return build_schedule(fabric_, req_, algorithm, p, options_);
+      return build_schedule(fabric_, req_, algorithm, p, options_, names_);
     }
     CollectiveSchedule best;
     SimTime best_time = std::numeric_limits<SimTime>::max();
     for (Protocol p : protocols_) {
       if (a == Algorithm::NVLS && p != Protocol::SIMPLE) continue;
-      CollectiveSchedule s = build_schedule(fabric_, req_, a, p, options_);
+      CollectiveSchedule s = build_schedule(fabric_, req_, a, p, options_, names_);
       SimTime t = estimate_schedule(fabric_, s);
       if (t < best_time) best_time = t, best = std::move(s);
     }
@@ -110,9 +111,10 @@ class Tuner {
         best_time = found->first, best = std::move(found->second);
     }
     if (best_time == std::numeric_limits<SimTime>::max()) {
+      const std::string field = names_("algorithm");
       throw ValidationError(
-          "--algo", fmt::format("--algo: no algorithm can run {} on this group; try --algo direct",
-                                to_string(req_.op)));
+          field, fmt::format("{}: no algorithm can run {} on this group; try {} direct", field,
+                             to_string(req_.op), field));
     }
     return best;
   }
@@ -121,15 +123,16 @@ class Tuner {
   Fabric& fabric_;
   const CollectiveRequest& req_;
   const CostOptions& options_;
+  const FieldNames& names_;
   std::vector<Protocol> protocols_ = {Protocol::SIMPLE};
 };
 
 }  // namespace
 
 CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& req,
-                                   const CostOptions& options) {
+                                   const CostOptions& options, const FieldNames& names) {
   validate_request(fabric.cluster(), req);
-  Tuner tuner(fabric, req, options);
+  Tuner tuner(fabric, req, options, names);
   return req.algorithm == Algorithm::AUTO ? tuner.automatic() : tuner.fixed(req.algorithm);
 }
 

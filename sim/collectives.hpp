@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "sim/fabric.hpp"
 #include "sim/network.hpp"
 #include "sim/sim_time.hpp"
@@ -36,7 +37,7 @@ enum class CollectiveOp {
 /// "all_reduce" etc.
 std::string to_string(CollectiveOp op);
 /// The op of a name; throws ValidationError naming `field` and listing the valid names.
-CollectiveOp parse_collective_op(std::string_view name, std::string_view field = "--op");
+CollectiveOp parse_collective_op(std::string_view name, std::string_view field = "op");
 /// Every op name, in DESIGN.md order.
 std::vector<std::string> collective_op_names();
 /// nccl-tests' bus-bandwidth factor: 2(n-1)/n all_reduce; (n-1)/n all_gather,
@@ -65,7 +66,7 @@ struct AlgorithmInfo {
 const std::vector<AlgorithmInfo>& collective_algorithms();
 std::string to_string(Algorithm algorithm);
 /// The algorithm of a name; throws ValidationError listing the valid names.
-Algorithm parse_algorithm(std::string_view name, std::string_view field = "--algo");
+Algorithm parse_algorithm(std::string_view name, std::string_view field = "algorithm");
 
 /// NCCL protocols: LL (8-byte stores with flags, 50% payload), LL128 (120 of 128 bytes),
 /// Simple (full payload, higher latency).
@@ -128,17 +129,18 @@ void validate_request(const topo::Cluster& cluster, const CollectiveRequest& req
 std::optional<std::string> why_cannot_run(Fabric& fabric, const CollectiveRequest& request,
                                           Algorithm algorithm, Protocol protocol);
 
-/// Lowers a request with a fixed algorithm (not AUTO) and protocol. Throws
-/// ValidationError("--algo") with why_cannot_run's reason when it cannot run, and when a
-/// concurrent group lowers to a different schedule.
+/// Lowers a request with a fixed algorithm (not AUTO) and protocol. Throws ValidationError
+/// on "algorithm" (spelled by `names`) with why_cannot_run's reason when it cannot run, and
+/// on "concurrent_groups" when a concurrent group lowers to a different schedule.
 CollectiveSchedule build_schedule(Fabric& fabric, const CollectiveRequest& request,
                                   Algorithm algorithm, Protocol protocol,
-                                  const CostOptions& options);
+                                  const CostOptions& options, const FieldNames& names = {});
 
 /// Lowers a request, resolving AUTO (and the protocol) by the least analytical time among
-/// the algorithms that can run it; validates the group (distinct, in-range ranks).
+/// the algorithms that can run it; validates the group (distinct, in-range ranks). Errors
+/// about the algorithm name it as `names` spells "algorithm".
 CollectiveSchedule plan_collective(Fabric& fabric, const CollectiveRequest& request,
-                                   const CostOptions& options);
+                                   const CostOptions& options, const FieldNames& names = {});
 
 /// Uncontended time of a schedule on the analytical model, picoseconds.
 SimTime estimate_schedule(Fabric& fabric, const CollectiveSchedule& schedule);

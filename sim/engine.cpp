@@ -161,14 +161,15 @@ SimTime Engine::frozen_time(const CollectiveRequest& req) {
                                     req.concurrent_groups[i].end());
   auto it = frozen_.find(key);
   if (it != frozen_.end()) return it->second;
-  const SimTime t = estimate_schedule(*fabric_, plan_collective(*fabric_, req, options_.cost));
+  const SimTime t = estimate_schedule(
+      *fabric_, plan_collective(*fabric_, req, options_.cost, options_.field_names));
   frozen_.emplace(key, t);
   return t;
 }
 
 TaskId Engine::add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
   Comm comm;
-  comm.schedule = plan_collective(*fabric_, spec.request, options_.cost);
+  comm.schedule = plan_collective(*fabric_, spec.request, options_.cost, options_.field_names);
   // Phases with the same pattern and overhead are identical batches: they share a memo class
   // (the index of the first such phase). Schedules have few distinct pairs.
   const auto& phases = comm.schedule.phases;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.hpp"
 #include "sim/collectives.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/fabric.hpp"
@@ -64,6 +65,8 @@ struct EngineOptions {
   bool incremental_rates = true;
   /// How collectives (not point-to-point transfers, which always run as flows) are timed.
   CollectiveTiming collective_timing = CollectiveTiming::FLOWS;
+  /// How errors about a collective request spell its fields (the CLI: its flags).
+  FieldNames field_names = {};
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).

@@ -73,7 +73,7 @@ class NetworkHost {
 enum class NetworkMode { FLOW, ANALYTICAL, IDEAL };
 /// The mode of a name ("flow", "analytical", "ideal"); throws ValidationError naming
 /// `field` and listing the valid names.
-NetworkMode parse_network_mode(std::string_view name, std::string_view field = "--network");
+NetworkMode parse_network_mode(std::string_view name, std::string_view field = "network");
 std::string to_string(NetworkMode mode);
 /// The registered names with one-line descriptions, in a fixed order.
 const std::vector<std::pair<std::string, std::string>>& network_modes();

@@ -10,17 +10,18 @@
 
 namespace loom::strategies {
 
-std::vector<Dim> parse_order(std::string_view order) {
+std::vector<Dim> parse_order(std::string_view order, const FieldNames& names) {
   // The dimensions an order names (EDP follows from EP and DP).
   constexpr Dim ORDERABLE[] = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};
   std::vector<Dim> dims;
   std::stringstream in{std::string(order)};
   std::string item;
+  const std::string field = names("order");
   auto bad = [&](const std::string& why) {
-    return ValidationError("--order",
-                           fmt::format("--order: invalid value '{}' ({}); allowed: tp, cp, ep, "
+    return ValidationError(field,
+                           fmt::format("{}: invalid value '{}' ({}); allowed: tp, cp, ep, "
                                        "dp, pp joined by '-', each once, e.g. tp-cp-ep-dp-pp",
-                                       order, why));
+                                       field, order, why));
   };
   // getline drops a trailing empty item; an order ending in '-' names an empty dimension
   // just as one starting with '-' does.
@@ -40,28 +41,31 @@ std::vector<Dim> parse_order(std::string_view order) {
   return dims;
 }
 
-RankLayout::RankLayout(const models::TrainingPlan& plan, std::string_view order)
-    : RankLayout(plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, order) {}
+RankLayout::RankLayout(const models::TrainingPlan& plan, std::string_view order,
+                       const FieldNames& names)
+    : RankLayout(plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, order, names) {}
 
-RankLayout::RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order)
+RankLayout::RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order,
+                       const FieldNames& names)
     : tp_(tp), cp_(cp), ep_(ep), dp_(dp), pp_(pp) {
-  for (auto [v, name] : {std::pair{tp, "--tp"}, std::pair{cp, "--cp"}, std::pair{ep, "--ep"},
-                         std::pair{dp, "--dp"}, std::pair{pp, "--pp"}}) {
-    if (v < 1) throw ValidationError::not_positive(name, std::to_string(v));
+  for (auto [v, key] : {std::pair{tp, "tp"}, std::pair{cp, "cp"}, std::pair{ep, "ep"},
+                        std::pair{dp, "dp"}, std::pair{pp, "pp"}}) {
+    if (v < 1) throw ValidationError::not_positive(names(key), std::to_string(v));
   }
   if ((dp * cp) % ep != 0) {
-    throw ValidationError("--ep", fmt::format("--ep {} does not divide --dp {} x --cp {} = {}; "
-                                              "expert parallelism is carved out of dp x cp",
-                                              ep, dp, cp, dp * cp));
+    throw ValidationError(names("ep"),
+                          fmt::format("{} {} does not divide {} {} x {} {} = {}; expert "
+                                      "parallelism is carved out of dp x cp",
+                                      names("ep"), ep, names("dp"), dp, names("cp"), cp, dp * cp));
   }
-  dims_ = parse_order(order);
+  dims_ = parse_order(order, names);
   // Megatron: a dimension left out of the order must have size 1.
   const auto given = static_cast<size_t>(std::count(order.begin(), order.end(), '-') + 1);
   for (size_t i = given; i < dims_.size(); ++i) {
     if (size(dims_[i]) != 1) {
       throw ValidationError(
-          "--order", fmt::format("--order '{}' leaves out {} but its size is {}; include it", order,
-                                 to_string(dims_[i]), size(dims_[i])));
+          names("order"), fmt::format("{} '{}' leaves out {} but its size is {}; include it",
+                                      names("order"), order, to_string(dims_[i]), size(dims_[i])));
     }
   }
   std::vector<std::string> parts;
@@ -180,8 +184,8 @@ bool RankLayout::group_on_nvlink(const std::vector<int>& group, const topo::Clus
 
 bool RankLayout::on_nvlink(Dim dim, const topo::Cluster& cluster) const {
   if (cluster.num_gpus() < world_size()) {
-    throw ValidationError("--cluster", fmt::format("the plan needs {} GPUs but the cluster has {}",
-                                                   world_size(), cluster.num_gpus()));
+    throw ValidationError("cluster", fmt::format("the plan needs {} GPUs but the cluster has {}",
+                                                 world_size(), cluster.num_gpus()));
   }
   for (const auto& g : groups(dim))
     if (!group_on_nvlink(g, cluster)) return false;

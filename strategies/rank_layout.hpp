@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.hpp"
 #include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
 #include "topologies/cluster.hpp"
@@ -23,10 +24,12 @@ using models::to_string;
 class RankLayout {
  public:
   /// Sizes from a plan; `order` is a permutation of tp, cp, ep, dp, pp joined by '-'.
-  /// Throws ValidationError naming `--order` on a bad order, and naming `--ep` when ep does
-  /// not divide dp x cp.
-  explicit RankLayout(const models::TrainingPlan& plan, std::string_view order = "tp-cp-ep-dp-pp");
-  RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order = "tp-cp-ep-dp-pp");
+  /// Throws ValidationError on "order" for a bad order, on a size below 1, and on "ep" when
+  /// ep does not divide dp x cp; messages spell the fields as `names` does.
+  explicit RankLayout(const models::TrainingPlan& plan, std::string_view order = "tp-cp-ep-dp-pp",
+                      const FieldNames& names = {});
+  RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order = "tp-cp-ep-dp-pp",
+             const FieldNames& names = {});
 
   /// GPUs the layout covers: tp x cp x dp x pp (ep is carved out of dp x cp).
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
@@ -45,7 +48,8 @@ class RankLayout {
   /// Coordinate of `rank` along `dim` (its index in its group). Throws ValidationError.
   int coordinate(int rank, Dim dim) const;
 
-  /// Whether every group of `dim` stays inside one NVLink domain of `cluster`.
+  /// Whether every group of `dim` stays inside one NVLink domain of `cluster`. Throws
+  /// ValidationError on "cluster" when the cluster has fewer GPUs than the layout.
   bool on_nvlink(Dim dim, const topo::Cluster& cluster) const;
   /// Whether `group` (global ranks) stays inside one NVLink domain.
   static bool group_on_nvlink(const std::vector<int>& group, const topo::Cluster& cluster);
@@ -67,7 +71,7 @@ class RankLayout {
 
 /// Parses an order string like "tp-cp-ep-dp-pp": tp, cp, ep, dp, pp, each at most once;
 /// missing ones are appended at the end (as Megatron does; they must then have size 1).
-/// Throws ValidationError naming `--order`.
-std::vector<Dim> parse_order(std::string_view order);
+/// Throws ValidationError on "order" (spelled as `names` does).
+std::vector<Dim> parse_order(std::string_view order, const FieldNames& names = {});
 
 }  // namespace loom::strategies

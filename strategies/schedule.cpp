@@ -167,21 +167,23 @@ void build_zero_bubble(PipelineSchedule& s) {
 }  // namespace
 
 PipelineSchedule build_schedule(Schedule kind, int stages, int micro_batches, int chunks) {
-  if (stages < 1) throw ValidationError::not_positive("--pp", std::to_string(stages));
+  if (stages < 1) throw ValidationError::not_positive("stages", std::to_string(stages));
   if (micro_batches < 1)
-    throw ValidationError::not_positive("micro-batches (--gbs / (--mbs x --dp))",
-                                        std::to_string(micro_batches));
-  if (chunks < 1) throw ValidationError::not_positive("--vpp", std::to_string(chunks));
+    throw ValidationError::not_positive("micro_batches", std::to_string(micro_batches));
+  if (chunks < 1) throw ValidationError::not_positive("chunks", std::to_string(chunks));
   if (kind == Schedule::INTERLEAVED) {
-    if (chunks < 2) throw ValidationError("--vpp", "--schedule interleaved needs --vpp 2 or more");
+    if (chunks < 2)
+      throw ValidationError("chunks", "the interleaved schedule needs 2 or more chunks per stage");
     if (micro_batches % stages != 0) {
       throw ValidationError(
-          "--gbs", fmt::format("the interleaved schedule needs the number of micro-batches ({}) "
-                               "to be a multiple of --pp {} (Megatron-LM's rule); change --gbs",
-                               micro_batches, stages));
+          "micro_batches",
+          fmt::format("the interleaved schedule needs the number of micro-batches ({}) to be a "
+                      "multiple of the {} stages (Megatron-LM's rule)",
+                      micro_batches, stages));
     }
   } else if (chunks != 1) {
-    throw ValidationError("--vpp", fmt::format("--vpp {} needs --schedule interleaved", chunks));
+    throw ValidationError("chunks",
+                          fmt::format("{} chunks per stage need the interleaved schedule", chunks));
   }
   PipelineSchedule s;
   s.kind = kind;

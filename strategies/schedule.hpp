@@ -46,7 +46,8 @@ struct PipelineSchedule {
 
 /// Builds the schedule `kind` for p stages, m micro-batches and v chunks. Non-interleaved
 /// schedules need v = 1; interleaved needs v ≥ 2 and m a multiple of p (Megatron's rule).
-/// Throws ValidationError naming the flag (--pp, --gbs, --vpp) when the shape is invalid.
+/// Throws ValidationError on "stages", "micro_batches" or "chunks" when the shape is invalid
+/// (validate_plan reports the same rules on plan fields first).
 /// The result has passed check_deadlock_free.
 PipelineSchedule build_schedule(models::Schedule kind, int stages, int micro_batches, int chunks);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "topologies/cluster.hpp"
 
 namespace loom::topo {
@@ -49,11 +50,14 @@ struct FabricSpec {
 /// Adds one node built from `t`: vertex names "node<n>/<local>", local_index per kind.
 void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node);
 /// Adds leaves (one per rail: NIC local index) and spines, links NICs to leaves and every
-/// leaf to every spine. Throws ValidationError when the nodes have no NICs.
-void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes);
+/// leaf to every spine. Throws ValidationError on "nodes" (spelled by `names`) when the
+/// nodes have no NICs.
+void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
+                         const FieldNames& names);
 /// Builds `nodes` copies of `t`, plus the fabric when nodes > 1; checks connectivity.
+/// Throws ValidationError on "nodes" (spelled by `names`) for too many GPUs or no fabric.
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
-                      const FabricSpec& fabric);
+                      const FabricSpec& fabric, const FieldNames& names);
 
 /// A preset's node template and default fabric; throws ValidationError on an unknown name.
 struct PresetDefinition {
@@ -63,14 +67,16 @@ struct PresetDefinition {
   FabricSpec fabric;
   NodeTemplate node;
 };
-PresetDefinition find_preset(const std::string& name, const std::string& field = "--cluster");
+PresetDefinition find_preset(const std::string& name, const std::string& field = "cluster");
 
-/// The node count a caller asks for, given the GPUs per node the file defines (--gpus needs
-/// it to become nodes); nullopt keeps the file's own count.
+/// The node count a caller asks for, given the GPUs per node the file defines (a GPU count
+/// needs it to become nodes); nullopt keeps the file's own count.
 using NodesResolver = std::function<std::optional<int>(int gpus_per_node)>;
 
 /// Reads a cluster JSON file (see docs/clusters.md) into a cluster of
-/// `resolve_nodes(gpus per node)` nodes when that is set. Throws ConfigError / ValidationError.
-Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes);
+/// `resolve_nodes(gpus per node)` nodes when that is set. Throws ConfigError / ValidationError
+/// (naming "nodes" and "gpus" as `names` spells them).
+Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
+                          const FieldNames& names);
 
 }  // namespace loom::topo

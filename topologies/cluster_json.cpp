@@ -161,7 +161,8 @@ GpuSpec read_gpu(ObjectReader& r, const std::string& file, const std::string& fa
 }
 
 Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& gpu,
-                      const NodesResolver& resolve_nodes, const std::string& name) {
+                      const NodesResolver& resolve_nodes, const std::string& name,
+                      const FieldNames& names) {
   Cluster cluster;
   cluster.name = name;
   cluster.gpu = gpu;
@@ -201,9 +202,10 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
   }
   const std::optional<int> nodes = resolve_nodes(want);
   if (nodes && *nodes != max_node + 1) {
-    throw ValidationError("--nodes", fmt::format("{} lists explicit vertices on {} nodes; --nodes "
-                                                 "/ --gpus cannot resize it (asked for {})",
-                                                 file, max_node + 1, *nodes));
+    throw ValidationError(names("nodes"),
+                          fmt::format("{} lists explicit vertices on {} nodes; {} / {} cannot "
+                                      "resize it (asked for {})",
+                                      file, max_node + 1, names("nodes"), names("gpus"), *nodes));
   }
   const auto& ls = array_of(r, "links");
   LinkPairs seen;
@@ -222,7 +224,8 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
 
 }  // namespace
 
-Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes) {
+Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
+                          const FieldNames& names) {
   nlohmann::json doc = load_json_file(path, "cluster");
   ObjectReader r(doc, path, "");
   r.allow({"comment", "$schema"});
@@ -235,7 +238,7 @@ Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_
         r.fail("fabric", "(with vertices)", "fabric only with a \"node\" template");
       if (r.has("nodes")) r.fail("nodes", "(with vertices)", "nodes only with a \"node\" template");
       GpuSpec gpu = read_gpu(r, path, "");
-      Cluster c = read_explicit(r, path, gpu, resolve_nodes, name);
+      Cluster c = read_explicit(r, path, gpu, resolve_nodes, name, names);
       r.finish();
       return c;
     }
@@ -269,10 +272,12 @@ Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_
       fabric = read_fabric(fr);
     }
     r.finish();
-    return build_cluster(n > 1 ? fmt::format("{} x{}", name, n) : name, gpu, t, n, fabric);
+    return build_cluster(n > 1 ? fmt::format("{} x{}", name, n) : name, gpu, t, n, fabric, names);
   } catch (const ValidationError& e) {
-    // Graph-level problems (disconnected, duplicate names) get the file name in front.
-    if (std::string(e.what()).find(path) != std::string::npos || e.field().rfind("--", 0) == 0)
+    // Graph-level problems (disconnected, duplicate names) get the file name in front; the
+    // requested size's own errors pass through.
+    if (std::string(e.what()).find(path) != std::string::npos || e.field() == names("nodes") ||
+        e.field() == names("gpus"))
       throw;
     throw ConfigError(path, "", fmt::format("{}: {}", path, e.what()));
   }

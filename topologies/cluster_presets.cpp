@@ -44,7 +44,8 @@ void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node) {
   }
 }
 
-void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) {
+void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
+                         const FieldNames& names) {
   const LinkSpec& spec = find_link_type(fabric.link, "fabric link");
   const double port_Bps = fabric.bandwidth_Bps > 0 ? fabric.bandwidth_Bps : spec.lane_bandwidth_Bps;
   const double latency_s = fabric.latency_s >= 0 ? fabric.latency_s : spec.latency_s;
@@ -57,9 +58,10 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) 
     rails[static_cast<size_t>(x.local_index)].push_back(static_cast<VertexId>(v));
   }
   if (rails.empty()) {
-    throw ValidationError("--nodes", fmt::format("cluster '{}' has no NICs, so it cannot span {} "
-                                                 "nodes; use --nodes 1 or add NICs",
-                                                 cluster.name, nodes));
+    throw ValidationError(names("nodes"),
+                          fmt::format("cluster '{}' has no NICs, so it cannot span {} "
+                                      "nodes; use {} 1 or add NICs",
+                                      cluster.name, nodes, names("nodes")));
   }
   // Default spine count: one per rail, but never more than a leaf has uplink ports (so each
   // leaf-spine edge carries at least one NIC port's bandwidth).
@@ -95,13 +97,13 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes) 
 }
 
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
-                      const FabricSpec& fabric) {
+                      const FabricSpec& fabric, const FieldNames& names) {
   const auto per_node = static_cast<std::int64_t>(t.num_gpus());  // 64-bit: the product below
   if (static_cast<double>(per_node) * nodes > MAX_CLUSTER_GPUS) {
-    throw ValidationError("--nodes",
-                          fmt::format("--nodes: {} nodes x {} GPUs = {} GPUs exceed "
-                                      "loom's maximum of {}; simulate fewer nodes",
-                                      nodes, per_node, per_node * nodes, MAX_CLUSTER_GPUS));
+    throw ValidationError(names("nodes"), fmt::format("{}: {} nodes x {} GPUs = {} GPUs exceed "
+                                                      "loom's maximum of {}; simulate fewer nodes",
+                                                      names("nodes"), nodes, per_node,
+                                                      per_node * nodes, MAX_CLUSTER_GPUS));
   }
   Cluster cluster;
   cluster.name = name;
@@ -110,11 +112,12 @@ Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTem
   cluster.set_num_nodes(nodes);
   if (nodes > 1) {
     if (fabric.link.empty()) {
-      throw ValidationError("--nodes", fmt::format("cluster '{}' has no fabric, so it cannot span "
-                                                   "{} nodes; use --nodes 1 or give a fabric",
-                                                   name, nodes));
+      throw ValidationError(names("nodes"),
+                            fmt::format("cluster '{}' has no fabric, so it cannot span "
+                                        "{} nodes; use {} 1 or give a fabric",
+                                        name, nodes, names("nodes")));
     }
-    build_rail_fat_tree(cluster, fabric, nodes);
+    build_rail_fat_tree(cluster, fabric, nodes, names);
     cluster.fabric_link = fabric.link;
     cluster.oversubscription = fabric.oversubscription;
   }
@@ -258,50 +261,57 @@ std::vector<std::string> cluster_preset_names() {
 
 namespace {
 
-// Resolves --nodes / --gpus against the GPUs per node.
-std::optional<int> resolve_nodes(const ClusterRequest& r, int gpus_per_node) {
+// Resolves the requested nodes / GPUs against the GPUs per node.
+std::optional<int> resolve_nodes(const ClusterRequest& r, int gpus_per_node,
+                                 const FieldNames& names) {
   if (r.nodes && *r.nodes < 1)
-    throw ValidationError::not_positive("--nodes", std::to_string(*r.nodes));
-  if (r.gpus && *r.gpus < 1) throw ValidationError::not_positive("--gpus", std::to_string(*r.gpus));
-  if (r.nodes && *r.nodes > MAX_CLUSTER_NODES)
-    throw ValidationError::bad_value("--nodes", std::to_string(*r.nodes),
+    throw ValidationError::not_positive(names("nodes"), std::to_string(*r.nodes));
+  if (r.gpus && *r.gpus < 1)
+    throw ValidationError::not_positive(names("gpus"), std::to_string(*r.gpus));
+  if (r.nodes && *r.nodes > MAX_CLUSTER_NODES) {
+    throw ValidationError::bad_value(names("nodes"), std::to_string(*r.nodes),
                                      fmt::format("at most {}", MAX_CLUSTER_NODES));
-  if (r.gpus && *r.gpus > MAX_CLUSTER_GPUS)
-    throw ValidationError::bad_value("--gpus", std::to_string(*r.gpus),
+  }
+  if (r.gpus && *r.gpus > MAX_CLUSTER_GPUS) {
+    throw ValidationError::bad_value(names("gpus"), std::to_string(*r.gpus),
                                      fmt::format("at most {}", MAX_CLUSTER_GPUS));
+  }
   if (!r.gpus) return r.nodes;
   if (*r.gpus % gpus_per_node != 0) {
-    throw ValidationError("--gpus", fmt::format("--gpus {} is not a multiple of the {} GPUs per "
-                                                "node of '{}'; use a multiple or --nodes",
-                                                *r.gpus, gpus_per_node, r.spec));
+    throw ValidationError(
+        names("gpus"), fmt::format("{} {} is not a multiple of the {} GPUs per "
+                                   "node of '{}'; use a multiple or {}",
+                                   names("gpus"), *r.gpus, gpus_per_node, r.spec, names("nodes")));
   }
   const int nodes = *r.gpus / gpus_per_node;
   if (r.nodes && *r.nodes != nodes) {
-    throw ValidationError("--gpus", fmt::format("--gpus {} means {} nodes of {} GPUs, but --nodes "
-                                                "is {}; give one of them",
-                                                *r.gpus, nodes, gpus_per_node, *r.nodes));
+    throw ValidationError(names("gpus"), fmt::format("{} {} means {} nodes of {} GPUs, but {} "
+                                                     "is {}; give one of them",
+                                                     names("gpus"), *r.gpus, nodes, gpus_per_node,
+                                                     names("nodes"), *r.nodes));
   }
   return nodes;
 }
 
 }  // namespace
 
-Cluster load_cluster(const ClusterRequest& request) {
+Cluster load_cluster(const ClusterRequest& request, const FieldNames& names) {
   if (request.spec.empty()) {
-    throw ValidationError("--cluster",
-                          fmt::format("--cluster is required; give a preset ({}) or a cluster "
+    throw ValidationError(names("cluster"),
+                          fmt::format("{} is required; give a preset ({}) or a cluster "
                                       "JSON file",
-                                      join(cluster_preset_names(), ", ")));
+                                      names("cluster"), join(cluster_preset_names(), ", ")));
   }
   if (looks_like_path(request.spec)) {
-    // The GPUs per node (which --gpus needs) are only known once the file is read.
+    // The GPUs per node (which a GPU count needs) are only known once the file is read.
     return read_cluster_json(
-        request.spec, [&](int gpus_per_node) { return resolve_nodes(request, gpus_per_node); });
+        request.spec,
+        [&](int gpus_per_node) { return resolve_nodes(request, gpus_per_node, names); }, names);
   }
-  const PresetDefinition p = find_preset(request.spec);
-  const int nodes = resolve_nodes(request, p.node.num_gpus()).value_or(1);
+  const PresetDefinition p = find_preset(request.spec, names("cluster"));
+  const int nodes = resolve_nodes(request, p.node.num_gpus(), names).value_or(1);
   const std::string name = nodes > 1 ? fmt::format("{} x{}", p.name, nodes) : p.name;
-  return build_cluster(name, find_gpu(p.gpu), p.node, nodes, p.fabric);
+  return build_cluster(name, find_gpu(p.gpu), p.node, nodes, p.fabric, names);
 }
 
 }  // namespace loom::topo

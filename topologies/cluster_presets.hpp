@@ -1,12 +1,13 @@
 #pragma once
 // Cluster presets and the cluster loader: a preset name ("dgx-h100") or a cluster JSON file,
-// scaled to N nodes (--nodes) or N GPUs (--gpus). Multi-node clusters get a rail-optimised
+// scaled to N nodes or N GPUs. Multi-node clusters get a rail-optimised
 // two-tier fat-tree: NIC i of every node on the leaf of rail i, every leaf on every spine.
 // The JSON format is documented in docs/clusters.md.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/preset_info.hpp"
 #include "topologies/cluster.hpp"
 
@@ -27,8 +28,9 @@ struct ClusterRequest {
 /// Builds the cluster (routing index finalized). Throws ValidationError on an unknown preset
 /// (with did-you-mean), a bad or inconsistent size or one above MAX_CLUSTER_NODES /
 /// MAX_CLUSTER_GPUS; ConfigError on a bad JSON file; and
-/// ValidationError when the resulting graph is disconnected.
-Cluster load_cluster(const ClusterRequest& request);
+/// ValidationError when the resulting graph is disconnected. Messages name the request's
+/// fields ("cluster", "nodes", "gpus") as `names` spells them.
+Cluster load_cluster(const ClusterRequest& request, const FieldNames& names = {});
 /// The presets `loom presets clusters` lists, in a fixed order.
 std::vector<PresetInfo> cluster_presets();
 /// The preset names, in the same order.

@@ -43,11 +43,11 @@ const std::vector<GpuSpec>& gpu_catalog();
 /// The names users may type (catalog keys and aliases), sorted.
 std::vector<std::string> gpu_names();
 /// Looks up a GPU by key or alias (case-insensitive); throws ValidationError listing the
-/// valid names, with did-you-mean, naming `field` (e.g. "--gpu").
-const GpuSpec& find_gpu(std::string_view name, std::string_view field = "--gpu");
+/// valid names, with did-you-mean, naming `field` (e.g. "gpu"; the CLI passes "--gpu").
+const GpuSpec& find_gpu(std::string_view name, std::string_view field = "gpu");
 /// A catalog GPU by name, or, when `name_or_path` ends in ".json", a GPU JSON file holding a
 /// catalog "base" plus overrides (see topologies/gpu_json.hpp and docs/clusters.md). Throws
 /// ValidationError on an unknown name, ConfigError on a bad file.
-GpuSpec load_gpu(std::string_view name_or_path, std::string_view field = "--gpu");
+GpuSpec load_gpu(std::string_view name_or_path, std::string_view field = "gpu");
 
 }  // namespace loom::topo

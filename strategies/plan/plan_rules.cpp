@@ -108,6 +108,15 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
   }
 }
 
+// Megatron-LM's interleaved schedule runs the micro-batches in groups of pp.
+void check_interleaved_batches(const TrainingPlan& p, const PlanSources& s) {
+  if (p.schedule != models::Schedule::INTERLEAVED || p.micro_batches() % p.pp == 0) return;
+  fail_field(s, "gbs",
+             fmt::format("the interleaved schedule needs the number of micro-batches ({}) to be "
+                         "a multiple of {} {} (Megatron-LM's rule); change {}",
+                         p.micro_batches(), s.name("pp"), p.pp, s.name("gbs")));
+}
+
 }  // namespace
 
 void check_size(std::string_view key, std::int64_t value, const PlanSources& s) {
@@ -161,6 +170,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_fields(plan, sources);
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
+  check_interleaved_batches(plan, sources);
 }
 
 }  // namespace loom::strategies

@@ -3,7 +3,8 @@
 // positive, the ZeRO stage, percentages), rules between fields (bf16 gradients need a
 // 16-bit precision), rules against the model (TP divides the heads, PP x VPP divides the
 // layers, the pipeline split sums to them, EP divides the experts, CP and SP divide the
-// sequence) and the GPU-count rule against the cluster. Each rule throws PlanError naming
+// sequence), the interleaved schedule's batch rule (micro-batches a multiple of pp) and
+// the GPU-count rule against the cluster. Each rule throws PlanError naming
 // a plan field; `sources` decides how the message spells it (a flag, FILE#/pointer, or
 // the plain key).
 #include <cstdint>

@@ -87,10 +87,18 @@ TEST_CASE("models::Loader: presets are registered by name with descriptions") {
     CHECK(!p.description.empty());
     CHECK_NOTHROW(validate_model(model_preset(p.name)));
   }
+  // The plain key names the field; the CLI passes "--model".
   CHECK_THROWS_WITH_AS(load_model("llama3-8"),
-                       doctest::Contains("--model: unknown name 'llama3-8' (did you mean "
+                       doctest::Contains("model: unknown name 'llama3-8' (did you mean "
                                          "'llama3-8b'?); valid: gpt3-175b, gpt-1.7b"),
                        ValidationError);
+  try {
+    load_model("llama3-8");
+  } catch (const ValidationError& e) {
+    CHECK(e.field() == "model");
+  }
+  CHECK_THROWS_WITH_AS(load_model("llama3-8", "--model"),
+                       doctest::Contains("--model: unknown name 'llama3-8'"), ValidationError);
 }
 
 TEST_CASE("models::Loader: input errors name the file, position or key") {

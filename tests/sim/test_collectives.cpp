@@ -372,6 +372,11 @@ TEST_CASE("sim::Collectives: why_cannot_run says why an algorithm cannot run, an
   why = why_cannot_run(fabric, req, Algorithm::RING, Protocol::SIMPLE);
   REQUIRE(why);
   CHECK(why->find("does not implement") != std::string::npos);
+  // Lowering it anyway names the request's field by its key (the CLI spells it --algo).
+  CHECK_THROWS_WITH_AS(
+      build_schedule(fabric, req, Algorithm::RING, Protocol::SIMPLE, CostOptions{false}),
+      doctest::Contains("algorithm: algorithm 'ring' does not implement all_to_all"),
+      ValidationError);
   // A concurrent twin is asked too: hierarchical needs every group even across nodes.
   auto c = testing::rails(2, 4, 400e9, 50e9, h);
   Fabric railed(c);

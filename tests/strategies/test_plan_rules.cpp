@@ -64,6 +64,25 @@ TEST_CASE("strategies::PlanRules: the command line's sources name the flag") {
                        PlanError);
 }
 
+TEST_CASE("strategies::PlanRules: the interleaved schedule needs micro-batches in groups of pp") {
+  // Megatron-LM's rule (schedules.py asserts num_microbatches % pipeline_parallel_size == 0).
+  const ModelSpec m = models::model_preset("llama3-8b");
+  TrainingPlan p;
+  p.pp = 4;
+  p.vpp = 2;
+  p.schedule = models::Schedule::INTERLEAVED;
+  p.gbs = 6;  // 6 micro-batches of 1 on dp 1
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       "the interleaved schedule needs the number of micro-batches (6) to be a "
+                       "multiple of pp 4 (Megatron-LM's rule); change gbs",
+                       PlanError);
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("multiple of --pp 4 (Megatron-LM's rule); change --gbs"),
+                       PlanError);
+  p.gbs = 8;
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt));
+}
+
 TEST_CASE("strategies::PlanRules: the GPU count must match the cluster") {
   const ModelSpec m = models::model_preset("llama3-8b");
   TrainingPlan p;

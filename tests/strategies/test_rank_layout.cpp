@@ -59,7 +59,8 @@ TEST_CASE("strategies::RankLayout: order and expert groups") {
   CHECK(moe.groups(Dim::EP) == Groups{{0, 1}, {2, 3}});
   CHECK(moe.groups(Dim::EDP) == Groups{{0, 2}, {1, 3}});
   CHECK(moe.groups({Dim::TP, Dim::PP}).size() == 4);
-  CHECK_THROWS_WITH_AS(RankLayout(1, 1, 3, 4, 1), doctest::Contains("--ep 3 does not divide"),
+  CHECK_THROWS_WITH_AS(RankLayout(1, 1, 3, 4, 1),
+                       doctest::Contains("ep 3 does not divide dp 4 x cp 1 = 4"),
                        loom::ValidationError);
   CHECK_THROWS_WITH_AS(RankLayout(2, 1, 1, 2, 2, "tp-xp-dp"),
                        doctest::Contains("unknown dimension 'xp'"), loom::ValidationError);

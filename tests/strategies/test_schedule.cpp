@@ -151,5 +151,5 @@ TEST_CASE("strategies::Schedule: invalid shapes are validation errors") {
   CHECK_THROWS_AS(build_schedule(Schedule::INTERLEAVED, 4, 8, 1), loom::ValidationError);
   CHECK_THROWS_AS(build_schedule(Schedule::ONE_F_ONE_B, 4, 8, 2), loom::ValidationError);
   CHECK_THROWS_WITH_AS(build_schedule(Schedule::INTERLEAVED, 4, 6, 2),
-                       doctest::Contains("multiple of --pp 4"), loom::ValidationError);
+                       doctest::Contains("multiple of the 4 stages"), loom::ValidationError);
 }

@@ -71,12 +71,24 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
 
 TEST_CASE("topologies::Cluster: sizes beyond MAX_CLUSTER_NODES / MAX_CLUSTER_GPUS are bad input") {
   CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", 65537, {}}),
-                       doctest::Contains("--nodes: invalid value '65537'; allowed: at most 65536"),
+                       "nodes: invalid value '65537'; allowed: at most 65536",
                        loom::ValidationError);
   // 8,000 GB200 NVL72 racks = 576,000 GPUs > 2^19.
   CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"gb200-nvl72", 8000, {}}),
                        doctest::Contains("576000 GPUs exceed loom's maximum of 524288"),
                        loom::ValidationError);
   CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", {}, 1 << 20}),
-                       doctest::Contains("--gpus: invalid value '1048576'"), loom::ValidationError);
+                       doctest::Contains("gpus: invalid value '1048576'"), loom::ValidationError);
+}
+
+TEST_CASE("topologies::Cluster: size errors name the request's fields as the caller spells them") {
+  // Plain keys by default; a caller's FieldNames respells every mention.
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", {}, 12}),
+                       "gpus 12 is not a multiple of the 8 GPUs per node of 'dgx-h100'; use a "
+                       "multiple or nodes",
+                       loom::ValidationError);
+  const loom::FieldNames upper([](std::string_view key) { return "<" + std::string(key) + ">"; });
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h100", 1, 16}, upper),
+                       "<gpus> 16 means 2 nodes of 8 GPUs, but <nodes> is 1; give one of them",
+                       loom::ValidationError);
 }
