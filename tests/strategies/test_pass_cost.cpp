@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
@@ -87,8 +89,7 @@ double total_bytes(const std::vector<CommItem>& items) {
 }  // namespace
 
 TEST_CASE("strategies::PassCost: a GEMM and a norm on H100 bf16, by hand") {
-  CHECK(h100().matmul_efficiency(4096, 4096, 4096) ==
-        rel(GEMM_EFFICIENCY, 1e-5));
+  CHECK(h100().matmul_efficiency(4096, 4096, 4096) == rel(GEMM_EFFICIENCY, 1e-5));
   const PassCost c = cost_ops(gemm_then_norm(), plan_with(1), h100());
   // The square GEMM's backward shapes (dA: m,k,n; dB: k,n,m) are the forward's.
   CHECK(c.fwd_s == rel(GEMM_BF16_S + NORM_FWD_S, 1e-5));
@@ -187,8 +188,9 @@ TEST_CASE("strategies::PassCost: SP turns each all-reduce into all-gather + redu
   const auto plan = plan_with(2, true);
   const PassCost layer = cost_ops(models::layer_ops(model, plan, 0), plan, h100());
   REQUIRE(layer.fwd_comm.size() == 4);
-  const std::vector<CollectiveOp> fwd_order = {CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER,
-                                               CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER};
+  const std::vector<CollectiveOp> fwd_order = {
+      CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
+      CollectiveOp::REDUCE_SCATTER};
   for (size_t i = 0; i < 4; ++i) {
     CHECK(layer.fwd_comm[i].op == fwd_order[i]);
     CHECK(layer.fwd_comm[i].dim == Dim::TP);
@@ -311,8 +313,7 @@ TEST_CASE("strategies::PassCost: full recompute replays each layer's whole forwa
   REQUIRE(work.units.size() == 4);
   for (const auto& units : work.units) {
     for (const Unit& u : units)
-      if (u.name != "emb" && u.name != "head")
-        CHECK(u.cost.recompute_s == rel(u.cost.fwd_s));
+      if (u.name != "emb" && u.name != "head") CHECK(u.cost.recompute_s == rel(u.cost.fwd_s));
   }
   CHECK(work.units[0].front().name == "emb");
   CHECK(work.units[3].back().name == "head");

@@ -6,6 +6,8 @@
 // per GPU through NVSwitch: DGX H100 user guide / H100 datasheet).
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/step/pass_cost.hpp"
@@ -50,7 +52,7 @@ double comm(const StepReport& r, Dim d) {
 
 }  // namespace
 
-TEST_CASE("strategies::simulate_step: selective recompute adds the attention-core forward") {
+TEST_CASE("strategies::StepStages: selective recompute adds the attention-core forward") {
   // Korthikanti et al. 2022: selective recompute re-runs QKᵀ, softmax and attention x V
   // before each layer's backward. gpt-1.7b with flash attention on H100: scores and
   // attention x V each 2 x 24 x 2048² x 96 FLOPs, half computed under the causal mask, at
@@ -68,7 +70,7 @@ TEST_CASE("strategies::simulate_step: selective recompute adds the attention-cor
   CHECK(sel.hfu > sel.mfu);
 }
 
-TEST_CASE("strategies::simulate_step: full recompute adds about one forward per layer") {
+TEST_CASE("strategies::StepStages: full recompute adds about one forward per layer") {
   // Chen et al. 2016; Narayanan et al. 2021 Eq. 3: the forward is a third of forward +
   // backward FLOPs, so recomputing it adds about a third of the compute time (somewhat
   // less here: memory-bound backwards and the LM head are not all part of it).
@@ -84,7 +86,7 @@ TEST_CASE("strategies::simulate_step: full recompute adds about one forward per 
   CHECK(full.step_time_s - none.step_time_s == rel(added, 0.02));
 }
 
-TEST_CASE("strategies::simulate_step: fp8 speeds GEMMs by at most the peak ratio, not the rest") {
+TEST_CASE("strategies::StepStages: fp8 speeds GEMMs by at most the peak ratio, not the rest") {
   // H100 SXM datasheet: 1,978.9 TFLOP/s fp8 vs 989.4 bf16 (2.0x). Pass compute (C, less the
   // optimizer) = matmul work G + per-kernel overheads O + memory-bound ops M + the rest H.
   // fp8 halves G only, so C8 - C16/2 = O/2 + M/2 + (H8 - H16/2) >= (O + M)/2. Were the
@@ -114,7 +116,7 @@ TEST_CASE("strategies::simulate_step: fp8 speeds GEMMs by at most the peak ratio
   CHECK(c8 - c16 / 2 >= (memory_bound + overheads) / 2);
 }
 
-TEST_CASE("strategies::simulate_step: CP adds K/V all-gathers bounded by NVLink bandwidth") {
+TEST_CASE("strategies::StepStages: CP adds K/V all-gathers bounded by NVLink bandwidth") {
   // cp = 2 on gpt-1.7b: each layer all-gathers the sequence's K and V (2 bytes x 2048 x
   // 2 x 2304 = 18.87 MB) in forward and reduce-scatters their gradients in backward. On two
   // GPUs each receives half over NVLink4 at <= 450 GB/s: >= 20.97 us per collective. Same
@@ -141,7 +143,7 @@ TEST_CASE("strategies::simulate_step: CP adds K/V all-gathers bounded by NVLink 
   CHECK(delta == rel(cp2.compute_time_s - cp1.compute_time_s + comm(cp2, Dim::CP), 0.02));
 }
 
-TEST_CASE("strategies::simulate_step: EP all-to-alls on mixtral bounded by NVLink bandwidth") {
+TEST_CASE("strategies::StepStages: EP all-to-alls on mixtral bounded by NVLink bandwidth") {
   // Mixtral 8x7B (Jiang et al. 2024), ep = 8 on one node: each of the 32 MoE layers runs two
   // all-to-alls of 2 bytes x 4096 tokens x top-2 x 4096 = 67.1 MB forward and two backward;
   // each GPU sends 7/8 of it over NVLink4 at <= 450 GB/s: >= 130.5 us each, 16.7 ms a step.
@@ -168,7 +170,7 @@ TEST_CASE("strategies::simulate_step: EP all-to-alls on mixtral bounded by NVLin
   CHECK(ep8.optimizer_time_s < 0.25 * ep1.optimizer_time_s);
 }
 
-TEST_CASE("strategies::simulate_step: SP turns TP all-reduces into AG + RS and shards norms") {
+TEST_CASE("strategies::StepStages: SP turns TP all-reduces into AG + RS and shards norms") {
   // gpt-7.5b (Narayanan 2021 Table 1: 36 layers, h 4096), tp = 8 on one node, 2
   // micro-batches. With SP each layer runs 4 collectives forward and 4 backward (Korthikanti
   // 2022, Sec. 4.2.2) on the full activation S = 2 x 2048 x 4096 bytes; a ring all-gather
@@ -201,7 +203,7 @@ TEST_CASE("strategies::simulate_step: SP turns TP all-reduces into AG + RS and s
   CHECK(saved < memory_bound);
 }
 
-TEST_CASE("strategies::simulate_step: a plan over GPU memory still simulates") {
+TEST_CASE("strategies::StepStages: a plan over GPU memory still simulates") {
   // llama3-8b (8.03e9 parameters) with plain DDP and Adam: 16 bytes per parameter (ZeRO
   // paper, Rajbhandari et al. 2020, Sec. 3.1: 2 + 2 + 12) = 128 GB > 80 GB of an H100 SXM.
   const auto model = models::load_model("llama3-8b");
