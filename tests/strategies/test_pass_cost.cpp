@@ -1,0 +1,321 @@
+// Pass costing (strategies/step/pass_cost): the seconds of each pass and the model-parallel
+// collectives of an op list, checked against figures worked out by hand from the H100 SXM
+// datasheet (NVIDIA H100 Tensor Core GPU datasheet, SXM5 column: 989.4 TFLOP/s dense bf16,
+// 1,978.9 TFLOP/s dense fp8, 494.7 TFLOP/s dense tf32, 3.35 TB/s HBM3; 132 SMs per the H100
+// architecture whitepaper) and the kernel model's documented coefficients (docs/simulate.md:
+// matmul_peak_fraction 0.80, matmul_half_dim 48, 128 x 128 tiles, memory_bandwidth_fraction
+// 0.80, attention_fraction 0.55, causal fraction 0.5, 4 us per kernel).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "models/flops.hpp"
+#include "models/model_loader.hpp"
+#include "strategies/step/pass_cost.hpp"
+#include "topologies/gpu_catalog.hpp"
+#include "topologies/kernel_model.hpp"
+
+using namespace loom;
+using namespace loom::strategies;
+using models::Dim;
+using sim::CollectiveOp;
+
+namespace {
+
+// doctest::Approx adds 1 to its scale, so on quantities far below one (seconds of a kernel)
+// it compares absolutely; rel() compares relatively (default: to 1e-6).
+doctest::Approx rel(double value, double epsilon = 1e-6) {
+  return doctest::Approx(value).epsilon(epsilon).scale(0);
+}
+
+const topo::DatasheetKernelModel& h100() {
+  static const topo::DatasheetKernelModel model(topo::find_gpu("h100-sxm"));
+  return model;
+}
+
+// One 4096 x 4096 x 4096 GEMM (weights: forward, input and weight gradients each 2·4096³
+// FLOPs) followed by a norm moving 32 MiB in and 32 MiB out.
+std::vector<models::OpCost> gemm_then_norm() {
+  models::OpCost gemm;
+  gemm.name = "gemm";
+  gemm.kind = models::OpKind::MATMUL;
+  gemm.shape = {4096, 4096, 4096, 1};
+  gemm.fwd_flops = gemm.bwd_input_flops = gemm.bwd_weight_flops = 2.0 * 4096 * 4096 * 4096;
+  gemm.params = 4096.0 * 4096;
+  models::OpCost norm;
+  norm.name = "norm";
+  norm.kind = models::OpKind::ELEMENTWISE;
+  norm.input_bytes = norm.output_bytes = 32.0 * 1024 * 1024;
+  norm.params = 8192;
+  return {gemm, norm};
+}
+
+// By hand: shape efficiency per dimension (4096/4144) / (8192/8240) = 0.994208, cubed
+// 0.982722; waves: 32 x 32 = 1024 tiles on 132 SMs = 8 waves, 1024/1056 = 0.969697 busy;
+// efficiency 0.80 x 0.982722 x 0.969697 = 0.762357. 2·4096³ = 1.37439e11 FLOPs.
+constexpr double GEMM_EFFICIENCY = 0.762357;
+constexpr double GEMM_BF16_S = 186.213e-6;  // 1.37439e11 / (989.4e12 x 0.762357) + 4 us
+constexpr double GEMM_FP8_S = 95.102e-6;    // 1.37439e11 / (1978.9e12 x 0.762357) + 4 us
+constexpr double GEMM_TF32_S = 368.426e-6;  // 1.37439e11 / (494.7e12 x 0.762357) + 4 us
+// 64 MiB / (3.35e12 x 0.80) + 4 us forward; the backward moves twice the bytes.
+constexpr double NORM_FWD_S = 29.0406e-6;
+constexpr double NORM_BWD_S = 54.0812e-6;
+
+models::TrainingPlan plan_with(int tp, bool sp = false) {
+  models::TrainingPlan p;
+  p.tp = tp;
+  p.sp = sp;
+  p.seq = 2048;
+  p.mbs = 1;
+  return p;
+}
+
+// The collectives of `items` on `dim` with `op`.
+std::vector<CommItem> only(const std::vector<CommItem>& items, Dim dim, CollectiveOp op) {
+  std::vector<CommItem> out;
+  std::copy_if(items.begin(), items.end(), std::back_inserter(out),
+               [&](const CommItem& c) { return c.dim == dim && c.op == op; });
+  return out;
+}
+
+double total_bytes(const std::vector<CommItem>& items) {
+  double s = 0;
+  for (const auto& c : items) s += c.bytes;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("strategies::PassCost: a GEMM and a norm on H100 bf16, by hand") {
+  CHECK(h100().matmul_efficiency(4096, 4096, 4096) == rel(GEMM_EFFICIENCY, 1e-5));
+  const PassCost c = cost_ops(gemm_then_norm(), plan_with(1), h100());
+  // The square GEMM's backward shapes (dA: m,k,n; dB: k,n,m) are the forward's.
+  CHECK(c.fwd_s == rel(GEMM_BF16_S + NORM_FWD_S, 1e-5));
+  CHECK(c.bwd_input_s == rel(GEMM_BF16_S + NORM_BWD_S, 1e-5));
+  CHECK(c.bwd_weight_s == rel(GEMM_BF16_S, 1e-5));  // the norm has no dW
+  CHECK(c.recompute_s == 0);
+  CHECK(c.params == 4096.0 * 4096 + 8192);
+  CHECK(c.fwd_comm.empty());
+  CHECK(c.bwd_comm.empty());
+}
+
+TEST_CASE("strategies::PassCost: fp8 runs GEMMs at the fp8 peak, fp32 on TF32, not the norm") {
+  auto fp8 = plan_with(1);
+  fp8.precision = models::Precision::FP8;
+  auto fp32 = plan_with(1);
+  fp32.precision = models::Precision::FP32;
+  const PassCost c8 = cost_ops(gemm_then_norm(), fp8, h100());
+  const PassCost c32 = cost_ops(gemm_then_norm(), fp32, h100());
+  CHECK(c8.fwd_s == rel(GEMM_FP8_S + NORM_FWD_S, 1e-5));
+  CHECK(c8.bwd_input_s == rel(GEMM_FP8_S + NORM_BWD_S, 1e-5));
+  CHECK(c8.bwd_weight_s == rel(GEMM_FP8_S, 1e-5));
+  CHECK(c32.fwd_s == rel(GEMM_TF32_S + NORM_FWD_S, 1e-5));
+  CHECK(compute_dtype(models::Precision::FP8) == topo::DType::FP8);
+  CHECK(h100().peak_flops(compute_dtype(models::Precision::FP32)) == rel(494.7e12));
+}
+
+TEST_CASE("strategies::PassCost: fp8 on a real layer speeds matmuls by the peak ratio only") {
+  // gpt-1.7b layer (Narayanan 2021 Table 1: h 2304, 24 heads). Matmuls and fused attention
+  // both scale with the tensor-core peak: their time less the per-kernel overhead shrinks by
+  // exactly 989.4 / 1978.9; memory-bound ops move the same bytes in both precisions.
+  const auto model = models::load_model("gpt-1.7b");
+  auto bf16 = plan_with(1);
+  auto fp8 = bf16;
+  fp8.precision = models::Precision::FP8;
+  auto split = [&](const models::TrainingPlan& p, bool matmul) {
+    auto ops = models::layer_ops(model, p, 0);
+    std::erase_if(ops, [&](const models::OpCost& op) { return op.is_matmul() != matmul; });
+    return ops;
+  };
+  const auto mm16 = split(bf16, true), mm8 = split(fp8, true);
+  REQUIRE(mm16.size() == 6);  // qkv, scores, attn x V, out proj, MLP up, MLP down
+  const double overhead = 6 * 4e-6;
+  const double t16 = cost_ops(mm16, bf16, h100()).fwd_s;
+  const double t8 = cost_ops(mm8, fp8, h100()).fwd_s;
+  CHECK(t8 - overhead == rel((t16 - overhead) * 989.4 / 1978.9, 1e-9));
+  const PassCost mb16 = cost_ops(split(bf16, false), bf16, h100());
+  const PassCost mb8 = cost_ops(split(fp8, false), fp8, h100());
+  CHECK(mb16.fwd_s > 0);
+  CHECK(mb8.fwd_s == rel(mb16.fwd_s));
+  CHECK(mb8.bwd_input_s == rel(mb16.bwd_input_s));
+}
+
+TEST_CASE("strategies::PassCost: TP all-reduces twice per layer forward and backward") {
+  // Megatron tensor parallelism (Shoeybi et al. 2019, Sec. 3, Fig. 4): one all-reduce after
+  // the row-parallel attention output projection and one after the MLP down projection in
+  // forward (operator g), two mirrored ones in backward (operator f), each on the full
+  // b x s x h activation: 2 bytes x 2048 x 2304 = 9,437,184 bytes for gpt-1.7b in bf16.
+  const auto model = models::load_model("gpt-1.7b");
+  const double activation = 2.0 * 2048 * 2304;
+  const PassCost layer = cost_ops(models::layer_ops(model, plan_with(2), 0), plan_with(2), h100());
+  REQUIRE(layer.fwd_comm.size() == 2);
+  REQUIRE(layer.bwd_comm.size() == 2);
+  for (const auto& items : {layer.fwd_comm, layer.bwd_comm}) {
+    for (const CommItem& c : items) {
+      CHECK(c.dim == Dim::TP);
+      CHECK(c.op == CollectiveOp::ALL_REDUCE);
+      CHECK(c.bytes == activation);
+    }
+  }
+  // Without TP there is nothing to reduce.
+  const PassCost solo = cost_ops(models::layer_ops(model, plan_with(1), 0), plan_with(1), h100());
+  CHECK(solo.fwd_comm.empty());
+  CHECK(solo.bwd_comm.empty());
+
+  // The whole model on one stage: 24 layers x 2, the vocabulary-parallel embedding's
+  // all-reduce of the same activation, and the vocab-parallel cross-entropy's 3 fp32 values
+  // per token (max, sum of exponentials, target logit: 12 x 2048 bytes).
+  const StageWork work = cost_stages(model, plan_with(2), h100());
+  REQUIRE(work.chunk_cost.size() == 1);
+  REQUIRE(work.units[0].size() == 26);  // emb, L0..L23, head
+  CHECK(work.units[0].front().name == "emb");
+  CHECK(work.units[0].back().name == "head");
+  const auto& fwd = work.chunk_cost[0].fwd_comm;
+  CHECK(fwd.size() == 50);
+  CHECK(std::count_if(fwd.begin(), fwd.end(),
+                      [&](const CommItem& c) { return c.bytes == activation; }) == 49);
+  CHECK(fwd.back().bytes == 12.0 * 2048);
+}
+
+TEST_CASE("strategies::PassCost: SP turns each all-reduce into all-gather + reduce-scatter") {
+  // Korthikanti et al. 2022, Sec. 4.2.2: with sequence parallelism the forward g/ḡ pair is an
+  // all-gather before the column-parallel block and a reduce-scatter after the row-parallel
+  // one, of the same full activation; backward swaps them. Same bytes per collective.
+  const auto model = models::load_model("gpt-1.7b");
+  const double activation = 2.0 * 2048 * 2304;
+  const auto plan = plan_with(2, true);
+  const PassCost layer = cost_ops(models::layer_ops(model, plan, 0), plan, h100());
+  REQUIRE(layer.fwd_comm.size() == 4);
+  const std::vector<CollectiveOp> fwd_order = {
+      CollectiveOp::ALL_GATHER, CollectiveOp::REDUCE_SCATTER, CollectiveOp::ALL_GATHER,
+      CollectiveOp::REDUCE_SCATTER};
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(layer.fwd_comm[i].op == fwd_order[i]);
+    CHECK(layer.fwd_comm[i].dim == Dim::TP);
+    CHECK(layer.fwd_comm[i].bytes == activation);
+    CHECK(layer.bwd_comm[i].op == (fwd_order[i] == CollectiveOp::ALL_GATHER
+                                       ? CollectiveOp::REDUCE_SCATTER
+                                       : CollectiveOp::ALL_GATHER));
+    CHECK(layer.bwd_comm[i].bytes == activation);
+  }
+  CHECK(only(layer.fwd_comm, Dim::TP, CollectiveOp::ALL_REDUCE).empty());
+  // SP shards the norms and dropouts by tp: less memory-bound forward time than without SP.
+  const PassCost plain = cost_ops(models::layer_ops(model, plan_with(2), 0), plan_with(2), h100());
+  CHECK(layer.fwd_s < plain.fwd_s);
+  CHECK(total_bytes(layer.fwd_comm) == 2 * total_bytes(plain.fwd_comm));
+}
+
+TEST_CASE("strategies::PassCost: CP all-gathers the whole sequence's K/V on the cp group") {
+  // Context parallelism (Megatron-core context_parallel; Liu et al. 2023 ring attention):
+  // each CP rank holds s/cp tokens and needs K and V of the whole sequence. llama3-8b (Meta
+  // config.json: h 4096, 8 KV heads of 128): K + V are 2 x 8 x 128 = 2048 wide; at s = 4096
+  // in bf16 the gathered K/V is 2 bytes x 4096 x 2048 = 16,777,216 bytes, i.e. the local
+  // shard (s/cp tokens) times cp. Backward reduce-scatters their gradients.
+  const auto model = models::load_model("llama3-8b");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.cp = 2;
+  p.dp = 4;
+  const double kv_bytes = 2.0 * 4096 * 2048;
+  const PassCost layer = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  REQUIRE(layer.fwd_comm.size() == 1);
+  CHECK(layer.fwd_comm[0].dim == Dim::CP);
+  CHECK(layer.fwd_comm[0].op == CollectiveOp::ALL_GATHER);
+  CHECK(layer.fwd_comm[0].bytes == kv_bytes);
+  REQUIRE(layer.bwd_comm.size() == 1);
+  CHECK(layer.bwd_comm[0].dim == Dim::CP);
+  CHECK(layer.bwd_comm[0].op == CollectiveOp::REDUCE_SCATTER);
+  CHECK(layer.bwd_comm[0].bytes == kv_bytes);
+  // cp = 4: a quarter of the tokens per rank, the same gathered K/V.
+  p.cp = 4;
+  p.dp = 2;
+  const PassCost cp4 = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  REQUIRE(cp4.fwd_comm.size() == 1);
+  CHECK(cp4.fwd_comm[0].bytes == kv_bytes);
+  // With TP as well: K/V split by tp, then the two TP all-reduces of the local tokens'
+  // activation (2 bytes x 4096/2 tokens x 4096).
+  p.cp = 2;
+  p.tp = 2;
+  p.dp = 2;
+  const PassCost both = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  REQUIRE(both.fwd_comm.size() == 3);
+  CHECK(both.fwd_comm[0].dim == Dim::CP);
+  CHECK(both.fwd_comm[0].bytes == kv_bytes / 2);
+  CHECK(only(both.fwd_comm, Dim::TP, CollectiveOp::ALL_REDUCE).size() == 2);
+  CHECK(both.fwd_comm[1].bytes == 2.0 * 2048 * 4096);
+}
+
+TEST_CASE("strategies::PassCost: EP all-to-alls dispatch and combine in every MoE layer") {
+  // Mixtral 8x7B (Jiang et al. 2024: 32 layers, h 4096, 8 experts, top-2, every layer MoE).
+  // Each GPU sends its s x top_k token copies out and receives as many back (GShard/
+  // Megatron-core all-to-all dispatcher): 2 bytes x 4096 x 2 x 4096 = 67,108,864 bytes per
+  // all-to-all at s = 4096, mbs 1, bf16, capacity factor 1.
+  const auto model = models::load_model("mixtral-8x7b");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.dp = 8;
+  p.ep = 8;
+  const double dispatch = 2.0 * 4096 * 2 * 4096;
+  const PassCost layer = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  REQUIRE(layer.fwd_comm.size() == 2);
+  REQUIRE(layer.bwd_comm.size() == 2);
+  for (const auto& items : {layer.fwd_comm, layer.bwd_comm}) {
+    for (const CommItem& c : items) {
+      CHECK(c.dim == Dim::EP);
+      CHECK(c.op == CollectiveOp::ALL_TO_ALL);
+      CHECK(c.bytes == dispatch);
+    }
+  }
+  // The whole model: 32 MoE layers x 2, and nothing on EP without expert parallelism.
+  const StageWork work = cost_stages(model, p, h100());
+  CHECK(only(work.chunk_cost[0].fwd_comm, Dim::EP, CollectiveOp::ALL_TO_ALL).size() == 64);
+  p.ep = 1;
+  const PassCost no_ep = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  CHECK(no_ep.fwd_comm.empty());
+  // EP moves experts, not work: with balanced routing each GPU runs the same expert FLOPs.
+  CHECK(no_ep.fwd_s == rel(layer.fwd_s, 0.05));
+}
+
+TEST_CASE("strategies::PassCost: selective recompute replays only the attention core") {
+  // Korthikanti et al. 2022, Sec. 5: selective recompute re-runs the attention core (QKᵀ,
+  // softmax, dropout, attention x V), not the projections or the MLP. gpt-1.7b with flash
+  // attention on H100: scores and attention x V are each 2 x 24 heads x 2048² x 96 =
+  // 1.93274e10 FLOPs, half of it computed under the causal mask, at 0.55 of 989.4 TFLOP/s:
+  // 17.759 us + 4 us = 21.759 us each; the fused softmax moves nothing of its own.
+  const auto model = models::load_model("gpt-1.7b");
+  auto p = plan_with(1);
+  p.recompute = models::Recompute::SELECTIVE;
+  const PassCost sel = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  CHECK(sel.recompute_s == rel(2 * 21.7586e-6, 1e-5));
+  p.recompute = models::Recompute::NONE;
+  const PassCost none = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  CHECK(none.recompute_s == 0);
+  // Recompute adds work, it does not change the passes themselves.
+  CHECK(sel.fwd_s == rel(none.fwd_s));
+  CHECK(sel.bwd_input_s == rel(none.bwd_input_s));
+  CHECK(sel.recompute_s < 0.1 * none.fwd_s);
+}
+
+TEST_CASE("strategies::PassCost: full recompute replays each layer's whole forward") {
+  // Chen et al. 2016 / Megatron --recompute-granularity full: one extra forward per layer.
+  const auto model = models::load_model("gpt-1.7b");
+  auto p = plan_with(2);
+  p.recompute = models::Recompute::FULL;
+  const PassCost layer = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  CHECK(layer.recompute_s == rel(layer.fwd_s));
+  CHECK(layer.recompute_s > 0);
+  // Every layer of every virtual stage (pp 2 x vpp 2 chunks of 6 layers).
+  p.pp = 2;
+  p.vpp = 2;
+  const StageWork work = cost_stages(model, p, h100());
+  REQUIRE(work.units.size() == 4);
+  for (const auto& units : work.units) {
+    for (const Unit& u : units)
+      if (u.name != "emb" && u.name != "head") CHECK(u.cost.recompute_s == rel(u.cost.fwd_s));
+  }
+  CHECK(work.units[0].front().name == "emb");
+  CHECK(work.units[3].back().name == "head");
+  CHECK(work.units[1].size() == 6);
+}
