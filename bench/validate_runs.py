@@ -52,8 +52,9 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   with EP not dividing DP x CP (MoE parallel folding) or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
-  `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> loom selective (loom has no
-  op-level SAC); "full" -> full; Float8 linears -> --precision fp8; torch.compile not
+  `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> --recompute selective
+  --selective-recompute op (its llama3 configs' selective_ac_option = "op"); "full" -> full;
+  --cross-entropy eager (torchtitan's uncompiled F.cross_entropy on fp32 logits); Float8 linears -> --precision fp8; torch.compile not
   modelled; gbs not stated -> one micro-batch per rank.
 
 Usage: bench/validate_runs.py [--loom build/loom] [--reference tests/validation/reference]
@@ -399,6 +400,9 @@ def torchtitan_jobs(mem_rows, fam):
                 "--dp", str(dp), "--cp", str(cp), "--zero", "3" if p.get("fsdp") else "0",
                 "--mbs", str(mbs), "--gbs", str(gbs), "--seq", str(r["seq_len"]),
                 "--recompute", r["recompute"], "--flash-attention", "on",
+                # torchtitan's llama3 configs: selective_ac_option = "op"; its loss_fn is
+                # F.cross_entropy(pred.float(), labels), not compiled (train.py, Dec 2024).
+                "--selective-recompute", "op", "--cross-entropy", "eager",
                 "--precision", "fp8" if "Float8" in r["precision"] else "bf16"]
         jobs.append((fam, r["run_id"], "memory", args, r["memory_gib_per_gpu"],
                      lambda res: res["peak_bytes"] / GIB))

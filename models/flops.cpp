@@ -81,6 +81,7 @@ OpCost linear(const Ctx& c, std::string name, double tokens, double in, double o
   op.weight_bytes = n * k * weight_bytes_per_elem;
   op.input_bytes = c.act * tokens * k;
   op.output_bytes = c.act * tokens * n;
+  op.output_parts = {op.output_bytes, 0, 0};
   op.saved_bytes = saved;
   return op;
 }
@@ -190,8 +191,10 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
     ops.push_back(up);
   } else {
     const bool bias = m.linear_bias || m.qkv_bias;
-    ops.push_back(linear(c, "qkv_proj", T, h, qw + kw + vw, Parallel::COLUMN, bias,
-                         seq_in + c.act * T * (qw + kw + vw) / c.t, c.wbytes));
+    OpCost qkv = linear(c, "qkv_proj", T, h, qw + kw + vw, Parallel::COLUMN, bias,
+                        seq_in + c.act * T * (qw + kw + vw) / c.t, c.wbytes);
+    qkv.output_parts = {c.act * T * qw / c.t, c.act * T * kw / c.t, c.act * T * vw / c.t};
+    ops.push_back(qkv);
     if (m.qk_norm) {
       double bytes = c.act * T * (qw + kw) / c.t;
       OpCost qk = elementwise("qk_norm", bytes, bytes, bytes, 5 * T * (qw + kw) / c.t);
@@ -225,6 +228,8 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f,
   const double up_width = gated ? 2 * f : f;
   OpCost up =
       linear(c, prefix + "_up", tokens, h, up_width, Parallel::COLUMN, bias, input_saved, c.wbytes);
+  // torchtitan's FeedForward runs the gate (w1) and up (w3) projections as two matmuls.
+  if (gated) up.output_parts = {c.act * tokens * f / c.t, c.act * tokens * f / c.t, 0};
   OpCost act =
       elementwise(prefix + "_act", c.act * tokens * up_width / c.t, c.act * tokens * f / c.t,
                   c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
@@ -288,10 +293,31 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   push_residual_dropout(c, "mlp_residual_dropout", ops);
 }
 
-void apply_recompute(const TrainingPlan& plan, std::vector<OpCost>& ops) {
+// Bytes of the matmul outputs torchtitan's op policy recomputes (the even-numbered ones),
+// counting from `mm` matmuls already seen in the layer.
+double recomputed_parts(const OpCost& op, int& mm) {
+  double total = 0;
+  for (double part : op.output_parts) {
+    if (part <= 0) continue;
+    if (++mm % 2 == 0) total += part;
+  }
+  return total;
+}
+
+// Extra forward FLOPs of the recompute pass: full recomputes every op; Megatron selective the
+// attention core; torchtitan's op policy the even-numbered matmuls and the memory-bound ops.
+void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops) {
+  if (!layer_recomputed(plan, layer_index)) return;
+  int mm = 0;
   for (OpCost& op : ops) {
-    if (plan.recompute == Recompute::FULL ||
-        (plan.recompute == Recompute::SELECTIVE && op.attention_core)) {
+    if (plan.recompute == Recompute::FULL) {
+      op.recompute_flops = op.fwd_flops;
+    } else if (plan.selective_recompute == SelectiveRecompute::ATTENTION) {
+      if (op.attention_core) op.recompute_flops = op.fwd_flops;
+    } else if (op.kind == OpKind::MATMUL) {
+      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
+      if (out > 0) op.recompute_flops = op.fwd_flops * recomputed_parts(op, mm) / out;
+    } else if (op.kind != OpKind::ATTENTION) {
       op.recompute_flops = op.fwd_flops;
     }
   }
@@ -312,6 +338,30 @@ double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan) {
   const Ctx c(model, plan);
   const double div = model.kind == ModelKind::MLP ? 1 : c.seq_div;
   return c.act * c.T * static_cast<double>(model.hidden) / div;
+}
+
+bool layer_recomputed(const TrainingPlan& plan, int layer_index) {
+  if (plan.recompute == Recompute::NONE) return false;
+  return (layer_index + 1) % std::max(plan.recompute_every, 1) == 0;
+}
+
+double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
+                                const std::vector<OpCost>& ops) {
+  // torchtitan/models/llama3/parallelize.py (_save_list, _custom_policy): aten.mm and the
+  // SDPA kernels are saved "except every second mm"; checkpoint() keeps the block input.
+  double saved = layer_input_bytes(model, plan), attention_out = 0;
+  int mm = 0;
+  for (const OpCost& op : ops) {
+    if (op.kind == OpKind::MATMUL) {
+      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
+      saved += out - recomputed_parts(op, mm);
+    } else if (op.attention_core && op.kind == OpKind::ATTENTION) {
+      attention_out = op.output_bytes;  // the last one is attention x V: SDPA's output
+    } else if (op.attention_core) {
+      saved += op.saved_bytes;  // the softmax statistics (flash: fp32 log-sum-exp)
+    }
+  }
+  return saved + attention_out;
 }
 
 std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& plan) {
@@ -352,7 +402,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
     attention_ops(c, ops);
     mlp_ops(c, layer_index, ops);
   }
-  apply_recompute(plan, ops);
+  apply_recompute(plan, layer_index, ops);
   return ops;
 }
 

@@ -14,6 +14,7 @@
 // forward, weight gradient = forward; weight-less attention matmuls have two input
 // gradients); norms, softmax, activations and the loss are memory-bound ops whose small
 // FLOP counts are reported but left out of the totals unless FlopConvention asks.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,16 +56,20 @@ struct MatmulShape {
 struct OpCost {
   std::string name;  ///< e.g. "qkv_proj", "attn_scores", "mlp_down", "lm_head"
   OpKind kind = OpKind::ELEMENTWISE;
-  MatmulShape shape;               ///< meaningful for MATMUL and ATTENTION
-  double fwd_flops = 0;            ///< forward FLOPs
-  double bwd_input_flops = 0;      ///< backward FLOPs for the input (activation) gradient
-  double bwd_weight_flops = 0;     ///< backward FLOPs for the weight gradient
-  double recompute_flops = 0;      ///< extra forward FLOPs under plan.recompute
-  double weight_bytes = 0;         ///< weights read in forward (compute dtype), bytes
-  double input_bytes = 0;          ///< activations read in forward, bytes
-  double output_bytes = 0;         ///< activations written in forward, bytes (backward moves
-                                   ///< about twice the forward bytes)
-  double saved_bytes = 0;          ///< activations kept for backward without recompute, bytes
+  MatmulShape shape;            ///< meaningful for MATMUL and ATTENTION
+  double fwd_flops = 0;         ///< forward FLOPs
+  double bwd_input_flops = 0;   ///< backward FLOPs for the input (activation) gradient
+  double bwd_weight_flops = 0;  ///< backward FLOPs for the weight gradient
+  double recompute_flops = 0;   ///< extra forward FLOPs under plan.recompute
+  double weight_bytes = 0;      ///< weights read in forward (compute dtype), bytes
+  double input_bytes = 0;       ///< activations read in forward, bytes
+  double output_bytes = 0;      ///< activations written in forward, bytes (backward moves
+                                ///< about twice the forward bytes)
+  double saved_bytes = 0;       ///< activations kept for backward without recompute, bytes
+  /// Output bytes of each separate matmul a fused MATMUL op stands for, forward order (qkv:
+  /// q, k, v; gated MLP up: gate, up; otherwise the one output): torchtitan's op-level
+  /// selective recompute counts them one by one.
+  std::array<double, 3> output_parts{};
   double params = 0;               ///< parameters this op holds on this GPU
   bool expert = false;             ///< params are routed-expert weights (sharded over EP)
   bool attention_core = false;     ///< recomputed by selective recompute
@@ -91,6 +96,15 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
 /// With tied embeddings the head holds parameters only when pp > 1 (a copy on the last
 /// stage, as Megatron keeps).
 std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan);
+
+/// Whether layer `layer_index` is recomputed: plan.recompute is not none and
+/// (layer_index + 1) is a multiple of plan.recompute_every (torchtitan's every-k-th layer).
+bool layer_recomputed(const TrainingPlan& plan, int layer_index);
+/// Activation bytes torchtitan's op-level selective checkpoint keeps for a layer with op list
+/// `ops`: the block input, the output of every other matmul (1st, 3rd, ... in forward order,
+/// counted per layer) and the attention output with its log-sum-exp.
+double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
+                                const std::vector<OpCost>& ops);
 
 /// Activation bytes a layer keeps when fully recomputed: its input (divided by tp with SP).
 double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan);

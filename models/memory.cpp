@@ -25,24 +25,46 @@ double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
 bool any_op(const OpCost&) {
   return true;
 }
-bool core_op(const OpCost& op) {
-  return op.attention_core;
-}
 bool non_core_op(const OpCost& op) {
   return !op.attention_core;
 }
 bool non_loss_op(const OpCost& op) {
   return op.kind != OpKind::LOSS;
 }
-bool loss_op(const OpCost& op) {
-  return op.kind == OpKind::LOSS;
+
+// What layer `layer` with op list `ops` keeps per micro-batch: everything unless it is
+// recomputed; full: its input only; selective: all but the attention core (Megatron) or
+// torchtitan's op-level set.
+double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector<OpCost>& ops,
+                    int layer) {
+  if (!layer_recomputed(p, layer)) return sum_saved(ops, any_op);
+  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
+  if (p.selective_recompute == SelectiveRecompute::OP) return op_selective_saved_bytes(m, p, ops);
+  return sum_saved(ops, non_core_op);
 }
 
-// What a layer with op list `ops` keeps per micro-batch under plan.recompute (full: its
-// input only; selective: all but the attention core).
-double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector<OpCost>& ops) {
-  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
-  return sum_saved(ops, p.recompute == Recompute::SELECTIVE ? non_core_op : any_op);
+// Elements of the logits one GPU holds per micro-batch (tokens x vocab / tp).
+double logit_elements(const TrainingPlan& p, const std::vector<OpCost>& head) {
+  for (const OpCost& op : head)
+    if (op.kind == OpKind::LOSS) return op.input_bytes / activation_element_bytes(p);
+  return 0;
+}
+
+// Bytes per logit element the loss keeps from its forward to its backward, and at its peak.
+// Fused (Megatron-core fused_cross_entropy / vocab-parallel cross-entropy): the 16-bit
+// logits and one fp32 buffer that becomes the gradient in place: 2 + 4 both times. Eager
+// (torch F.cross_entropy(pred.float(), labels), torchtitan's loss_fn): log_softmax saves its
+// fp32 output (4); the backward holds it with nll_loss's dense fp32 gradient and
+// log_softmax's fp32 input gradient: 3 x 4 = 12 at the peak (the 16-bit logits are freed
+// first: torchtitan's train step does `del pred` before backward).
+struct LossBytes {
+  double kept = 0;
+  double peak = 0;
+};
+LossBytes loss_bytes_per_logit(const TrainingPlan& p) {
+  const double act = activation_element_bytes(p);
+  if (p.cross_entropy == CrossEntropy::EAGER) return {4, 3 * 4};
+  return {act + 4, act + 4};
 }
 
 struct OpParams {
@@ -112,9 +134,52 @@ std::vector<std::vector<int>> stage_layer_indices(const ModelSpec& m, const Trai
 }
 
 double stored_layer_activation_bytes(const ModelSpec& m, const TrainingPlan& p, int layer) {
-  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
-  return stored_bytes(m, p, layer_ops(m, p, layer));
+  return stored_bytes(m, p, layer_ops(m, p, layer), layer);
 }
+
+namespace {
+
+// PyTorch's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp; the guide "A guide to
+// PyTorch's CUDA Caching Allocator", Z. DeVito 2022) never returns a freed segment to the
+// device, and splits a cached block to serve smaller requests. A transient that is freed
+// and asked for again each iteration (the loss buffers, a gathered FSDP unit, a recomputed
+// layer's widest tensor) finds its old block split among tensors that are still alive, and
+// a new segment is mapped: the peak reserved memory (what torchtitan and `nvidia-smi`
+// report) exceeds the peak allocated by about one such block. loom counts one largest
+// transient tensor; block rounding (512 B, 2 MiB pages) is negligible beside it.
+double allocator_gap_bytes(const TrainingPlan& p, const std::vector<OpCost>& head, bool last,
+                           double widest_layer_tensor, double gathered_unit_bytes) {
+  double largest = std::max(widest_layer_tensor, gathered_unit_bytes);
+  if (last) largest = std::max(largest, 4 * logit_elements(p, head));  // one fp32 logit buffer
+  return largest;
+}
+
+// The stage's activations: stored tensors of every in-flight micro-batch, plus the larger of
+// the two transient peaks, which never coincide: the loss (at the start of a micro-batch's
+// backward) and one recomputed layer rematerialised during backward.
+void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
+                       const std::vector<OpCost>& head, bool first, bool last, StageMemory& s) {
+  double acts = s.layer_activation_bytes * s.inflight_microbatches;
+  if (first) {
+    s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;
+    acts += s.embedding_activation_bytes;
+  }
+  double loss_peak = 0;
+  if (last) {
+    s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
+    // The loss backward runs right after its forward, except under GPipe, where every
+    // micro-batch's loss tensors wait until all forwards are done.
+    const LossBytes per = loss_bytes_per_logit(p);
+    const double elements = logit_elements(p, head);
+    const double waiting = p.schedule == Schedule::GPIPE ? s.inflight_microbatches - 1 : 0.0;
+    loss_peak = elements * (per.peak + waiting * per.kept);
+    s.logits_bytes = loss_peak;
+    acts += s.head_activation_bytes;
+  }
+  s.activations_bytes = acts + std::max(loss_peak, s.recompute_working_bytes);
+}
+
+}  // namespace
 
 MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
                              const std::vector<double>& in_flight) {
@@ -147,28 +212,23 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     s.layers = ranks[static_cast<size_t>(r)];
     const bool first = r == 0, last = r == p.pp - 1;
     OpParams layer_params, edge_params;
-    double largest_unit = 0;
-    double full_layer_max = 0, core_layer_max = 0;
+    double largest_layer = 0, widest_tensor = 0;
     for (int l : s.layers) {
       const auto ops = layer_ops(m, p, l);
       OpParams lp = sum_params(ops);
       layer_params.dense += lp.dense;
       layer_params.expert += lp.expert;
-      largest_unit = std::max(largest_unit, lp.dense + lp.expert);
-      s.layer_activation_bytes += stored_bytes(m, p, ops);
-      full_layer_max = std::max(full_layer_max, sum_saved(ops, any_op));
-      core_layer_max = std::max(core_layer_max, sum_saved(ops, core_op));
+      largest_layer = std::max(largest_layer, lp.dense + lp.expert);
+      const double stored = stored_bytes(m, p, ops, l);
+      s.layer_activation_bytes += stored;
+      // A recomputed layer rematerialises, during its backward, what it did not keep.
+      if (layer_recomputed(p, l))
+        s.recompute_working_bytes =
+            std::max(s.recompute_working_bytes, sum_saved(ops, any_op) - stored);
+      for (const OpCost& op : ops) widest_tensor = std::max(widest_tensor, op.output_bytes);
     }
-    if (first) {
-      OpParams e = sum_params(embed);
-      edge_params.dense += e.dense;
-      largest_unit = std::max(largest_unit, e.dense);
-    }
-    if (last) {
-      OpParams h = sum_params(head);
-      edge_params.dense += h.dense;
-      largest_unit = std::max(largest_unit, h.dense);
-    }
+    if (first) edge_params.dense += sum_params(embed).dense;
+    if (last) edge_params.dense += sum_params(head).dense;
     s.expert_parameters = layer_params.expert;
     s.parameters = layer_params.dense + layer_params.expert + edge_params.dense;
     const double dense = layer_params.dense + edge_params.dense;
@@ -176,40 +236,40 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
 
     s.weights_bytes = dense * dense_b.weights + expert * expert_b.weights +
                       layer_params.dense * dense_b.fp8_cache + expert * expert_b.fp8_cache;
-    if (p.zero == 3 && dense_group > 1) {
-      // FSDP / ZeRO-3 gathers one wrapped unit (a layer, or the embedding / LM head) at a
-      // time and prefetches the next: two full units of 16-bit (or fp32) weights.
-      s.zero3_buffer_bytes = 2 * largest_unit * report.bytes_per_param.weights;
-      s.weights_bytes += s.zero3_buffer_bytes;
-    }
     s.gradients_bytes = dense * dense_b.gradients + expert * expert_b.gradients;
+    double gathered_unit = 0, grad_buffers = 0;
+    if (p.zero == 3 && dense_group > 1) {
+      // FSDP2 (torch.distributed.fsdp.fully_shard; torchtitan wraps each block and the root
+      // holding the embedding and LM head): the root's parameters stay gathered from the
+      // start of backward to its end; each block is gathered while in use and the next one
+      // is prefetched (implicit prefetch), so two block units plus the root are unsharded.
+      // A block's backward produces its unsharded gradients (compute dtype) and the
+      // reduce-scatter input in the reduce dtype (grad dtype): one block's worth of each.
+      const double w = report.bytes_per_param.weights;
+      gathered_unit = std::max(largest_layer, edge_params.dense) * w;
+      s.zero3_buffer_bytes = (edge_params.dense + 2 * largest_layer) * w;
+      s.weights_bytes += s.zero3_buffer_bytes;
+      grad_buffers =
+          largest_layer * (activation_element_bytes(p) + report.bytes_per_param.gradients);
+    }
     s.optimizer_bytes = dense * dense_b.optimizer() + expert * expert_b.optimizer();
 
     s.inflight_microbatches = in_flight[static_cast<size_t>(r)];
-    double acts = s.layer_activation_bytes * s.inflight_microbatches;
-    if (first) {
-      s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;
-      acts += s.embedding_activation_bytes;
-    }
-    if (last) {
-      s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
-      // The loss backward runs right after its forward, except under GPipe, where every
-      // micro-batch's logits wait until all forwards are done.
-      s.logits_bytes = sum_saved(head, loss_op) *
-                       (p.schedule == Schedule::GPIPE ? s.inflight_microbatches : 1.0);
-      acts += s.head_activation_bytes + s.logits_bytes;
-    }
-    if (p.recompute == Recompute::FULL) s.recompute_working_bytes = full_layer_max;
-    if (p.recompute == Recompute::SELECTIVE) s.recompute_working_bytes = core_layer_max;
-    acts += s.recompute_working_bytes;
-    s.activations_bytes = acts;
+    stage_activations(p, embed, head, first, last, s);
+    // The FSDP gradient buffers live during a block's backward, with the recomputed layer,
+    // not during the loss: they count where that phase exceeds the loss peak.
+    s.zero3_grad_buffer_bytes =
+        std::max(0.0, s.recompute_working_bytes + grad_buffers -
+                          std::max(s.logits_bytes, s.recompute_working_bytes));
+    s.gradients_bytes += s.zero3_grad_buffer_bytes;
 
     s.other.cuda_context_bytes = p.cuda_context_bytes;
     s.other.comm_buffer_bytes = comm_buffer_bytes;
     const double rest = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes +
                         s.activations_bytes + s.other.cuda_context_bytes +
                         s.other.comm_buffer_bytes;
-    s.other.fragmentation_bytes = p.fragmentation_fraction * rest;
+    s.other.fragmentation_bytes = allocator_gap_bytes(p, head, last, widest_tensor, gathered_unit) +
+                                  p.fragmentation_fraction * rest;
     s.other_bytes = s.other.total();
     s.total_bytes = rest + s.other.fragmentation_bytes;
     if (s.total_bytes > report.peak_bytes) {

@@ -36,27 +36,31 @@ BytesPerParameter sharded_bytes_per_parameter(const TrainingPlan& plan, int zero
 struct OtherMemory {
   double cuda_context_bytes = 0;   ///< plan.cuda_context_bytes
   double comm_buffer_bytes = 0;    ///< NCCL buffers per process group + pipeline send/recv
-  double fragmentation_bytes = 0;  ///< plan.fragmentation_fraction of everything else
+  double fragmentation_bytes = 0;  ///< caching-allocator gap: one largest transient tensor,
+                                   ///< plus plan.fragmentation_fraction of everything else
   double total() const { return cuda_context_bytes + comm_buffer_bytes + fragmentation_bytes; }
 };
 
 /// One GPU of one pipeline stage (pipeline rank).
 struct StageMemory {
   int stage = 0;
-  std::vector<int> layers;        ///< layer indices this rank holds (all its virtual chunks)
-  double parameters = 0;          ///< parameters one GPU holds (after TP/EP, before ZeRO)
-  double expert_parameters = 0;   ///< of which routed-expert weights
-  double weights_bytes = 0;       ///< includes zero3_buffer_bytes
-  double zero3_buffer_bytes = 0;  ///< gathered largest unit + its prefetch (ZeRO-3/FSDP)
-  double gradients_bytes = 0;
+  std::vector<int> layers;             ///< layer indices this rank holds (all its virtual chunks)
+  double parameters = 0;               ///< parameters one GPU holds (after TP/EP, before ZeRO)
+  double expert_parameters = 0;        ///< of which routed-expert weights
+  double weights_bytes = 0;            ///< includes zero3_buffer_bytes
+  double zero3_buffer_bytes = 0;       ///< gathered largest unit + its prefetch (ZeRO-3/FSDP)
+  double gradients_bytes = 0;          ///< includes zero3_grad_buffer_bytes
+  double zero3_grad_buffer_bytes = 0;  ///< FSDP block gradient + reduce-scatter buffers at peak
   double optimizer_bytes = 0;
   double activations_bytes = 0;           ///< everything below summed
   double layer_activation_bytes = 0;      ///< one micro-batch through this rank's layers, stored
   double inflight_microbatches = 0;       ///< micro-batches whose activations are alive at peak
   double embedding_activation_bytes = 0;  ///< first stage: embedding output kept, all in flight
   double head_activation_bytes = 0;       ///< last stage: final norm and LM head inputs
-  double logits_bytes = 0;  ///< last stage: logits + fp32 cross-entropy (GPipe: all in flight)
-  double recompute_working_bytes = 0;  ///< one layer rematerialised during backward
+  double logits_bytes = 0;  ///< last stage: the loss's peak (plan.cross_entropy; GPipe: all wait)
+  double recompute_working_bytes = 0;  ///< one recomputed layer's rematerialised tensors
+  ///< activations_bytes holds the larger of logits_bytes and recompute_working_bytes: the two
+  ///< peaks happen at different times of the backward.
   OtherMemory other;
   double other_bytes = 0;
   double total_bytes = 0;

@@ -23,6 +23,15 @@ const std::vector<std::string>& grad_dtype_names() {
   return names;
 }
 
+const std::vector<std::string>& selective_recompute_names() {
+  static const std::vector<std::string> names = {"attention", "op"};
+  return names;
+}
+const std::vector<std::string>& cross_entropy_names() {
+  static const std::vector<std::string> names = {"fused", "eager"};
+  return names;
+}
+
 std::string to_string(Precision v) {
   return precision_names()[static_cast<size_t>(v)];
 }
@@ -37,6 +46,13 @@ std::string to_string(Schedule v) {
 }
 std::string to_string(GradDtype v) {
   return grad_dtype_names()[static_cast<size_t>(v)];
+}
+
+std::string to_string(SelectiveRecompute v) {
+  return selective_recompute_names()[static_cast<size_t>(v)];
+}
+std::string to_string(CrossEntropy v) {
+  return cross_entropy_names()[static_cast<size_t>(v)];
 }
 
 }  // namespace loom::models

@@ -15,6 +15,12 @@ enum class Optimizer { ADAM, SGD, SGD_MOMENTUM };
 enum class Recompute { NONE, SELECTIVE, FULL };
 enum class Schedule { NAIVE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE };
 enum class GradDtype { FP32, BF16 };
+/// What `--recompute selective` recomputes: Megatron's attention core, or torchtitan's
+/// op-level policy (keeps every other matmul output and the attention output).
+enum class SelectiveRecompute { ATTENTION, OP };
+/// How the loss runs: Megatron's fused vocab-parallel cross-entropy (in-place fp32), or
+/// torch's F.cross_entropy on an fp32 upcast of the logits (torchtitan).
+enum class CrossEntropy { FUSED, EAGER };
 
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
@@ -29,6 +35,9 @@ struct TrainingPlan {
   std::int64_t seq = 2048;  ///< sequence length, in tokens
   int zero = 0;             ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP)
   Recompute recompute = Recompute::NONE;
+  SelectiveRecompute selective_recompute = SelectiveRecompute::ATTENTION;
+  int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
+  CrossEntropy cross_entropy = CrossEntropy::FUSED;
   bool sp = false;  ///< sequence parallelism (with TP)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
@@ -40,7 +49,7 @@ struct TrainingPlan {
   double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
   std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
-  double fragmentation_fraction = 0.05;  ///< allocator reserve as a fraction of the rest
+  double fragmentation_fraction = 0;  ///< extra reserve beyond the allocator model, fraction
 
   /// tp x pp x dp x cp: the GPUs this plan occupies.
   std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
@@ -56,6 +65,8 @@ std::string to_string(Optimizer value);
 std::string to_string(Recompute value);
 std::string to_string(Schedule value);
 std::string to_string(GradDtype value);
+std::string to_string(SelectiveRecompute value);
+std::string to_string(CrossEntropy value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -63,5 +74,7 @@ const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& recompute_names();
 const std::vector<std::string>& schedule_names();
 const std::vector<std::string>& grad_dtype_names();
+const std::vector<std::string>& selective_recompute_names();
+const std::vector<std::string>& cross_entropy_names();
 
 }  // namespace loom::models

@@ -96,6 +96,23 @@ void add_choice_rows(std::vector<PlanField>& t) {
   t.push_back(choice_row(
       "recompute", "--recompute", "activation recompute", "none", 10, models::recompute_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.recompute); }));
+  // Recompute policy and loss as the frameworks name them (issue 9 memory; one block).
+  t.push_back(choice_row(
+      "selective_recompute", "--selective-recompute",
+      "what selective recompute drops: attention (Megatron core) or op "
+      "(torchtitan: every other matmul output kept)",
+      "attention", 25, models::selective_recompute_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.selective_recompute); }));
+  t.push_back(size_row(
+      "recompute_every", "--recompute-every",
+      "recompute only every k-th layer (torchtitan selective_ac_option k)", "1", 26, INT_SIZE_MAX,
+      "", [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.recompute_every}; }));
+  t.push_back(choice_row(
+      "cross_entropy", "--cross-entropy",
+      "loss kernel: fused (Megatron vocab-parallel) or eager (torch on fp32 "
+      "logits)",
+      "fused", 27, models::cross_entropy_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.cross_entropy); }));
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
                   "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";
@@ -136,7 +153,7 @@ void add_choice_rows(std::vector<PlanField>& t) {
       19, [](const TrainingPlan& p) -> PlanValue { return bytes_text(p.cuda_context_bytes); }));
   t.push_back(
       row("fragmentation_percent", FT::PERCENT, "--fragmentation",
-          "allocator fragmentation reserve, percent of the rest", "5", 20,
+          "extra reserve beyond the allocator model, percent of the rest", "0", 20,
           [](const TrainingPlan& p) -> PlanValue { return p.fragmentation_fraction * 100.0; }));
   t.push_back(row("gpus", FT::DERIVED, "", "GPUs the plan occupies (tp x pp x dp x cp)", "derived",
                   -1, [](const TrainingPlan& p) -> PlanValue { return p.gpus(); }));

@@ -126,6 +126,9 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.precision = choice(in, "precision", p.precision);
   p.optimizer = choice(in, "optimizer", p.optimizer);
   p.grad_dtype = choice(in, "grad_dtype", p.grad_dtype);
+  p.selective_recompute = choice(in, "selective_recompute", p.selective_recompute);
+  p.cross_entropy = choice(in, "cross_entropy", p.cross_entropy);
+  p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;
   if (p.schedule == models::Schedule::INTERLEAVED && p.vpp < 2) {
     fail_field(s, "vpp",
