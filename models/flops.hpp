@@ -55,19 +55,23 @@ struct MatmulShape {
 struct OpCost {
   std::string name;  ///< e.g. "qkv_proj", "attn_scores", "mlp_down", "lm_head"
   OpKind kind = OpKind::ELEMENTWISE;
-  MatmulShape shape;               ///< meaningful for MATMUL and ATTENTION
-  double fwd_flops = 0;            ///< forward FLOPs
-  double bwd_input_flops = 0;      ///< backward FLOPs for the input (activation) gradient
-  double bwd_weight_flops = 0;     ///< backward FLOPs for the weight gradient
-  double recompute_flops = 0;      ///< extra forward FLOPs under plan.recompute
-  double weight_bytes = 0;         ///< weights read in forward (compute dtype), bytes
-  double input_bytes = 0;          ///< activations read in forward, bytes
-  double output_bytes = 0;         ///< activations written in forward, bytes (backward moves
-                                   ///< about twice the forward bytes)
-  double saved_bytes = 0;          ///< activations kept for backward without recompute, bytes
-  double params = 0;               ///< parameters this op holds on this GPU
-  bool expert = false;             ///< params are routed-expert weights (sharded over EP)
-  bool attention_core = false;     ///< recomputed by selective recompute
+  MatmulShape shape;            ///< meaningful for MATMUL and ATTENTION
+  double fwd_flops = 0;         ///< forward FLOPs
+  double bwd_input_flops = 0;   ///< backward FLOPs for the input (activation) gradient
+  double bwd_weight_flops = 0;  ///< backward FLOPs for the weight gradient
+  double recompute_flops = 0;   ///< extra forward FLOPs under plan.recompute
+  double weight_bytes = 0;      ///< weights read in forward (compute dtype), bytes
+  double input_bytes = 0;       ///< activations read in forward, bytes
+  double output_bytes = 0;      ///< activations written in forward, bytes (backward moves
+                                ///< about twice the forward bytes)
+  double saved_bytes = 0;       ///< activations kept for backward without recompute, bytes
+  double params = 0;            ///< parameters this op holds on this GPU
+  bool expert = false;          ///< params are routed-expert weights (sharded over EP)
+  bool attention_core = false;  ///< recomputed by selective recompute
+  /// A transformer-layer linear (projections, MLP, experts) that FP8 recipes run in FP8:
+  /// Transformer Engine's Linear / LayerNormLinear / LayerNormMLP / GroupedLinear. The LM
+  /// head, the router and the attention core stay 16-bit.
+  bool fp8_linear = false;
   bool causal = false;             ///< half the work is masked (kernels may skip it)
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
