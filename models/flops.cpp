@@ -65,6 +65,7 @@ OpCost linear(const Ctx& c, std::string name, double tokens, double in, double o
   OpCost op;
   op.name = std::move(name);
   op.kind = OpKind::MATMUL;
+  op.fp8_linear = true;  // the router and the head clear it
   double n = out, k = in, bias_params = bias ? out : 0;
   if (parallel == Parallel::COLUMN) {
     n = out / c.t;
@@ -267,6 +268,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     const double local_experts = E / c.p.ep;
     OpCost router = linear(c, "router", local_tokens, h, E, Parallel::REPLICATED, m.moe.router_bias,
                            c.act * local_tokens * h + 4 * local_tokens * E, c.act);
+    router.fp8_linear = false;  // Megatron's TopKRouter is a plain (not TE) linear
     if (m.moe.shared_expert_gate) router.params += h;
     ops.push_back(router);
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h, c.act * R * h, 0, 0);
@@ -416,6 +418,9 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   // The head's weights stay 16-bit (or fp32) under fp8: they are read at activation width.
   OpCost head = linear(c, mlp ? "classifier" : "lm_head", c.T, h, V, Parallel::COLUMN, mlp,
                        c.act * c.T * h / div, c.act);
+  // Transformer Engine covers the layers' linears only; Megatron's output layer is a plain
+  // ColumnParallelLinear, so it runs 16-bit under --fp8.
+  head.fp8_linear = false;
   if (!mlp && model.tied_embeddings && plan.pp == 1) head.params = 0;  // shares the embedding
   ops.push_back(head);
   // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live

@@ -70,9 +70,13 @@ struct OpCost {
   /// q, k, v; gated MLP up: gate, up; otherwise the one output): torchtitan's op-level
   /// selective recompute counts them one by one.
   std::array<double, 3> output_parts{};
-  double params = 0;               ///< parameters this op holds on this GPU
-  bool expert = false;             ///< params are routed-expert weights (sharded over EP)
-  bool attention_core = false;     ///< recomputed by selective recompute
+  double params = 0;            ///< parameters this op holds on this GPU
+  bool expert = false;          ///< params are routed-expert weights (sharded over EP)
+  bool attention_core = false;  ///< recomputed by selective recompute
+  /// A transformer-layer linear (projections, MLP, experts) that FP8 recipes run in FP8:
+  /// Transformer Engine's Linear / LayerNormLinear / LayerNormMLP / GroupedLinear. The LM
+  /// head, the router and the attention core stay 16-bit.
+  bool fp8_linear = false;
   bool causal = false;             ///< half the work is masked (kernels may skip it)
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes

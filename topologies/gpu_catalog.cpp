@@ -86,6 +86,16 @@ GpuSpec with_arch(GpuSpec s, int sm_count, GpuArch arch, const char* src) {
   return s;
 }
 
+// Sets the measured large-GEMM fractions of a GPU whose own measurement differs from its
+// architecture's (topologies/kernel_model.cpp, architecture_gemm_fraction).
+GpuSpec with_gemm_fractions(GpuSpec s, double bf16, double fp8) {
+  s.gemm_fraction_tf32 = bf16;
+  s.gemm_fraction_bf16 = bf16;
+  s.gemm_fraction_fp16 = bf16;
+  s.gemm_fraction_fp8 = fp8;
+  return s;
+}
+
 std::vector<GpuSpec> build_catalog() {
   // Columns: fp32, tf32, bf16, fp16, fp8 (dense TFLOP/s); HBM GB, HBM GB/s; NVLink GB/s
   // bidirectional per GPU (halved into per direction); NVLink gen; PCIe gen; TDP W; then
@@ -140,9 +150,12 @@ std::vector<GpuSpec> build_catalog() {
       // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
       // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
       // PCIe Gen5, which is what pcie_generation records.
-      with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500, 5000, 186,
-                     8000, 1800, 5, 5, 1200, SRC_GB200),
-                148, GpuArch::BLACKWELL, ARCH_B200),
+      // Its own MAMF (S. Bekman, ml-engineering compute/accelerator/README.md): bf16
+      // 1822 / 2500 = 72.9%, fp8 3615.6 / 5000 = 72.3% of the 1200 W datasheet peaks.
+      with_gemm_fractions(with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500,
+                                         2500, 5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
+                                    148, GpuArch::BLACKWELL, ARCH_B200),
+                          0.729, 0.723),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,
@@ -209,6 +222,27 @@ const GpuSpec& find_gpu(std::string_view name, std::string_view field) {
   throw ValidationError::unknown_name(field, name, gpu_names());
 }
 
+namespace {
+
+// The measured-efficiency overrides: fractions of the dense peak in [0, 1], 0 for the
+// architecture's default.
+void read_efficiencies(ObjectReader& r, GpuSpec& s) {
+  const std::pair<const char*, double*> keys[] = {
+      {"gemm_efficiency_tf32", &s.gemm_fraction_tf32},
+      {"gemm_efficiency_bf16", &s.gemm_fraction_bf16},
+      {"gemm_efficiency_fp16", &s.gemm_fraction_fp16},
+      {"gemm_efficiency_fp8", &s.gemm_fraction_fp8},
+      {"attention_efficiency", &s.attention_fraction},
+  };
+  for (const auto& [key, field] : keys) {
+    *field = r.get_number_or(key, *field);
+    if (!(*field >= 0 && *field <= 1))
+      r.fail(key, r.raw(key).dump(), "a fraction of the dense peak from 0 to 1 (0: default)");
+  }
+}
+
+}  // namespace
+
 GpuSpec read_gpu_spec(ObjectReader& r) {
   GpuSpec s;
   try {
@@ -220,7 +254,10 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
                           r.has("fp8") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
                           r.has("nvlink_bandwidth") || r.has("nvlink_generation") ||
                           r.has("pcie_generation") || r.has("tdp_watts") || r.has("sm_count") ||
-                          r.has("architecture");
+                          r.has("architecture") || r.has("power_limit_w") ||
+                          r.has("load_clock_fraction") || r.has("gemm_efficiency_tf32") ||
+                          r.has("gemm_efficiency_bf16") || r.has("gemm_efficiency_fp16") ||
+                          r.has("gemm_efficiency_fp8") || r.has("attention_efficiency");
   s.display_name =
       r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
   s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
@@ -245,6 +282,15 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   if (r.has("sm_count") || r.has("architecture")) s.arch_source += " + overrides from " + r.file();
   if (!(s.tdp_watts >= 0 && s.tdp_watts <= 1e5))
     r.fail("tdp_watts", r.raw("tdp_watts").dump(), "a power in watts from 0 to 100000");
+  s.power_limit_watts = r.get_number_or("power_limit_w", s.power_limit_watts);
+  if (!(s.power_limit_watts >= 0 && s.power_limit_watts <= 1e5))
+    r.fail("power_limit_w", r.raw("power_limit_w").dump(),
+           "a power in watts from 0 to 100000 (0: the TDP)");
+  s.load_clock_fraction = r.get_number_or("load_clock_fraction", s.load_clock_fraction);
+  if (!(s.load_clock_fraction >= 0 && s.load_clock_fraction <= 1))
+    r.fail("load_clock_fraction", r.raw("load_clock_fraction").dump(),
+           "a fraction from 0 to 1 (0: the default)");
+  read_efficiencies(r, s);
   if (s.bf16_flops <= 0) r.fail("bf16", "0", "a positive FLOP rate, e.g. \"989TFLOPS\"");
   if (s.hbm_bytes <= 0) r.fail("hbm_capacity", "0", "a positive size, e.g. \"80GB\"");
   if (s.hbm_bandwidth_Bps <= 0)
@@ -257,21 +303,34 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
 OrderedJson write_gpu_spec(const GpuSpec& g) {
   // fmt's "{}" prints a double's shortest representation that parses back to the same bits.
   auto rate = [](double v) { return fmt::format("{}FLOPS", v); };
-  return OrderedJson{{"base", g.name},
-                     {"display_name", g.display_name},
-                     {"fp32", rate(g.fp32_flops)},
-                     {"tf32", rate(g.tf32_flops)},
-                     {"bf16", rate(g.bf16_flops)},
-                     {"fp16", rate(g.fp16_flops)},
-                     {"fp8", rate(g.fp8_flops)},
-                     {"hbm_capacity", fmt::format("{}B", g.hbm_bytes)},
-                     {"hbm_bandwidth", fmt::format("{}Bps", g.hbm_bandwidth_Bps)},
-                     {"nvlink_bandwidth", fmt::format("{}Bps", g.nvlink_bandwidth_Bps)},
-                     {"nvlink_generation", g.nvlink_generation},
-                     {"pcie_generation", g.pcie_generation},
-                     {"tdp_watts", g.tdp_watts},
-                     {"sm_count", g.sm_count},
-                     {"architecture", to_string(g.arch)}};
+  OrderedJson out{{"base", g.name},
+                  {"display_name", g.display_name},
+                  {"fp32", rate(g.fp32_flops)},
+                  {"tf32", rate(g.tf32_flops)},
+                  {"bf16", rate(g.bf16_flops)},
+                  {"fp16", rate(g.fp16_flops)},
+                  {"fp8", rate(g.fp8_flops)},
+                  {"hbm_capacity", fmt::format("{}B", g.hbm_bytes)},
+                  {"hbm_bandwidth", fmt::format("{}Bps", g.hbm_bandwidth_Bps)},
+                  {"nvlink_bandwidth", fmt::format("{}Bps", g.nvlink_bandwidth_Bps)},
+                  {"nvlink_generation", g.nvlink_generation},
+                  {"pcie_generation", g.pcie_generation},
+                  {"tdp_watts", g.tdp_watts},
+                  {"sm_count", g.sm_count},
+                  {"architecture", to_string(g.arch)}};
+  // Optional figures are written only when set, so a default spec reads back unchanged.
+  const std::pair<const char*, double> optional[] = {
+      {"power_limit_w", g.power_limit_watts},
+      {"load_clock_fraction", g.load_clock_fraction},
+      {"gemm_efficiency_tf32", g.gemm_fraction_tf32},
+      {"gemm_efficiency_bf16", g.gemm_fraction_bf16},
+      {"gemm_efficiency_fp16", g.gemm_fraction_fp16},
+      {"gemm_efficiency_fp8", g.gemm_fraction_fp8},
+      {"attention_efficiency", g.attention_fraction},
+  };
+  for (const auto& [key, value] : optional)
+    if (value > 0) out[key] = value;
+  return out;
 }
 
 GpuSpec load_gpu(std::string_view name_or_path, std::string_view field) {

@@ -8,6 +8,13 @@
 
 namespace loom::topo {
 
+/// Sustained-to-boost clock ratio under full load at the TDP: NVIDIA's HPL Rpeak for A100
+/// uses the 1305 MHz clock the GPU sustains at its power limit, against its 1410 MHz boost
+/// (G. Lockwood, "Peak FLOPS", glennklockwood.com/garden/peak-FLOPS, on NVIDIA's Rpeak
+/// convention). The one published sustained clock found; applied to every GPU without its
+/// own figure (GpuSpec::load_clock_fraction), an extrapolation docs/defaults.md states.
+inline constexpr double DEFAULT_LOAD_CLOCK_FRACTION = 1305.0 / 1410.0;
+
 /// GPU architecture (generation), from the vendor's whitepaper. Read by the kernel-time model
 /// and by NCCL's tuning tables (sim/nccl_model.hpp), never guessed from a GPU's name.
 enum class GpuArch { VOLTA, AMPERE, ADA, HOPPER, BLACKWELL, CDNA3 };
@@ -31,11 +38,29 @@ struct GpuSpec {
   double nvlink_bandwidth_Bps = 0;  ///< NVLink per GPU per direction, bytes/s (0: none)
   int nvlink_generation = 0;        ///< 3, 4, 5; 0 when the GPU has no NVLink
   int pcie_generation = 4;          ///< host PCIe generation (x16)
-  double tdp_watts = 0;             ///< board power in watts
-  int sm_count = 0;                 ///< streaming multiprocessors (AMD: compute units)
-  GpuArch arch = GpuArch::AMPERE;   ///< architecture
-  std::string source;               ///< datasheet citation
-  std::string arch_source;          ///< citation for sm_count and arch (whitepaper)
+  double tdp_watts = 0;             ///< board power in watts (the limit the peaks hold at)
+  /// Sustained board power limit in watts the GPU runs under (e.g. a 500 W H100 SXM); 0:
+  /// the TDP. Below the TDP, compute-bound kernels run at a lower sustained clock
+  /// (topologies/kernel_model.hpp, sustained_clock_fraction).
+  double power_limit_watts = 0;
+  /// Clock a GPU sustains under continuous full tensor-core load at its TDP, relative to the
+  /// boost clock its datasheet peak assumes, in (0, 1]; 0: DEFAULT_LOAD_CLOCK_FRACTION.
+  /// Short GEMM benchmarks (the measured GEMM fractions) run at boost; a training step keeps
+  /// every GPU of a node at its power limit for its whole length.
+  double load_clock_fraction = 0;
+  /// Fraction of the dense peak a large GEMM reaches, per tensor-core dtype; 0: the
+  /// architecture's measured figure (kernel_model.hpp, architecture_gemm_fraction).
+  double gemm_fraction_tf32 = 0;
+  double gemm_fraction_bf16 = 0;  ///< as gemm_fraction_tf32, for bf16
+  double gemm_fraction_fp16 = 0;  ///< as gemm_fraction_tf32, for fp16
+  double gemm_fraction_fp8 = 0;   ///< as gemm_fraction_tf32, for fp8
+  /// Fraction of the dense peak a fused attention forward reaches; 0: the architecture's
+  /// figure (kernel_model.hpp, architecture_attention_fraction).
+  double attention_fraction = 0;
+  int sm_count = 0;                ///< streaming multiprocessors (AMD: compute units)
+  GpuArch arch = GpuArch::AMPERE;  ///< architecture
+  std::string source;              ///< datasheet citation
+  std::string arch_source;         ///< citation for sm_count and arch (whitepaper)
 };
 
 /// Every GPU in the catalog, in a fixed order.

@@ -12,8 +12,10 @@ namespace loom::topo {
 /// "fp32", "tf32", "bf16", "fp16", "fp8" (FLOP/s, e.g. "989TFLOPS"), "hbm_capacity" (bytes,
 /// "80GB"), "hbm_bandwidth" ("3.35TBps"), "nvlink_bandwidth" (per direction, "450GBps"),
 /// "nvlink_generation", "pcie_generation", "tdp_watts", "sm_count" (plain numbers),
-/// "architecture" ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3"); every key absent
-/// keeps the base GPU's value. Throws ConfigError on an
+/// "architecture" ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3"), "power_limit_w"
+/// (the sustained power cap in watts, 0 = the TDP), "gemm_efficiency_tf32", "_bf16", "_fp16",
+/// "_fp8" and "attention_efficiency" (measured fractions of the dense peak, 0 = the
+/// architecture default); every key absent keeps the base GPU's value. Throws ConfigError on an
 /// unknown key (did-you-mean), a missing unit or a non-positive bf16/HBM figure, and
 /// ValidationError on an unknown base name.
 GpuSpec read_gpu_spec(ObjectReader& reader);

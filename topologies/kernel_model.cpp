@@ -20,11 +20,135 @@ DType tensor_core_dtype(DType math) {
   return math == DType::FP32 ? DType::TF32 : math;
 }
 
+// Large-GEMM fractions of the dense datasheet peak: the "Maximum Achievable Matmul FLOPS"
+// (MAMF, best shape of a sweep, mean of 100 runs, torch.matmul on cuBLAS/hipBLASLt at the
+// card's stock power) of S. Bekman, "Machine Learning Engineering", compute/accelerator/
+// README.md, MAMF comparison tables (BF16 and FP8 float8_e4m3fn), 2025 revision:
+//   A100 SXM bf16 271.2 / 312 = 86.9%;  H100 SXM bf16 794.5 / 989 = 80.3% (H200 the same),
+//   fp8 1402.6 / 1979 = 70.9%;  B200 bf16 1745 / 2250 = 77.6%, fp8 3432.5 / 4500 = 76.3%;
+//   MI300X bf16 668.4 / 1300 = 51.4%.
+// No published MAMF for Volta, Ada or TF32: those keep the earlier 0.80 (Volta, Ada) or the
+// same architecture's bf16 figure (TF32 and FP16 run on the same tensor-core datapath at
+// half and equal rate); MI300X fp8 has no figure and uses its bf16 one.
+double architecture_gemm_fraction(GpuArch arch, DType tensor) {
+  const bool fp8 = tensor == DType::FP8;
+  switch (arch) {
+    case GpuArch::AMPERE:
+      return 0.869;  // no fp8 tensor cores: fp8 math falls back to bf16 peak and fraction
+    case GpuArch::HOPPER:
+      return fp8 ? 0.709 : 0.803;
+    case GpuArch::BLACKWELL:
+      return fp8 ? 0.763 : 0.776;
+    case GpuArch::CDNA3:
+      return 0.514;
+    case GpuArch::VOLTA:
+    case GpuArch::ADA:
+      break;
+  }
+  return 0.80;
+}
+
+// Fused attention forward, fraction of the dense 16-bit peak with the causal half skipped
+// and counted as skipped (the FlashAttention benchmarks' convention):
+//  - Ampere: FlashAttention-2 reaches 50-73% of A100 peak forward (Dao 2023, abstract and
+//    Fig. 4); 0.55 for causal head-dim 64-128 at 2k-8k, the lower part of that range.
+//  - Hopper: FlashAttention-3 forward, head dim 128, causal, 2k-16k tokens, runs at about
+//    600 TFLOP/s of 989 (Shah et al. 2024, Fig. 5; up to 740 = 75% at head dim 256); cuDNN's
+//    fused attention, which Transformer Engine uses, is on par there: 0.60.
+//  - Blackwell: no peer-reviewed figure found; Hopper's fraction is kept (conservative).
+//  - Others: the Ampere figure.
+double architecture_attention_fraction(GpuArch arch) {
+  switch (arch) {
+    case GpuArch::HOPPER:
+    case GpuArch::BLACKWELL:
+      return 0.60;
+    case GpuArch::VOLTA:
+    case GpuArch::AMPERE:
+    case GpuArch::ADA:
+    case GpuArch::CDNA3:
+      break;
+  }
+  return 0.55;
+}
+
+double sustained_clock_fraction(const GpuSpec& gpu) {
+  // Dynamic CMOS power is C·V²·f and DVFS lowers V with f (V ∝ f over the operating range),
+  // so power ∝ f³ and the clock a cap sustains is f_TDP · (P / TDP)^(1/3): the standard DVFS
+  // approximation (as in Mittal & Vetter, "A survey of methods for analyzing and improving
+  // GPU energy efficiency", ACM Comput. Surv. 47(2), 2014). The measured peaks and fractions
+  // hold at the TDP, so only a limit below it slows compute; a higher limit cannot clock
+  // past the boost clock the datasheet peak assumes.
+  // Under continuous load even at the TDP the clock sits below boost (load_clock_fraction).
+  const double at_tdp =
+      gpu.load_clock_fraction > 0 ? gpu.load_clock_fraction : DEFAULT_LOAD_CLOCK_FRACTION;
+  if (gpu.power_limit_watts <= 0 || gpu.tdp_watts <= 0) return at_tdp;
+  return at_tdp * std::min(1.0, std::cbrt(gpu.power_limit_watts / gpu.tdp_watts));
+}
+
+Fp8Recipe default_fp8_recipe(GpuArch arch) {
+  // Megatron-Bridge and NeMo run MXFP8 on Blackwell (the only FP8 block format its tensor
+  // cores scale in hardware) and Transformer Engine's DelayedScaling default on Hopper/Ada.
+  return arch == GpuArch::BLACKWELL ? Fp8Recipe::MXFP8 : Fp8Recipe::DELAYED;
+}
+
+double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
+  // Transformer Engine's fused cast-transpose (transformer_engine/common/transpose/
+  // cast_transpose.cu) reads the 16-bit tensor once (2 B) and writes the FP8 copy and its
+  // transpose (1 B each; Hopper FP8 GEMMs take only the TN layout, so the weight-gradient
+  // GEMM needs the transposes), updating amax in the same pass.
+  constexpr double FUSED = 2 + 1 + 1;
+  switch (recipe) {
+    case Fp8Recipe::DELAYED:
+      return FUSED;  // the scale comes from the amax history: no extra pass
+    case Fp8Recipe::CURRENT:
+      return FUSED + 2;  // the scale needs this tensor's amax first: one more 16-bit read
+    case Fp8Recipe::BLOCKWISE:
+      return FUSED + 2 * 4.0 / 128;  // row- and column-wise copies, an fp32 scale per 128
+    case Fp8Recipe::MXFP8:
+      return FUSED + 2 * 1.0 / 32;  // row- and column-wise copies, an E8M0 scale per 32
+  }
+  return FUSED;
+}
+
 DatasheetKernelModel::DatasheetKernelModel(GpuSpec gpu, GpuEfficiency efficiency)
-    : gpu_(std::move(gpu)), efficiency_(efficiency) {
+    : gpu_(std::move(gpu)), efficiency_(efficiency), clock_(sustained_clock_fraction(gpu_)) {
   check_invariant(gpu_.bf16_flops > 0 && gpu_.hbm_bandwidth_Bps > 0,
                   "GPU spec without bf16 peak or HBM bandwidth");
   check_invariant(gpu_.sm_count > 0, "GPU spec without an SM count");
+}
+
+double DatasheetKernelModel::gemm_fraction(DType math) const {
+  if (efficiency_.matmul_peak_fraction > 0) return efficiency_.matmul_peak_fraction;
+  // A GPU without the dtype's tensor cores runs it on bf16 ones (peak_flops), at their rate.
+  DType tensor = tensor_core_dtype(math);
+  if (tensor == DType::FP8 && gpu_.fp8_flops <= 0) tensor = DType::BF16;
+  double measured = 0;
+  switch (tensor) {
+    case DType::TF32:
+      measured = gpu_.gemm_fraction_tf32;
+      break;
+    case DType::FP16:
+      measured = gpu_.gemm_fraction_fp16;
+      break;
+    case DType::FP8:
+      measured = gpu_.gemm_fraction_fp8;
+      break;
+    case DType::BF16:
+    case DType::FP32:
+      measured = gpu_.gemm_fraction_bf16;
+      break;
+  }
+  return measured > 0 ? measured : architecture_gemm_fraction(gpu_.arch, tensor);
+}
+
+double DatasheetKernelModel::attention_fraction() const {
+  if (efficiency_.attention_fraction > 0) return efficiency_.attention_fraction;
+  return gpu_.attention_fraction > 0 ? gpu_.attention_fraction
+                                     : architecture_attention_fraction(gpu_.arch);
+}
+
+Fp8Recipe DatasheetKernelModel::fp8_recipe() const {
+  return efficiency_.fp8_recipe_set ? efficiency_.fp8_recipe : default_fp8_recipe(gpu_.arch);
 }
 
 double DatasheetKernelModel::peak_flops(DType math) const {
@@ -45,12 +169,12 @@ double DatasheetKernelModel::peak_flops(DType math) const {
 }
 
 double DatasheetKernelModel::matmul_efficiency(std::int64_t m, std::int64_t n, std::int64_t k,
-                                               std::int64_t batch) const {
+                                               std::int64_t batch, DType math) const {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1.0;
   const double h = efficiency_.matmul_half_dim;
   auto sat = [h](double x) { return x / (x + h); };
   // Shape: each dimension saturates on its own; the normalisation keeps a large square
-  // GEMM (8192) at exactly matmul_peak_fraction.
+  // GEMM (8192) at exactly the large-GEMM fraction.
   const double big = sat(8192.0);
   const double shape = (sat(double(m)) / big) * (sat(double(n)) / big) * (sat(double(k)) / big);
   // Wave quantisation: output tiles are dealt to SMs in waves; a partial last wave idles SMs.
@@ -62,13 +186,13 @@ double DatasheetKernelModel::matmul_efficiency(std::int64_t m, std::int64_t n, s
   // so only the shape saturation applies.
   const double waves = std::ceil(tiles / sms);
   const double wave = tiles < sms ? 1.0 : tiles / (waves * sms);
-  return std::clamp(efficiency_.matmul_peak_fraction * std::min(shape, 1.0) * wave, 1e-3, 1.0);
+  return std::clamp(gemm_fraction(math) * std::min(shape, 1.0) * wave, 1e-3, 1.0);
 }
 
 double DatasheetKernelModel::gemm_time_s(double flops, std::int64_t m, std::int64_t n,
                                          std::int64_t k, std::int64_t batch, DType math) const {
   if (flops <= 0) return 0;
-  return flops / (peak_flops(math) * matmul_efficiency(m, n, k, batch)) +
+  return flops / (peak_flops(math) * matmul_efficiency(m, n, k, batch, math) * clock_) +
          efficiency_.kernel_overhead_s;
 }
 
@@ -80,8 +204,7 @@ double DatasheetKernelModel::memory_time_s(double bytes) const {
 
 double DatasheetKernelModel::attention_time_s(double flops, DType math) const {
   if (flops <= 0) return 0;
-  return flops / (peak_flops(math) * efficiency_.attention_fraction) +
-         efficiency_.kernel_overhead_s;
+  return flops / (peak_flops(math) * attention_fraction() * clock_) + efficiency_.kernel_overhead_s;
 }
 
 double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pass,
@@ -103,6 +226,21 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
   // The overhead is divided too: the backward is one slower kernel (kept for bit-identical
   // step times with the model this replaced).
   return attention_time_s(backward_flops * scale, math) / efficiency_.attention_backward_ratio;
+}
+
+double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass) const {
+  // One cast kernel per operand: forward the input [m x k] and the weight [k x n] (weights
+  // are re-cast every micro-batch: exact with one micro-batch per step, pessimistic when a
+  // framework caches them over a step); backward the output gradient [m x n]. Delayed
+  // scaling's amax-history update is one small kernel per step and is not counted.
+  const double per_element = fp8_cast_bytes_per_element(fp8_recipe());
+  const double b = static_cast<double>(op.batch);
+  const double m = static_cast<double>(op.m), n = static_cast<double>(op.n),
+               k = static_cast<double>(op.k);
+  if (pass == KernelPass::FORWARD)
+    return memory_time_s(per_element * b * m * k) + memory_time_s(per_element * b * k * n);
+  if (pass == KernelPass::BACKWARD_INPUT) return memory_time_s(per_element * b * m * n);
+  return 0;
 }
 
 double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType math) const {
@@ -130,6 +268,8 @@ double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType 
       return 0;
     case KernelKind::OPTIMIZER:
       return pass == KernelPass::FORWARD ? memory_time_s(op.bytes) : 0.0;
+    case KernelKind::FP8_CAST:
+      return fp8_cast_seconds(op, pass);
   }
   return 0;
 }

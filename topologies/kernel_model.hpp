@@ -23,6 +23,18 @@ enum class KernelKind {
   ATTENTION,     ///< the attention core: fused (flash) kernel, or its GEMMs when not fused
   MEMORY_BOUND,  ///< elementwise / normalisation / softmax: time = bytes moved / bandwidth
   OPTIMIZER,     ///< the optimizer step: memory-bound over the bytes it moves
+  /// The FP8 quantisation of one FP8 GEMM's operands (m, n, k, batch of that GEMM): forward
+  /// casts the input [m x k] and the weight [k x n], backward the output gradient [m x n];
+  /// memory-bound, bytes per element by the GPU's FP8 recipe (fp8_cast_bytes_per_element).
+  FP8_CAST,
+};
+
+/// FP8 scaling recipes as Transformer Engine names them (transformer_engine/common/recipe).
+enum class Fp8Recipe {
+  DELAYED,    ///< per-tensor scale from an amax history (TE DelayedScaling, Hopper default)
+  CURRENT,    ///< per-tensor scale from the tensor's own amax (Float8CurrentScaling)
+  BLOCKWISE,  ///< 1x128 / 128x128 block scales (Float8BlockScaling, DeepSeek-V3 style)
+  MXFP8,      ///< 1x32 E8M0 block scales in hardware (MXFP8BlockScaling, Blackwell)
 };
 
 /// Which pass of an op is timed.
@@ -72,12 +84,30 @@ class KernelTimeModel {
 /// and PyTorch fp32 training use TF32 tensor cores on A100 and later); others unchanged.
 DType tensor_core_dtype(DType math);
 
+/// Fraction of the dense datasheet peak a large GEMM reaches on `arch` in tensor-core dtype
+/// `tensor` (cuBLAS maximum achievable matmul FLOPS at the GPU's TDP; sources in
+/// kernel_model.cpp and docs/defaults.md), in (0, 1].
+double architecture_gemm_fraction(GpuArch arch, DType tensor);
+/// Fraction of the dense peak a fused attention forward reaches on `arch`, in (0, 1].
+double architecture_attention_fraction(GpuArch arch);
+/// Sustained SM clock under load relative to the boost clock the datasheet peak assumes, in
+/// (0, 1]: the GPU's load_clock_fraction (default DEFAULT_LOAD_CLOCK_FRACTION) times
+/// (power_limit / TDP)^(1/3) below the TDP (1 at or above it, or when either is unknown).
+double sustained_clock_fraction(const GpuSpec& gpu);
+/// The FP8 recipe frameworks run by default on `arch`: MXFP8 on Blackwell, delayed
+/// per-tensor scaling elsewhere.
+Fp8Recipe default_fp8_recipe(GpuArch arch);
+/// Bytes HBM moves per element of one FP8 GEMM operand to quantise it under `recipe` (the
+/// read of the 16-bit tensor, the FP8 copy and its transposed or column-wise copy, scales).
+double fp8_cast_bytes_per_element(Fp8Recipe recipe);
+
 /// Named efficiency coefficients of the datasheet model. Defaults are physical and documented
 /// in docs/simulate.md; they are not fitted to any particular run.
 struct GpuEfficiency {
-  /// Fraction of the dense datasheet peak a large, square, tile-aligned GEMM reaches
-  /// (cuBLAS on A100/H100 reaches 75-85% of dense peak for 8k x 8k x 8k bf16).
-  double matmul_peak_fraction = 0.80;
+  /// Fraction of the dense datasheet peak a large, square, tile-aligned GEMM reaches; 0 (the
+  /// default): the GPU's per-dtype figure (GpuSpec::gemm_fraction_*, else
+  /// architecture_gemm_fraction).
+  double matmul_peak_fraction = 0;
   /// Dimension (elements) at which a GEMM dimension alone halves throughput: per-dimension
   /// efficiency is x / (x + matmul_half_dim). Models under-filled tiles and short K loops.
   double matmul_half_dim = 48;
@@ -89,8 +119,9 @@ struct GpuEfficiency {
   /// Bytes a memory-bound op's backward moves per byte its forward moves (reads the saved
   /// inputs and the output gradient, writes the input gradient: about twice).
   double memory_backward_factor = 2.0;
-  /// Fraction of dense peak a fused (flash) attention kernel reaches, forward.
-  double attention_fraction = 0.55;
+  /// Fraction of dense peak a fused (flash) attention kernel reaches, forward; 0 (the
+  /// default): GpuSpec::attention_fraction, else architecture_attention_fraction.
+  double attention_fraction = 0;
   /// Fraction of a causal attention square a fused kernel computes (it skips masked tiles).
   double attention_causal_fraction = 0.5;
   /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
@@ -98,12 +129,18 @@ struct GpuEfficiency {
   double attention_backward_ratio = 0.8;
   /// Fixed per-kernel launch and tail cost, in seconds.
   double kernel_overhead_s = 4e-6;
+  /// Whether an FP8 GEMM's casts follow the GPU's default recipe (default_fp8_recipe) or
+  /// `fp8_recipe`.
+  bool fp8_recipe_set = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::DELAYED;  ///< the recipe when fp8_recipe_set
 };
 
 /// Kernel times from a GPU's datasheet: GEMMs at the dense peak of their tensor-core dtype
-/// times a shape and wave-quantisation efficiency; fused attention at attention_fraction of
-/// peak; memory-bound ops and the optimizer at a fraction of HBM bandwidth; plus a fixed
-/// overhead per kernel.
+/// times the measured large-GEMM fraction of that dtype on the GPU's architecture, a shape
+/// and wave-quantisation efficiency and the sustained clock under its power limit; fused
+/// attention at the architecture's attention fraction and clock; memory-bound ops, FP8 casts
+/// and the optimizer at a fraction of HBM bandwidth (HBM is clocked apart from the SMs, so a
+/// power cap leaves it); plus a fixed overhead per kernel.
 class DatasheetKernelModel final : public KernelTimeModel {
  public:
   /// Uses `gpu`'s datasheet (peaks, HBM bandwidth, sm_count) and `efficiency`; throws
@@ -113,9 +150,18 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
   double peak_flops(DType math) const override;
 
-  /// Fraction of peak a [m x k]·[k x n] GEMM (repeated `batch` times) reaches, in (0, 1].
-  double matmul_efficiency(std::int64_t m, std::int64_t n, std::int64_t k,
-                           std::int64_t batch = 1) const;
+  /// Fraction of peak a [m x k]·[k x n] GEMM (repeated `batch` times) on data in `math`
+  /// reaches at the TDP clock, in (0, 1].
+  double matmul_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1,
+                           DType math = DType::BF16) const;
+  /// Fraction of the dense peak a large GEMM on data in `math` reaches at the TDP clock.
+  double gemm_fraction(DType math) const;
+  /// Fraction of the dense peak a fused attention forward reaches at the TDP clock.
+  double attention_fraction() const;
+  /// Sustained clock relative to the TDP clock (sustained_clock_fraction of the GPU).
+  double clock_fraction() const { return clock_; }
+  /// The FP8 recipe whose casts FP8_CAST ops pay.
+  Fp8Recipe fp8_recipe() const;
   /// Seconds for a memory-bound kernel moving `bytes` to and from HBM (0 for no bytes).
   double memory_time_s(double bytes) const;
 
@@ -132,8 +178,11 @@ class DatasheetKernelModel final : public KernelTimeModel {
   // Seconds for one fused attention kernel performing `flops` in `math` at the forward rate.
   double attention_time_s(double flops, DType math) const;
 
+  double fp8_cast_seconds(const KernelOp& op, KernelPass pass) const;
+
   GpuSpec gpu_;
   GpuEfficiency efficiency_;
+  double clock_ = 1;  // sustained_clock_fraction(gpu_)
 };
 
 }  // namespace loom::topo

@@ -74,7 +74,7 @@ class StageLowering {
       case PassKind::BACKWARD_INPUT: {
         if (c.recompute_s > 0) {
           compute(c.recompute_s, "R", unit);
-          if (g_.plan.recompute == models::Recompute::FULL) comm(c.fwd_comm, "R", unit);
+          comm(c.recompute_comm, "R", unit);  // full recompute: the layers' collectives
         }
         const bool full = pass_->kind == PassKind::BACKWARD;
         compute(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, full ? "B" : "Bi", unit);

@@ -19,6 +19,7 @@ void PassCost::add(const PassCost& o) {
   recompute_s += o.recompute_s;
   fwd_comm.insert(fwd_comm.end(), o.fwd_comm.begin(), o.fwd_comm.end());
   bwd_comm.insert(bwd_comm.end(), o.bwd_comm.begin(), o.bwd_comm.end());
+  recompute_comm.insert(recompute_comm.end(), o.recompute_comm.begin(), o.recompute_comm.end());
   params += o.params;
 }
 
@@ -87,25 +88,45 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention) {
   return k;
 }
 
+// Seconds of each pass of `op` under the plan's precision. FP8 as Transformer Engine runs
+// it (docs: "FP8 ... only in the Linear layers"; attention and the output layer are not TE
+// FP8 modules): an fp8_linear GEMM runs in FP8 plus the casts of its operands; every other
+// op runs in bf16.
+topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
+                             const topo::KernelTimeModel& kernels) {
+  const topo::DType dt = compute_dtype(plan.precision);
+  const topo::KernelOp k = kernel_op(op, plan.flash_attention);
+  if (dt != topo::DType::FP8) return kernels.pass_seconds(k, dt);
+  if (!op.fp8_linear) return kernels.pass_seconds(k, topo::DType::BF16);
+  topo::PassSeconds t = kernels.pass_seconds(k, topo::DType::FP8);
+  topo::KernelOp cast = k;
+  cast.kind = topo::KernelKind::FP8_CAST;
+  const topo::PassSeconds c = kernels.pass_seconds(cast, topo::DType::FP8);
+  t.forward += c.forward;
+  t.backward_input += c.backward_input;
+  t.backward_weight += c.backward_weight;
+  return t;
+}
+
 }  // namespace
 
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::KernelTimeModel& kernels) {
-  const topo::DType dt = compute_dtype(plan.precision);
+                  const topo::KernelTimeModel& kernels, OpList list) {
+  const bool full = plan.recompute == models::Recompute::FULL && list == OpList::LAYER;
   PassCost c;
   for (const auto& op : ops) {
-    const topo::PassSeconds t = kernels.pass_seconds(kernel_op(op, plan.flash_attention), dt);
+    const topo::PassSeconds t = op_seconds(op, plan, kernels);
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
     c.bwd_weight_s += t.backward_weight;
-    if (plan.recompute == models::Recompute::FULL ||
-        (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
+    if (full || (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
       c.recompute_s += t.forward;
     c.params += op.params;
     if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
       c.fwd_comm.push_back(fwd);
       c.bwd_comm.push_back(bwd);
+      if (full) c.recompute_comm.push_back(fwd);
     }
   }
   return c;
@@ -121,7 +142,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
     std::vector<Unit> us;
     if (vs == 0) {
       const auto ops = models::embedding_ops(model, plan);
-      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, kernels)});
+      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
       const bool moe = model.is_moe_layer(next);
@@ -132,7 +153,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
       us.push_back({fmt::format("L{}", next), it->second});
     }
     if (vs + 1 == vs_layers.size())
-      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels)});
+      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels, OpList::HEAD)});
     PassCost c;
     for (const auto& u : us) c.add(u.cost);
     work.chunk_cost.push_back(std::move(c));

@@ -32,7 +32,9 @@ struct PassCost {
   double recompute_s = 0;
   std::vector<CommItem> fwd_comm;  ///< forward collectives (full recompute repeats them)
   std::vector<CommItem> bwd_comm;  ///< backward mirrors
-  double params = 0;               ///< parameters on this GPU
+  /// Forward collectives full recompute repeats (those of transformer layers only).
+  std::vector<CommItem> recompute_comm;
+  double params = 0;  ///< parameters on this GPU
   /// Adds `other`'s seconds, collectives and parameters.
   void add(const PassCost& other);
 };
@@ -49,10 +51,17 @@ struct StageWork {
   std::vector<PassCost> chunk_cost;      ///< by virtual stage: the sum of its units
 };
 
+/// Which part of the model an op list is. Megatron's full recompute
+/// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
+/// LM head run once.
+enum class OpList { LAYER, EMBEDDING, HEAD };
+
 /// Costs one op list (a layer, the embedding or the head) under the plan's precision,
-/// recompute policy and attention kernels.
+/// recompute policy and attention kernels. Under fp8 only the layers' linears
+/// (OpCost::fp8_linear) run in FP8, each paying its operands' casts (KernelKind::FP8_CAST);
+/// attention, the head and the router stay bf16.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::KernelTimeModel& kernels);
+                  const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER);
 
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last.
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,

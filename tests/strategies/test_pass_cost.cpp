@@ -2,9 +2,10 @@
 // collectives of an op list, checked against figures worked out by hand from the H100 SXM
 // datasheet (NVIDIA H100 Tensor Core GPU datasheet, SXM5 column: 989.4 TFLOP/s dense bf16,
 // 1,978.9 TFLOP/s dense fp8, 494.7 TFLOP/s dense tf32, 3.35 TB/s HBM3; 132 SMs per the H100
-// architecture whitepaper) and the kernel model's documented coefficients (docs/simulate.md:
-// matmul_peak_fraction 0.80, matmul_half_dim 48, 128 x 128 tiles, memory_bandwidth_fraction
-// 0.80, attention_fraction 0.55, causal fraction 0.5, 4 us per kernel).
+// architecture whitepaper) and the kernel model's documented coefficients (docs/simulate.md,
+// docs/defaults.md: large-GEMM fraction 0.803 bf16 / 0.709 fp8 on Hopper, matmul_half_dim
+// 48, 128 x 128 tiles, memory_bandwidth_fraction 0.80, attention 0.60 on Hopper, causal
+// fraction 0.5, 4 us per kernel, FP8 casts 4 B per element under delayed scaling).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,8 +31,14 @@ doctest::Approx rel(double value, double epsilon = 1e-6) {
   return doctest::Approx(value).epsilon(epsilon).scale(0);
 }
 
+// H100 at its boost clock (load_clock_fraction 1), so the hand figures below need no clock
+// factor; the sustained load clock is tested in tests/topologies/test_kernel_model.cpp.
 const topo::DatasheetKernelModel& h100() {
-  static const topo::DatasheetKernelModel model(topo::find_gpu("h100-sxm"));
+  static const topo::DatasheetKernelModel model = [] {
+    topo::GpuSpec spec = topo::find_gpu("h100-sxm");
+    spec.load_clock_fraction = 1;
+    return topo::DatasheetKernelModel(spec);
+  }();
   return model;
 }
 
@@ -44,6 +51,7 @@ std::vector<models::OpCost> gemm_then_norm() {
   gemm.shape = {4096, 4096, 4096, 1};
   gemm.fwd_flops = gemm.bwd_input_flops = gemm.bwd_weight_flops = 2.0 * 4096 * 4096 * 4096;
   gemm.params = 4096.0 * 4096;
+  gemm.fp8_linear = true;  // a layer linear (Transformer Engine runs it in FP8)
   models::OpCost norm;
   norm.name = "norm";
   norm.kind = models::OpKind::ELEMENTWISE;
@@ -54,11 +62,16 @@ std::vector<models::OpCost> gemm_then_norm() {
 
 // By hand: shape efficiency per dimension (4096/4144) / (8192/8240) = 0.994208, cubed
 // 0.982722; waves: 32 x 32 = 1024 tiles on 132 SMs = 8 waves, 1024/1056 = 0.969697 busy;
-// efficiency 0.80 x 0.982722 x 0.969697 = 0.762357. 2·4096³ = 1.37439e11 FLOPs.
-constexpr double GEMM_EFFICIENCY = 0.762357;
-constexpr double GEMM_BF16_S = 186.213e-6;  // 1.37439e11 / (989.4e12 x 0.762357) + 4 us
-constexpr double GEMM_FP8_S = 95.102e-6;    // 1.37439e11 / (1978.9e12 x 0.762357) + 4 us
-constexpr double GEMM_TF32_S = 368.426e-6;  // 1.37439e11 / (494.7e12 x 0.762357) + 4 us
+// efficiency 0.803 x 0.982722 x 0.969697 = 0.765213 (bf16, tf32), 0.709 x 0.982722 x
+// 0.969697 = 0.675636 (fp8). 2·4096³ = 1.37439e11 FLOPs.
+constexpr double GEMM_EFFICIENCY = 0.765213;
+constexpr double GEMM_BF16_S = 185.533e-6;  // 1.37439e11 / (989.4e12 x 0.765213) + 4 us
+constexpr double GEMM_FP8_S = 106.795e-6;   // 1.37439e11 / (1978.9e12 x 0.675636) + 4 us
+constexpr double GEMM_TF32_S = 367.066e-6;  // 1.37439e11 / (494.7e12 x 0.765213) + 4 us
+// One FP8 cast of a 4096 x 4096 operand: 4 B per element (read bf16, write FP8 and its
+// transpose) = 67,108,864 B / (3.35e12 x 0.80) + 4 us = 29.0406 us. Forward casts the input
+// and the weight, backward the output gradient.
+constexpr double CAST_S = 29.0406e-6;
 // 64 MiB / (3.35e12 x 0.80) + 4 us forward; the backward moves twice the bytes.
 constexpr double NORM_FWD_S = 29.0406e-6;
 constexpr double NORM_BWD_S = 54.0812e-6;
@@ -108,38 +121,80 @@ TEST_CASE("strategies::PassCost: fp8 runs GEMMs at the fp8 peak, fp32 on TF32, n
   fp32.precision = models::Precision::FP32;
   const PassCost c8 = cost_ops(gemm_then_norm(), fp8, h100());
   const PassCost c32 = cost_ops(gemm_then_norm(), fp32, h100());
-  CHECK(c8.fwd_s == rel(GEMM_FP8_S + NORM_FWD_S, 1e-5));
-  CHECK(c8.bwd_input_s == rel(GEMM_FP8_S + NORM_BWD_S, 1e-5));
+  CHECK(c8.fwd_s == rel(GEMM_FP8_S + 2 * CAST_S + NORM_FWD_S, 1e-5));
+  CHECK(c8.bwd_input_s == rel(GEMM_FP8_S + CAST_S + NORM_BWD_S, 1e-5));
   CHECK(c8.bwd_weight_s == rel(GEMM_FP8_S, 1e-5));
   CHECK(c32.fwd_s == rel(GEMM_TF32_S + NORM_FWD_S, 1e-5));
   CHECK(compute_dtype(models::Precision::FP8) == topo::DType::FP8);
   CHECK(h100().peak_flops(compute_dtype(models::Precision::FP32)) == rel(494.7e12));
 }
 
-TEST_CASE("strategies::PassCost: fp8 on a real layer speeds matmuls by the peak ratio only") {
-  // gpt-1.7b layer (Narayanan 2021 Table 1: h 2304, 24 heads). Matmuls and fused attention
-  // both scale with the tensor-core peak: their time less the per-kernel overhead shrinks by
-  // exactly 989.4 / 1978.9; memory-bound ops move the same bytes in both precisions.
+TEST_CASE("strategies::PassCost: fp8 speeds a layer by its linear-GEMM share only") {
+  // gpt-1.7b layer (Narayanan 2021 Table 1: h 2304, 24 heads), H100 SXM, delayed scaling.
+  // Transformer Engine runs only the layer's linears in FP8: their compute time (less the
+  // 4 us per kernel) scales by (989.4 x 0.803) / (1978.9 x 0.709) = 0.566262 (datasheet
+  // peaks x large-GEMM fractions; both GEMMs have the same shape efficiency) and each pays
+  // its casts: forward input (m x k) and weight (k x n), backward output gradient (m x n),
+  // 4 B per element at 0.80 x 3.35 TB/s plus 4 us per cast kernel. Attention and
+  // memory-bound ops keep their bf16 time. So the layer's forward speedup is
+  //   T16 / (T16 - G + (G - 4 us x n) x 0.566245 + 4 us x n + casts)
+  // with G the bf16 time of its n linears: the ratio its GEMM share predicts.
   const auto model = models::load_model("gpt-1.7b");
   auto bf16 = plan_with(1);
   auto fp8 = bf16;
   fp8.precision = models::Precision::FP8;
-  auto split = [&](const models::TrainingPlan& p, bool matmul) {
-    auto ops = models::layer_ops(model, p, 0);
-    std::erase_if(ops, [&](const models::OpCost& op) { return op.is_matmul() != matmul; });
-    return ops;
-  };
-  const auto mm16 = split(bf16, true), mm8 = split(fp8, true);
-  REQUIRE(mm16.size() == 6);  // qkv, scores, attn x V, out proj, MLP up, MLP down
-  const double overhead = 6 * 4e-6;
-  const double t16 = cost_ops(mm16, bf16, h100()).fwd_s;
-  const double t8 = cost_ops(mm8, fp8, h100()).fwd_s;
-  CHECK(t8 - overhead == rel((t16 - overhead) * 989.4 / 1978.9, 1e-9));
-  const PassCost mb16 = cost_ops(split(bf16, false), bf16, h100());
-  const PassCost mb8 = cost_ops(split(fp8, false), fp8, h100());
-  CHECK(mb16.fwd_s > 0);
-  CHECK(mb8.fwd_s == rel(mb16.fwd_s));
-  CHECK(mb8.bwd_input_s == rel(mb16.bwd_input_s));
+  const auto ops = models::layer_ops(model, bf16, 0);
+  std::vector<models::OpCost> linears;
+  std::copy_if(ops.begin(), ops.end(), std::back_inserter(linears),
+               [](const models::OpCost& op) { return op.fp8_linear; });
+  REQUIRE(linears.size() == 4);  // qkv, out proj, MLP up, MLP down
+  const double n = 4, hbm = 0.80 * 3.35e12;
+  double cast_fwd = 0, cast_bwd = 0;
+  for (const auto& op : linears) {
+    const double m = double(op.shape.m), nn = double(op.shape.n), k = double(op.shape.k);
+    cast_fwd += 4 * m * k / hbm + 4 * k * nn / hbm + 2 * 4e-6;
+    cast_bwd += 4 * m * nn / hbm + 4e-6;
+  }
+  const PassCost layer16 = cost_ops(ops, bf16, h100());
+  const PassCost layer8 = cost_ops(models::layer_ops(model, fp8, 0), fp8, h100());
+  const double g = cost_ops(linears, bf16, h100()).fwd_s;
+  const double ratio = (989.4 * 0.803) / (1978.9 * 0.709);
+  CHECK(ratio == doctest::Approx(0.566262).epsilon(1e-6));
+  const double predicted =
+      layer16.fwd_s / (layer16.fwd_s - g + (g - 4e-6 * n) * ratio + 4e-6 * n + cast_fwd);
+  CHECK(layer16.fwd_s / layer8.fwd_s == rel(predicted, 1e-9));
+  // Backward: both GEMMs of each linear scale alike; the output-gradient cast lands in dX.
+  const PassCost g16 = cost_ops(linears, bf16, h100());
+  const double bwd16 = layer16.bwd_input_s + layer16.bwd_weight_s;
+  const double gb = g16.bwd_input_s + g16.bwd_weight_s;
+  const double bwd8 = bwd16 - gb + (gb - 2 * 4e-6 * n) * ratio + 2 * 4e-6 * n + cast_bwd;
+  CHECK(layer8.bwd_input_s + layer8.bwd_weight_s == rel(bwd8, 1e-9));
+  // The speedup stays far below the 2x peak ratio (published recipes: 1.15-1.45x on large
+  // models). This small layer (2048 tokens, h 2304) gains nothing: re-casting its weights
+  // every micro-batch costs about what the FP8 GEMMs save.
+  CHECK(layer16.fwd_s / layer8.fwd_s < 1.6);
+  // The LM head stays bf16: the same time in both precisions.
+  CHECK(cost_ops(models::head_ops(model, fp8), fp8, h100(), OpList::HEAD).fwd_s ==
+        rel(cost_ops(models::head_ops(model, bf16), bf16, h100(), OpList::HEAD).fwd_s));
+}
+
+TEST_CASE("strategies::PassCost: full recompute replays layers, not the embedding or head") {
+  // Megatron --recompute-granularity full checkpoints the transformer layers only
+  // (megatron/core/transformer/transformer_block.py, _checkpointed_forward): a layer
+  // replays its whole forward and its forward collectives; the head and embedding none.
+  const auto model = models::load_model("gpt-1.7b");
+  auto p = plan_with(2);
+  p.recompute = models::Recompute::FULL;
+  const PassCost layer = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  CHECK(layer.recompute_s == rel(layer.fwd_s));
+  CHECK(layer.recompute_comm.size() == layer.fwd_comm.size());
+  CHECK(!layer.recompute_comm.empty());
+  const PassCost head = cost_ops(models::head_ops(model, p), p, h100(), OpList::HEAD);
+  CHECK(head.fwd_s > 0);
+  CHECK(head.recompute_s == 0);
+  CHECK(head.recompute_comm.empty());
+  const PassCost emb = cost_ops(models::embedding_ops(model, p), p, h100(), OpList::EMBEDDING);
+  CHECK(emb.recompute_s == 0);
 }
 
 TEST_CASE("strategies::PassCost: TP all-reduces twice per layer forward and backward") {
@@ -282,13 +337,13 @@ TEST_CASE("strategies::PassCost: selective recompute replays only the attention 
   // Korthikanti et al. 2022, Sec. 5: selective recompute re-runs the attention core (QKᵀ,
   // softmax, dropout, attention x V), not the projections or the MLP. gpt-1.7b with flash
   // attention on H100: scores and attention x V are each 2 x 24 heads x 2048² x 96 =
-  // 1.93274e10 FLOPs, half of it computed under the causal mask, at 0.55 of 989.4 TFLOP/s:
-  // 17.759 us + 4 us = 21.759 us each; the fused softmax moves nothing of its own.
+  // 1.93274e10 FLOPs, half of it computed under the causal mask, at 0.60 of 989.4 TFLOP/s
+  // (Hopper, FA3): 16.279 us + 4 us = 20.279 us each; the fused softmax moves nothing.
   const auto model = models::load_model("gpt-1.7b");
   auto p = plan_with(1);
   p.recompute = models::Recompute::SELECTIVE;
   const PassCost sel = cost_ops(models::layer_ops(model, p, 0), p, h100());
-  CHECK(sel.recompute_s == rel(2 * 21.7586e-6, 1e-5));
+  CHECK(sel.recompute_s == rel(2 * 20.2787e-6, 1e-5));
   p.recompute = models::Recompute::NONE;
   const PassCost none = cost_ops(models::layer_ops(model, p, 0), p, h100());
   CHECK(none.recompute_s == 0);

@@ -56,14 +56,16 @@ TEST_CASE("strategies::StepStages: selective recompute adds the attention-core f
   // Korthikanti et al. 2022: selective recompute re-runs QKᵀ, softmax and attention x V
   // before each layer's backward. gpt-1.7b with flash attention on H100: scores and
   // attention x V each 2 x 24 x 2048² x 96 FLOPs, half computed under the causal mask, at
-  // 0.55 x 989.4 TFLOP/s (H100 datasheet; attention_fraction, docs/simulate.md) plus 4 us:
-  // 21.759 us each, 43.517 us per layer, x 24 layers x 2 micro-batches = 2.0888 ms.
+  // 0.60 x 989.4 TFLOP/s (H100 datasheet; Hopper attention fraction, docs/defaults.md) plus
+  // 4 us: 20.279 us each at the boost clock; at the sustained load clock (1305/1410 of it,
+  // docs/defaults.md) 16.279 x 1410/1305 + 4 = 21.588 us each, x 2 x 24 layers x 2
+  // micro-batches = 2.0724 ms.
   const auto model = models::load_model("gpt-1.7b");
   auto plan = gpt_plan();
   const StepReport none = simulate_step(model, plan, dgx_h100());
   plan.recompute = models::Recompute::SELECTIVE;
   const StepReport sel = simulate_step(model, plan, dgx_h100());
-  const double expected = 2 * 24 * 2 * 21.7586e-6;
+  const double expected = 2 * 24 * 2 * (16.2787e-6 * 1410 / 1305 + 4e-6);
   CHECK(sel.compute_time_s - none.compute_time_s == rel(expected, 1e-3));
   CHECK(sel.step_time_s - none.step_time_s == rel(expected, 0.02));
   // Model FLOPs do not change; hardware FLOPs grow by the recomputed attention matmuls.
@@ -72,8 +74,10 @@ TEST_CASE("strategies::StepStages: selective recompute adds the attention-core f
 
 TEST_CASE("strategies::StepStages: full recompute adds about one forward per layer") {
   // Chen et al. 2016; Narayanan et al. 2021 Eq. 3: the forward is a third of forward +
-  // backward FLOPs, so recomputing it adds about a third of the compute time (somewhat
-  // less here: memory-bound backwards and the LM head are not all part of it).
+  // backward FLOPs, so recomputing it adds about a third of the compute time. Megatron's
+  // full recompute replays the transformer layers only (not the embedding or LM head), and
+  // a layer's backward takes at least twice its forward (GEMMs exactly 2x, fused attention
+  // 2x FLOPs at 0.8 of the rate, memory-bound ops 2x bytes), so at most a third.
   const auto model = models::load_model("gpt-1.7b");
   auto plan = gpt_plan();
   const StepReport none = simulate_step(model, plan, dgx_h100());
@@ -82,14 +86,14 @@ TEST_CASE("strategies::StepStages: full recompute adds about one forward per lay
   const double added = full.compute_time_s - none.compute_time_s;
   const double passes = none.compute_time_s - none.optimizer_time_s;
   CHECK(added > 0.25 * passes);
-  CHECK(added < 0.36 * passes);
+  CHECK(added < (1.0 / 3 + 0.005) * passes);
   CHECK(full.step_time_s - none.step_time_s == rel(added, 0.02));
 }
 
 TEST_CASE("strategies::StepStages: fp8 speeds GEMMs by at most the peak ratio, not the rest") {
   // H100 SXM datasheet: 1,978.9 TFLOP/s fp8 vs 989.4 bf16 (2.0x). Pass compute (C, less the
   // optimizer) = matmul work G + per-kernel overheads O + memory-bound ops M + the rest H.
-  // fp8 halves G only, so C8 - C16/2 = O/2 + M/2 + (H8 - H16/2) >= (O + M)/2. Were the
+  // fp8 at most halves G, so C8 - C16/2 = O/2 + M/2 + (H8 - H16/2) >= (O + M)/2. Were the
   // memory-bound ops sped up too, C8 - C16/2 would fall to about O/2.
   const auto model = models::load_model("gpt-1.7b");
   auto plan = gpt_plan();
@@ -101,7 +105,9 @@ TEST_CASE("strategies::StepStages: fp8 speeds GEMMs by at most the peak ratio, n
   CHECK(fp8.step_time_s < bf16.step_time_s);
   const double c16 = bf16.compute_time_s - bf16.optimizer_time_s;
   const double c8 = fp8.compute_time_s - fp8.optimizer_time_s;
-  CHECK(c8 < 0.8 * c16);
+  // Only the linears run FP8 (at 0.566 of their bf16 time plus casts); attention, the LM
+  // head and the memory-bound ops keep their bf16 time.
+  CHECK(c8 < 0.9 * c16);
   CHECK(c8 > 0.5 * c16);
   // M and O over 24 layers x 2 micro-batches: the memory-bound ops' forward and backward
   // (timed by the kernel model from their bytes), and 4 us for each of a layer's 16 matmul

@@ -135,7 +135,12 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   g.tdp_watts = 612.5;
   g.sm_count = 114;
   g.arch = loom::topo::GpuArch::ADA;
+  g.power_limit_watts = 500;
+  g.gemm_fraction_fp8 = 0.65;
+  g.attention_fraction = 0.5;
   const loom::OrderedJson out = loom::topo::write_gpu_spec(g);
+  CHECK(out["power_limit_w"] == 500);
+  CHECK(!out.contains("gemm_efficiency_bf16"));  // unset: the architecture's default
   CHECK(out["base"] == "h100-sxm");
   CHECK(out["architecture"] == "ada");
   auto doc = nlohmann::json::parse(out.dump());
@@ -155,4 +160,14 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   CHECK(back.tdp_watts == 612.5);
   CHECK(back.sm_count == 114);
   CHECK(back.arch == loom::topo::GpuArch::ADA);
+  CHECK(back.power_limit_watts == 500);
+  CHECK(back.gemm_fraction_fp8 == 0.65);
+  CHECK(back.gemm_fraction_bf16 == 0);
+  CHECK(back.attention_fraction == 0.5);
+}
+
+TEST_CASE("topologies::GpuCatalog: a GPU JSON rejects a GEMM efficiency above 1") {
+  auto doc = nlohmann::json::parse(R"({"base": "h100", "gemm_efficiency_bf16": 1.2})");
+  loom::ObjectReader r(doc, "g.json", "");
+  CHECK_THROWS_AS(loom::topo::read_gpu_spec(r), loom::ConfigError);
 }
