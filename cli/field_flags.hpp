@@ -14,6 +14,8 @@ namespace loom::cli {
 std::string flag_of(std::string_view key);
 
 /// Field names spelled as CLI flags (flag_of).
-inline FieldNames flag_names() { return FieldNames(&flag_of); }
+inline FieldNames flag_names() {
+  return FieldNames(&flag_of);
+}
 
 }  // namespace loom::cli

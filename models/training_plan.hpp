@@ -36,7 +36,9 @@ struct TrainingPlan {
   GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool flash_attention = true;        ///< attention scores never materialised (no s^2 terms)
+  bool tp_comm_overlap =
+      false;                    ///< TP collectives overlap their GEMMs (Megatron --tp-comm-overlap)
+  bool flash_attention = true;  ///< attention scores never materialised (no s^2 terms)
   double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
   std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes

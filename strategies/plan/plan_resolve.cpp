@@ -145,6 +145,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.flash_attention = in.flag("flash_attention", p.flash_attention);
   p.overlap_grad_reduce = in.flag("overlap_grad_reduce");
   p.overlap_param_gather = in.flag("overlap_param_gather");
+  p.tp_comm_overlap = in.flag("tp_comm_overlap");
 }
 
 // Memory knobs and the pipeline split.
