@@ -16,6 +16,9 @@ enum class Recompute { NONE, SELECTIVE, FULL };
 enum class Schedule { NAIVE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE };
 enum class GradDtype { FP32, BF16 };
 
+/// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
+enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
+
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
   int tp = 1;               ///< tensor-parallel size
@@ -36,11 +39,11 @@ struct TrainingPlan {
   GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool tp_comm_overlap =
-      false;                    ///< TP collectives overlap their GEMMs (Megatron --tp-comm-overlap)
-  bool flash_attention = true;  ///< attention scores never materialised (no s^2 terms)
-  double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
-  std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
+  bool tp_comm_overlap = false;           ///< TP collectives overlap their GEMMs
+  Framework framework = Framework::NONE;  ///< whose defaults fill unset choices (plan/)
+  bool flash_attention = true;            ///< attention scores never materialised (no s^2 terms)
+  double dp_bucket_bytes = 40e6 * 4;      ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
+  std::vector<int> pipeline_split;        ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
   double fragmentation_fraction = 0.05;  ///< allocator reserve as a fraction of the rest
 
@@ -58,6 +61,7 @@ std::string to_string(Optimizer value);
 std::string to_string(Recompute value);
 std::string to_string(Schedule value);
 std::string to_string(GradDtype value);
+std::string to_string(Framework value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -65,5 +69,6 @@ const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& recompute_names();
 const std::vector<std::string>& schedule_names();
 const std::vector<std::string>& grad_dtype_names();
+const std::vector<std::string>& framework_names();
 
 }  // namespace loom::models

@@ -157,6 +157,11 @@ void add_overlap_rows(std::vector<PlanField>& t) {
                   "overlap tensor-parallel collectives with their GEMMs (userbuffers, async TP)",
                   "off", 40, [](const TrainingPlan& p) -> PlanValue { return p.tp_comm_overlap; }));
   t.back().megatron = "--tp-comm-overlap";
+  t.push_back(choice_row(
+      "framework", "--framework",
+      "framework whose defaults fill unset choices (zero, overlaps; docs/defaults.md)", "none", 41,
+      models::framework_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.framework); }));
 }
 
 std::vector<PlanField> build_table() {
