@@ -18,9 +18,13 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
       case FieldType::STAGE:
         app.add_option(flags, f.integers[key], help);
         break;
-      case FieldType::SWITCH:
-        app.add_flag(flags, f.switches[key], help);
+      case FieldType::SWITCH: {
+        // Each switch also has a --no- form (CLI11 negated flag: counts -1), so a default a
+        // --framework profile turns on can be turned off.
+        const std::string canonical(strategies::canonical_flag(*field));
+        app.add_flag(flags + ",!--no-" + canonical.substr(2), f.switches[key], help);
         break;
+      }
       case FieldType::TOGGLE:
         app.add_option(flags, f.texts[key], help)->check(CLI::IsMember({"on", "off"}));
         break;
@@ -54,8 +58,8 @@ strategies::PlanInput flags_input(const PlanFlags& f) {
     if (v) set(key, *v);
   for (const auto& [key, v] : f.numbers)
     if (v) set(key, *v);
-  for (const auto& [key, on] : f.switches)
-    if (on) set(key, true);
+  for (const auto& [key, count] : f.switches)
+    if (count != 0) set(key, count > 0);  // the last of --x / --no-x wins by count
   for (const auto& [key, v] : f.texts) {
     if (!v) continue;
     if (strategies::plan_field(key).type == FieldType::TOGGLE)

@@ -21,11 +21,11 @@ struct PlanFlags {
   std::map<std::string, std::optional<std::int64_t>, std::less<>> integers;  ///< SIZE, STAGE
   std::map<std::string, std::optional<std::string>, std::less<>> texts;  ///< names, sizes, lists
   std::map<std::string, std::optional<double>, std::less<>> numbers;     ///< PERCENT
-  std::map<std::string, bool, std::less<>> switches;                     ///< SWITCH
-  std::optional<std::string> plan_file;       ///< --plan FILE (loom plan JSON)
-  std::optional<std::string> megatron_args;   ///< --megatron-args "..."
-  std::optional<std::string> deepspeed_file;  ///< --deepspeed FILE
-  bool print_config = false;                  ///< --print-config
+  std::map<std::string, int, std::less<>> switches;  ///< SWITCH: +1 per --x, -1 per --no-x
+  std::optional<std::string> plan_file;              ///< --plan FILE (loom plan JSON)
+  std::optional<std::string> megatron_args;          ///< --megatron-args "..."
+  std::optional<std::string> deepspeed_file;         ///< --deepspeed FILE
+  bool print_config = false;                         ///< --print-config
 };
 
 /// Adds every plan flag of the table, then --plan, --megatron-args, --deepspeed and

@@ -32,6 +32,16 @@ const std::vector<std::string>& cross_entropy_names() {
   return names;
 }
 
+const std::vector<std::string>& framework_names() {
+  static const std::vector<std::string> names = {"none", "megatron", "nemo", "torchtitan",
+                                                 "deepspeed"};
+  return names;
+}
+
+std::string to_string(Framework v) {
+  return framework_names()[static_cast<size_t>(v)];
+}
+
 std::string to_string(Precision v) {
   return precision_names()[static_cast<size_t>(v)];
 }

@@ -22,6 +22,9 @@ enum class SelectiveRecompute { ATTENTION, OP };
 /// torch's F.cross_entropy on an fp32 upcast of the logits (torchtitan).
 enum class CrossEntropy { FUSED, EAGER };
 
+/// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
+enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
+
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
   int tp = 1;               ///< tensor-parallel size
@@ -45,9 +48,11 @@ struct TrainingPlan {
   GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool flash_attention = true;        ///< attention scores never materialised (no s^2 terms)
-  double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
-  std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
+  bool tp_comm_overlap = false;           ///< TP collectives overlap their GEMMs
+  Framework framework = Framework::NONE;  ///< whose defaults fill unset choices (plan/)
+  bool flash_attention = true;            ///< attention scores never materialised (no s^2 terms)
+  double dp_bucket_bytes = 40e6 * 4;      ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
+  std::vector<int> pipeline_split;        ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
   double fragmentation_fraction = 0;  ///< extra reserve beyond the allocator model, fraction
 
@@ -67,6 +72,7 @@ std::string to_string(Schedule value);
 std::string to_string(GradDtype value);
 std::string to_string(SelectiveRecompute value);
 std::string to_string(CrossEntropy value);
+std::string to_string(Framework value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -76,5 +82,6 @@ const std::vector<std::string>& schedule_names();
 const std::vector<std::string>& grad_dtype_names();
 const std::vector<std::string>& selective_recompute_names();
 const std::vector<std::string>& cross_entropy_names();
+const std::vector<std::string>& framework_names();
 
 }  // namespace loom::models

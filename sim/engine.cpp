@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "common/error.hpp"
@@ -202,6 +203,45 @@ TaskId Engine::add_transfer(const TransferSpec& spec, const std::vector<TaskId>&
   return add_flow_collective(c, deps);
 }
 
+void Engine::add_contention(StreamId victim, StreamId contender, double slowdown) {
+  if (ran_) throw ValidationError("contention", "contention cannot be added after run()");
+  check_stream(victim);
+  check_stream(contender);
+  if (victim == contender || !(slowdown >= 1.0)) {
+    throw ValidationError("contention",
+                          fmt::format("stream '{}' cannot be slowed {}x by stream '{}'",
+                                      streams_[victim].name, slowdown, streams_[contender].name));
+  }
+  Stream& v = streams_[victim];
+  v.slowdown = std::max(v.slowdown, slowdown);
+  auto& list = streams_[contender].victims;
+  if (std::find(list.begin(), list.end(), victim) == list.end()) list.push_back(victim);
+}
+
+// (Re)schedules the finish of the compute task running on a slowed stream from its work
+// left and its current rate; earlier finish events of the task become stale.
+void Engine::schedule_contended(StreamId victim) {
+  Stream& v = streams_[victim];
+  const double rate_ps = v.busy_contenders > 0 ? v.slowdown : 1.0;
+  const auto left = static_cast<SimTime>(std::llround(std::max(0.0, v.work_left) * rate_ps));
+  ++v.version;
+  queue_.push(now_ + left, EventKind::TASK_DONE,
+              static_cast<std::uint64_t>(v.running) | (std::uint64_t{v.version} << 32));
+}
+
+// A contending stream became busy or idle: re-times the compute tasks it slows.
+void Engine::set_contenders_busy(StreamId contender, bool busy) {
+  for (StreamId victim : streams_[contender].victims) {
+    Stream& v = streams_[victim];
+    const bool was_slow = v.busy_contenders > 0;
+    v.busy_contenders += busy ? 1 : -1;
+    if (was_slow == (v.busy_contenders > 0) || v.running < 0) continue;
+    v.work_left -= static_cast<double>(now_ - v.since) / (was_slow ? v.slowdown : 1.0);
+    v.since = now_;
+    schedule_contended(victim);
+  }
+}
+
 void Engine::add_dependency(TaskId before, TaskId after) {
   if (ran_) throw ValidationError("dependency", "dependencies cannot be added after run()");
   check_task(before, "deps");
@@ -228,7 +268,20 @@ void Engine::start_task(TaskId id) {
     s.busy = true;
     ++s.head;
   }
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    const StreamId sid = task_streams_[t.streams_begin + i];
+    if (!streams_[sid].victims.empty()) set_contenders_busy(sid, true);
+  }
   if (t.comm < 0) {  // compute
+    const StreamId sid = t.streams_count > 0 ? task_streams_[t.streams_begin] : NO_STREAM;
+    if (sid != NO_STREAM && streams_[sid].slowdown > 1.0) {
+      Stream& v = streams_[sid];
+      v.running = id;
+      v.work_left = static_cast<double>(t.duration);
+      v.since = now_;
+      schedule_contended(sid);
+      return;
+    }
     queue_.push(now_ + t.duration, EventKind::TASK_DONE, static_cast<std::uint64_t>(id));
     return;
   }
@@ -272,6 +325,11 @@ void Engine::finish_task(TaskId id) {
     Stream& s = streams_[task_streams_[t.streams_begin + i]];
     s.busy = false;
     s.busy_time += t.end - t.start;
+    if (s.running == id) s.running = -1;
+  }
+  for (std::uint32_t i = 0; i < t.streams_count; ++i) {
+    const StreamId sid = task_streams_[t.streams_begin + i];
+    if (!streams_[sid].victims.empty()) set_contenders_busy(sid, false);
   }
   for (auto i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i) {
     TaskId next = succ_[i];
@@ -301,9 +359,14 @@ void Engine::run() {
     now_ = e.time;
     ++events_;
     switch (e.kind) {
-      case EventKind::TASK_DONE:
-        finish_task(static_cast<TaskId>(e.payload));
+      case EventKind::TASK_DONE: {
+        const auto id = static_cast<TaskId>(e.payload & 0xffffffffu);
+        const auto version = static_cast<std::uint32_t>(e.payload >> 32);
+        if (version != 0 && version != streams_[task_streams_[tasks_[id].streams_begin]].version)
+          break;  // a slowed task re-timed since this event was scheduled
+        finish_task(id);
         break;
+      }
       case EventKind::BATCH_DONE:
         on_batch_done(static_cast<std::int32_t>(e.payload));
         break;

@@ -12,6 +12,9 @@
 //  - transfer: point-to-point bytes from one rank to another. Blocking send/recv: give both
 //    streams. isend/irecv: give no stream (it starts when its dependencies are done) and
 //    "wait" by making later tasks depend on it.
+// Contention (add_contention): a compute stream may be slowed while another stream (a
+// communication stream whose kernels take SMs) is busy; its compute task then progresses
+// at 1/slowdown of its rate, re-timed whenever a contending stream starts or stops.
 // Time is integer picoseconds; events are ordered by (time, insertion sequence), so a run is
 // deterministic. run() throws InternalError on a deadlock (tasks that can never start,
 // e.g. two collectives issued in opposite orders on two streams).
@@ -128,6 +131,10 @@ class Engine {
   SimTime frozen_time(const CollectiveRequest& request);
   /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks.
   TaskId add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps = {});
+  /// Makes compute tasks on `victim` run `slowdown` (>= 1) times slower while any task runs
+  /// on `contender` (several contenders: the largest slowdown, not compounded). Throws
+  /// ValidationError on unknown streams, a stream contending with itself or slowdown < 1.
+  void add_contention(StreamId victim, StreamId contender, double slowdown);
   /// Makes `after` wait for `before`. Throws ValidationError on unknown ids or after run().
   void add_dependency(TaskId before, TaskId after);
 
@@ -174,6 +181,16 @@ class Engine {
     std::size_t head = 0;
     bool busy = false;
     SimTime busy_time = 0;
+    // Contention: the streams this one slows while busy; as a victim, its slowdown, how
+    // many of its contenders are busy, and its running compute task's progress (work left
+    // in full-speed picoseconds since `since`; `version` tags its live finish event).
+    std::vector<StreamId> victims;
+    double slowdown = 1.0;
+    int busy_contenders = 0;
+    TaskId running = -1;
+    double work_left = 0;
+    SimTime since = 0;
+    std::uint32_t version = 0;
   };
   struct Comm {
     CollectiveSchedule schedule;
@@ -191,6 +208,8 @@ class Engine {
   void try_start(TaskId task);
   void start_task(TaskId task);
   void finish_task(TaskId task);
+  void schedule_contended(StreamId victim);
+  void set_contenders_busy(StreamId contender, bool busy);
   void start_phase(std::int32_t comm);
   void on_batch_done(std::int32_t comm);
 

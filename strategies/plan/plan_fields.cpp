@@ -168,10 +168,24 @@ void add_choice_rows(std::vector<PlanField>& t) {
                        INT_SIZE_MAX, "--num-layers-per-virtual-pipeline-stage", nullptr));
 }
 
+// Communication-overlap choices (issue 9).
+void add_overlap_rows(std::vector<PlanField>& t) {
+  t.push_back(row("tp_comm_overlap", FT::SWITCH, "--tp-comm-overlap",
+                  "overlap tensor-parallel collectives with their GEMMs (userbuffers, async TP)",
+                  "off", 40, [](const TrainingPlan& p) -> PlanValue { return p.tp_comm_overlap; }));
+  t.back().megatron = "--tp-comm-overlap";
+  t.push_back(choice_row(
+      "framework", "--framework",
+      "framework whose defaults fill unset choices (zero, overlaps; docs/defaults.md)", "none", 41,
+      models::framework_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.framework); }));
+}
+
 std::vector<PlanField> build_table() {
   std::vector<PlanField> t;
   add_size_rows(t);
   add_choice_rows(t);
+  add_overlap_rows(t);
   return t;
 }
 

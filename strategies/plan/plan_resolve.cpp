@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/units.hpp"
+#include "strategies/plan/framework_profile.hpp"
 #include "strategies/plan/plan_rules.hpp"
 
 namespace loom::strategies {
@@ -113,6 +114,9 @@ void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, Traini
 // Schedule, precision, optimizer and the switches; the interleaved schedule follows vpp.
 void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   const PlanSources& s = in.sources();
+  p.framework = choice(in, "framework", p.framework);
+  const FrameworkProfile& profile = framework_profile(p.framework);
+  p.zero = profile.zero;
   if (const auto zero = in.integer("zero")) {
     if (*zero < 0 || *zero > 3) {
       fail_field(s, "zero",
@@ -146,8 +150,9 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
         fmt::format("{} (sequence parallelism) needs {} 2 or more", s.name("sp"), s.name("tp")));
   }
   p.flash_attention = in.flag("flash_attention", p.flash_attention);
-  p.overlap_grad_reduce = in.flag("overlap_grad_reduce");
-  p.overlap_param_gather = in.flag("overlap_param_gather");
+  p.overlap_grad_reduce = in.flag("overlap_grad_reduce", profile.overlap_grad_reduce);
+  p.overlap_param_gather = in.flag("overlap_param_gather", profile.overlap_param_gather);
+  p.tp_comm_overlap = in.flag("tp_comm_overlap", profile.tp_comm_overlap);
 }
 
 // Memory knobs and the pipeline split.

@@ -2,7 +2,9 @@
 // (all-reduce, or reduce-scatter when sharded) as the backward completes them, with
 // --overlap-grad-reduce as soon as a bucket's last layer is done; ZeRO-1/2's updated
 // parameter shards all-gathered per bucket, after the optimizer step or, with
-// --overlap-param-gather, at the start of the next step's forward.
+// --overlap-param-gather, at the start of the next step's forward. Expert parameters (ep > 1)
+// get their own buckets over the expert data-parallel group, as Megatron-core's separate
+// expert buffers.
 #include <algorithm>
 #include <numeric>
 
@@ -25,12 +27,12 @@ struct Bucket {
 // Megatron-style buckets: parameters taken in reverse order (backward order), a bucket closed
 // when it holds `capacity` parameters; the split is continuous (a unit's parameters can spill
 // into the next bucket), so a chunk of P parameters gets ceil(P / capacity) buckets.
-std::vector<Bucket> make_buckets(const std::vector<Unit>& units, double capacity) {
+std::vector<Bucket> make_buckets(const std::vector<double>& unit_params, double capacity) {
   std::vector<Bucket> out;
   Bucket cur;
   bool open = false;
-  for (int u = static_cast<int>(units.size()) - 1; u >= 0; --u) {
-    double rem = units[static_cast<size_t>(u)].cost.params;
+  for (int u = static_cast<int>(unit_params.size()) - 1; u >= 0; --u) {
+    double rem = unit_params[static_cast<size_t>(u)];
     while (rem > 0) {
       if (!open) {
         cur = Bucket{0, u, u};
@@ -68,33 +70,58 @@ class BucketedLowering final : public DataParallelLowering {
         by_final_(chunks_by(g.roles.final_pass, s, g.chunks())),
         by_first_(chunks_by(g.roles.first_forward, s, g.chunks())) {
     const double capacity = std::max(1.0, plan_.dp_bucket_bytes / reduced_grad_bytes(plan_));
-    for (int c = 0; c < g.chunks(); ++c)
-      buckets_.push_back(make_buckets(g.work.units[g.schedule.virtual_stage(s, c)], capacity));
+    for (ParamSet set : {ParamSet::DENSE, ParamSet::EXPERT}) {
+      auto& by_chunk = buckets_[set == ParamSet::EXPERT ? 1 : 0];
+      for (int c = 0; c < g.chunks(); ++c) {
+        const int vs = g.schedule.virtual_stage(s, c);
+        std::vector<double> params(g.work.units[static_cast<size_t>(vs)].size());
+        for (size_t u = 0; u < params.size(); ++u)
+          params[u] = unit_params(g, vs, static_cast<int>(u), set);
+        by_chunk.push_back(make_buckets(params, capacity));
+      }
+    }
+    replicas_ = g.replicas.size();
   }
 
-  std::vector<std::vector<TaskId>> before_optimizer(DpGroup& group) override {
-    if (sharded_ && plan_.overlap_param_gather) gather_params(group, {}, true);
-    return reduce_gradients(group);
+  std::vector<std::vector<TaskId>> before_optimizer(StageGroups& groups) override {
+    if (sharded_ && plan_.overlap_param_gather) {
+      for (DpGroup& group : groups.dense) gather_params(group, {}, true);
+      for (DpGroup& group : groups.expert) gather_params(group, {}, true);
+    }
+    std::vector<std::vector<TaskId>> waits(replicas_);
+    for (DpGroup& group : groups.dense) add_member_waits(group, reduce_gradients(group), waits);
+    for (DpGroup& group : groups.expert) add_member_waits(group, reduce_gradients(group), waits);
+    return waits;
   }
 
-  void after_optimizer(DpGroup& group, const std::vector<TaskId>& optimizer) override {
-    if (sharded_ && !plan_.overlap_param_gather) gather_params(group, optimizer, false);
+  void after_optimizer(StageGroups& groups, const std::vector<TaskId>& optimizer) override {
+    if (!sharded_ || plan_.overlap_param_gather) return;
+    for (auto* list : {&groups.dense, &groups.expert})
+      for (DpGroup& group : *list) {
+        std::vector<TaskId> deps;
+        for (int ri : group.members()) deps.push_back(optimizer[static_cast<size_t>(ri)]);
+        gather_params(group, deps, false);
+      }
   }
 
-  double optimizer_shards() const override { return sharded_ ? plan_.dp : 1.0; }
+  bool sharded() const override { return sharded_; }
 
  private:
+  const std::vector<std::vector<Bucket>>& buckets(const DpGroup& group) const {
+    return buckets_[group.set() == ParamSet::EXPERT ? 1 : 0];
+  }
+
   // The parameter all-gather per bucket, in the order buckets are first used. Overlapped
   // (Megatron's --overlap-param-gather): issued at the step's start, a bucket's first layer
   // waits for it; otherwise after the optimizer step.
   void gather_params(DpGroup& group, const std::vector<TaskId>& deps, bool overlapped) {
     StepGraph& g = group.graph();
     for (int c : by_first_) {
-      const auto& bs = buckets_[static_cast<size_t>(c)];
+      const auto& bs = buckets(group)[static_cast<size_t>(c)];
       for (auto b = bs.rbegin(); b != bs.rend(); ++b) {
-        const TaskId id =
-            group.collective(CollectiveOp::ALL_GATHER, b->params * gathered_param_bytes(plan_),
-                             g.label("dp-ag c{} L{}-{}", c, b->lo, b->hi), false, deps, overlapped);
+        const TaskId id = group.collective(
+            CollectiveOp::ALL_GATHER, b->params * gathered_param_bytes(plan_),
+            g.label("{}-ag c{} L{}-{}", group.name(), c, b->lo, b->hi), false, deps, overlapped);
         if (!overlapped) continue;
         for (size_t k = 0; k < group.members().size(); ++k)
           g.engine.add_dependency(id,
@@ -111,7 +138,7 @@ class BucketedLowering final : public DataParallelLowering {
     std::vector<std::vector<TaskId>> reduced(group.members().size());
     const auto op = sharded_ ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
     for (int c : by_final_) {
-      for (const Bucket& b : buckets_[static_cast<size_t>(c)]) {
+      for (const Bucket& b : buckets(group)[static_cast<size_t>(c)]) {
         std::vector<TaskId> deps;
         for (size_t k = 0; k < group.members().size(); ++k)
           deps.push_back(plan_.overlap_grad_reduce
@@ -119,7 +146,8 @@ class BucketedLowering final : public DataParallelLowering {
                              : group.gpu(k).last_backward);
         const TaskId id = group.collective(
             op, b.params * reduced_grad_bytes(plan_),
-            g.label("dp-{} c{} L{}-{}", sharded_ ? "rs" : "ar", c, b.lo, b.hi), false, deps);
+            g.label("{}-{} c{} L{}-{}", group.name(), sharded_ ? "rs" : "ar", c, b.lo, b.hi), false,
+            deps);
         for (auto& r : reduced) r.push_back(id);
       }
     }
@@ -130,7 +158,8 @@ class BucketedLowering final : public DataParallelLowering {
   int s_;
   bool sharded_;
   std::vector<int> by_final_, by_first_;
-  std::vector<std::vector<Bucket>> buckets_;  // by chunk
+  std::vector<std::vector<Bucket>> buckets_[2];  // by set (dense, expert): by chunk
+  size_t replicas_ = 0;
 };
 
 }  // namespace

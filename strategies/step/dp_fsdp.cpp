@@ -2,7 +2,9 @@
 // micro-batch) all-gathers them on the gather stream just before. With prefetch the gather
 // of use i waits only for use i-2 to finish (at most two units gathered at once, the memory
 // model's buffers), without it for use i-1. Gradients are reduce-scattered per unit after
-// each weight-gradient pass (every micro-batch: they are sharded).
+// each weight-gradient pass (every micro-batch: they are sharded). With expert parallelism a
+// unit's expert parameters are gathered and reduced over the expert data-parallel group,
+// each right after its dense part, so every stream sees the collectives in use order.
 #include "strategies/step/dp_lowering.hpp"
 
 namespace loom::strategies {
@@ -27,12 +29,20 @@ class FsdpLowering final : public DataParallelLowering {
     }
   }
 
-  std::vector<std::vector<TaskId>> before_optimizer(DpGroup& group) override {
-    gather_uses(group);
-    return reduce_grads(group);
+  std::vector<std::vector<TaskId>> before_optimizer(StageGroups& groups) override {
+    for (size_t i = 0; i < uses_.size(); ++i) {
+      for (DpGroup& group : groups.dense) gather_use(group, i);
+      for (DpGroup& group : groups.expert) gather_use(group, i);
+    }
+    std::vector<std::vector<TaskId>> waits(g_.replicas.size());
+    for (const auto& [pi, u] : grads_) {
+      for (DpGroup& group : groups.dense) reduce_grad(group, pi, u, waits);
+      for (DpGroup& group : groups.expert) reduce_grad(group, pi, u, waits);
+    }
+    return waits;
   }
 
-  double optimizer_shards() const override { return g_.plan.dp; }
+  bool sharded() const override { return true; }
 
  private:
   const std::vector<Unit>& units_of(const Pass& pass) const {
@@ -42,44 +52,42 @@ class FsdpLowering final : public DataParallelLowering {
     return g_.schedule.per_stage[s_][static_cast<size_t>(pass_index)];
   }
 
-  void gather_uses(DpGroup& group) {
+  // The gather of use `i` over `group`, waiting (per member) for use i - ahead to finish.
+  void gather_use(DpGroup& group, size_t i) {
     StepGraph& g = group.graph();
     const size_t ahead = g.options.fsdp_prefetch ? 2 : 1;
-    for (size_t i = 0; i < uses_.size(); ++i) {
-      const auto [pi, u] = uses_[i];
-      const Pass& pass = pass_at(pi);
-      const Unit& unit = units_of(pass)[static_cast<size_t>(u)];
-      if (unit.cost.params <= 0) continue;
-      std::vector<TaskId> deps;
-      if (i >= ahead)
-        for (size_t k = 0; k < group.members().size(); ++k)
-          deps.push_back(group.unit_tasks(k, uses_[i - ahead].first, uses_[i - ahead].second).last);
-      const TaskId id = group.collective(CollectiveOp::ALL_GATHER,
-                                         unit.cost.params * gathered_param_bytes(g.plan),
-                                         g.label("dp-ag {} mb{} c{} {}", to_string(pass.kind),
-                                                 pass.micro_batch, pass.chunk, unit.name),
-                                         true, deps, true);
+    const auto [pi, u] = uses_[i];
+    const Pass& pass = pass_at(pi);
+    const double params = group.params(g.schedule.virtual_stage(s_, pass.chunk), u);
+    if (params <= 0) return;
+    std::vector<TaskId> deps;
+    if (i >= ahead)
       for (size_t k = 0; k < group.members().size(); ++k)
-        g.engine.add_dependency(id, group.unit_tasks(k, pi, u).first);
-    }
+        deps.push_back(group.unit_tasks(k, uses_[i - ahead].first, uses_[i - ahead].second).last);
+    const TaskId id = group.collective(
+        CollectiveOp::ALL_GATHER, params * gathered_param_bytes(g.plan),
+        g.label("{}-ag {} mb{} c{} {}", group.name(), to_string(pass.kind), pass.micro_batch,
+                pass.chunk, units_of(pass)[static_cast<size_t>(u)].name),
+        true, deps, true);
+    for (size_t k = 0; k < group.members().size(); ++k)
+      g.engine.add_dependency(id, group.unit_tasks(k, pi, u).first);
   }
 
-  std::vector<std::vector<TaskId>> reduce_grads(DpGroup& group) {
+  // The reduce-scatter of unit `u`'s gradients after pass `pi`, added to its members' waits.
+  void reduce_grad(DpGroup& group, int pi, int u, std::vector<std::vector<TaskId>>& waits) {
     StepGraph& g = group.graph();
-    std::vector<std::vector<TaskId>> reduced(group.members().size());
-    for (const auto& [pi, u] : grads_) {
-      const Pass& pass = pass_at(pi);
-      const Unit& unit = units_of(pass)[static_cast<size_t>(u)];
-      if (unit.cost.params <= 0) continue;
-      std::vector<TaskId> deps;
-      for (size_t k = 0; k < group.members().size(); ++k)
-        deps.push_back(group.unit_tasks(k, pi, u).last);
-      const TaskId id = group.collective(
-          CollectiveOp::REDUCE_SCATTER, unit.cost.params * reduced_grad_bytes(g.plan),
-          g.label("dp-rs mb{} c{} {}", pass.micro_batch, pass.chunk, unit.name), false, deps);
-      for (auto& r : reduced) r.push_back(id);
-    }
-    return reduced;
+    const Pass& pass = pass_at(pi);
+    const double params = group.params(g.schedule.virtual_stage(s_, pass.chunk), u);
+    if (params <= 0) return;
+    std::vector<TaskId> deps;
+    for (size_t k = 0; k < group.members().size(); ++k)
+      deps.push_back(group.unit_tasks(k, pi, u).last);
+    const TaskId id =
+        group.collective(CollectiveOp::REDUCE_SCATTER, params * reduced_grad_bytes(g.plan),
+                         g.label("{}-rs mb{} c{} {}", group.name(), pass.micro_batch, pass.chunk,
+                                 units_of(pass)[static_cast<size_t>(u)].name),
+                         false, deps);
+    for (int ri : group.members()) waits[static_cast<size_t>(ri)].push_back(id);
   }
 
   const StepGraph& g_;

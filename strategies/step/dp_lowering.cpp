@@ -16,10 +16,18 @@ double reduced_grad_bytes(const models::TrainingPlan& plan) {
   return plan.grad_dtype == models::GradDtype::FP32 ? 4.0 : 2.0;
 }
 
-DpGroup::DpGroup(StepGraph& graph, int stage, std::vector<int> ranks, std::vector<int> members,
-                 std::vector<std::vector<int>> concurrent)
+double unit_params(const StepGraph& g, int vs, int u, ParamSet set) {
+  const double all = g.work.units[static_cast<size_t>(vs)][static_cast<size_t>(u)].cost.params;
+  if (g.unit_expert_params.empty()) return set == ParamSet::DENSE ? all : 0.0;
+  const double expert = g.unit_expert_params[static_cast<size_t>(vs)][static_cast<size_t>(u)];
+  return set == ParamSet::DENSE ? all - expert : expert;
+}
+
+DpGroup::DpGroup(StepGraph& graph, int stage, ParamSet set, std::vector<int> ranks,
+                 std::vector<int> members, std::vector<std::vector<int>> concurrent)
     : g_(graph),
       stage_(stage),
+      set_(set),
       ranks_(std::move(ranks)),
       members_(std::move(members)),
       concurrent_(std::move(concurrent)),
@@ -51,70 +59,90 @@ TaskId DpGroup::collective(sim::CollectiveOp op, double bytes, std::string label
   return id;
 }
 
-void DataParallelLowering::after_optimizer(DpGroup&, const std::vector<TaskId>&) {}
+void DataParallelLowering::after_optimizer(StageGroups&, const std::vector<TaskId>&) {}
+
+void add_member_waits(const DpGroup& group, const std::vector<std::vector<TaskId>>& tasks,
+                      std::vector<std::vector<TaskId>>& waits) {
+  for (size_t k = 0; k < group.members().size(); ++k) {
+    auto& w = waits[static_cast<size_t>(group.members()[k])];
+    w.insert(w.end(), tasks[k].begin(), tasks[k].end());
+  }
+}
 
 namespace {
 
 // Without data parallelism: no collectives, an unsharded optimizer step.
 class NoDataParallel final : public DataParallelLowering {
  public:
-  std::vector<std::vector<TaskId>> before_optimizer(DpGroup& group) override {
-    return std::vector<std::vector<TaskId>>(group.members().size());
+  explicit NoDataParallel(size_t replicas) : replicas_(replicas) {}
+  std::vector<std::vector<TaskId>> before_optimizer(StageGroups&) override {
+    return std::vector<std::vector<TaskId>>(replicas_);
   }
-  double optimizer_shards() const override { return 1.0; }
+  bool sharded() const override { return false; }
+
+ private:
+  size_t replicas_;
 };
 
-// The groups of stage `s` to lower: in symmetric mode the representative's; in full mode
-// every group once (its first member issues it for all).
-std::vector<DpGroup> stage_groups(StepGraph& g, int s) {
+// The groups of `dim` (DP for dense parameters, EDP for experts) of stage `s` to lower: in
+// symmetric mode the representative's; in full mode every group once (its first member
+// issues it for all).
+std::vector<DpGroup> stage_groups(StepGraph& g, int s, ParamSet set) {
+  const Dim dim = set == ParamSet::DENSE ? Dim::DP : Dim::EDP;
+  // The identical groups of its peers run at the same time on the same nodes: a dense
+  // group's TP and CP peers, an expert group's TP and EP peers.
+  const Dim peers[2] = {Dim::TP, set == ParamSet::DENSE ? Dim::CP : Dim::EP};
   std::vector<DpGroup> out;
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
     const int rank = g.gpus[ri][static_cast<size_t>(s)].rank;
-    if (g.plan.dp <= 1) {
-      out.emplace_back(g, s, std::vector<int>{}, std::vector<int>{static_cast<int>(ri)},
-                       std::vector<std::vector<int>>{});
-      continue;
-    }
-    const std::vector<int>& group = g.index.group(rank, Dim::DP);
+    const std::vector<int>& group = g.index.group(rank, dim);
     std::vector<int> members{static_cast<int>(ri)};
     if (g.options.full) {
       if (group.front() != rank) continue;
       members.clear();
       for (int r : group) members.push_back(g.rank_to_replica[static_cast<size_t>(r)]);
     }
-    // The identical DP groups of its TP/CP peers run at the same time on the same nodes.
     std::vector<std::vector<int>> concurrent;
-    for (int peer : g.index.group(rank, Dim::TP))
-      if (peer != rank) concurrent.push_back(g.index.group(peer, Dim::DP));
-    for (int peer : g.index.group(rank, Dim::CP))
-      if (peer != rank) concurrent.push_back(g.index.group(peer, Dim::DP));
-    out.emplace_back(g, s, group, std::move(members), std::move(concurrent));
+    for (Dim d : peers)
+      for (int peer : g.index.group(rank, d))
+        if (peer != rank) concurrent.push_back(g.index.group(peer, dim));
+    out.emplace_back(g, s, set, group, std::move(members), std::move(concurrent));
   }
   return out;
 }
 
-// The optimizer step, memory-bound over the local shard, on each member's compute stream
-// after its last backward and the collectives it waits for. Returns the tasks per member.
-std::vector<TaskId> lower_optimizer(DpGroup& group, const std::vector<std::vector<TaskId>>& waits,
-                                    double shards) {
-  StepGraph& g = group.graph();
-  const int s = group.stage();
-  double stage_params = 0;
-  for (int c = 0; c < g.chunks(); ++c)
-    stage_params += g.work.chunk_cost[g.schedule.virtual_stage(s, c)].params;
+// Parameters of stage `s` in `set` on one GPU.
+double stage_params(const StepGraph& g, int s, ParamSet set) {
+  double sum = 0;
+  for (int c = 0; c < g.chunks(); ++c) {
+    const int vs = g.schedule.virtual_stage(s, c);
+    for (size_t u = 0; u < g.work.units[static_cast<size_t>(vs)].size(); ++u)
+      sum += unit_params(g, vs, static_cast<int>(u), set);
+  }
+  return sum;
+}
+
+// The optimizer step, memory-bound over the local shard (dense parameters sharded over DP,
+// experts over EDP when the design shards), on each replica's compute stream after its last
+// backward and the collectives it waits for. Returns the tasks per replica.
+std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
+                                    const std::vector<std::vector<TaskId>>& waits, bool sharded) {
+  const double dense = stage_params(g, s, ParamSet::DENSE);
+  const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
+  const double local = sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;
   topo::KernelOp step;
   step.kind = topo::KernelKind::OPTIMIZER;
-  step.bytes = stage_params / shards * models::optimizer_step_bytes_per_param(g.plan);
+  step.bytes = local * models::optimizer_step_bytes_per_param(g.plan);
   const double opt_s =
       g.kernels->seconds(step, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
   std::vector<TaskId> opts;
-  for (size_t k = 0; k < group.members().size(); ++k) {
-    const SimGpu& h = group.gpu(k);
-    std::vector<TaskId> deps = waits[k];
+  for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+    const SimGpu& h = g.gpus[ri][static_cast<size_t>(s)];
+    std::vector<TaskId> deps = waits[ri];
     deps.push_back(h.last_backward);
     const TaskId opt = g.add_compute(h.compute, opt_s, "optimizer", TraceCategory::OPTIMIZER, deps);
     opts.push_back(opt);
-    if (group.members()[k] == 0) {
+    if (ri == 0) {
       g.optimizer_time_s += opt_s / g.stages();
       g.reps[static_cast<size_t>(s)].compute.push_back(opt);
     }
@@ -125,7 +153,7 @@ std::vector<TaskId> lower_optimizer(DpGroup& group, const std::vector<std::vecto
 }  // namespace
 
 std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& g, int stage) {
-  if (g.plan.dp <= 1) return std::make_unique<NoDataParallel>();
+  if (g.plan.dp <= 1) return std::make_unique<NoDataParallel>(g.replicas.size());
   if (g.plan.zero >= 3) return make_fsdp_lowering(g, stage);
   return make_bucketed_lowering(g, stage);
 }
@@ -133,11 +161,15 @@ std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& g, int s
 void lower_data_parallel(StepGraph& g) {
   for (int s = 0; s < g.stages(); ++s) {
     const auto design = make_dp_lowering(g, s);
-    for (DpGroup& group : stage_groups(g, s)) {
-      const auto waits = design->before_optimizer(group);
-      const auto opts = lower_optimizer(group, waits, design->optimizer_shards());
-      design->after_optimizer(group, opts);
+    StageGroups groups;
+    if (g.plan.dp > 1) {
+      groups.dense = stage_groups(g, s, ParamSet::DENSE);
+      if (!g.unit_expert_params.empty() && g.edp > 1)
+        groups.expert = stage_groups(g, s, ParamSet::EXPERT);
     }
+    const auto waits = design->before_optimizer(groups);
+    const auto opts = lower_optimizer(g, s, waits, design->sharded());
+    design->after_optimizer(groups, opts);
   }
 }
 

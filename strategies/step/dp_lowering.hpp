@@ -6,6 +6,12 @@
 // dp_fsdp.cpp). A parameter server or single-process DataParallel is another
 // implementation behind the same interface.
 //
+// With expert parallelism (ep > 1) the routed experts' parameters form a second set: their
+// gradients are reduced (and, sharded, their parameters gathered) over the expert
+// data-parallel group (EDP: dp x cp / ep ranks holding the same experts), the dense ones over
+// the DP group, as Megatron-core keeps separate expert buffers reduced over
+// expert_data_parallel_group (megatron/core/distributed/distributed_data_parallel.py).
+//
 // In symmetric mode only the representative is simulated: its group's collective holds its
 // stream alone, and the identical DP groups of its TP/CP peers run as concurrent traffic. In
 // full mode every group is issued once, holding every simulated member's stream.
@@ -16,14 +22,27 @@
 
 namespace loom::strategies {
 
+/// Which parameters a data-parallel group handles (see file comment).
+enum class ParamSet { DENSE, EXPERT };
+
+/// Parameters of unit `u` of virtual stage `vs` in `set` (without expert parallelism every
+/// parameter is DENSE).
+double unit_params(const StepGraph& graph, int vs, int u, ParamSet set);
+
 /// One data-parallel group of one stage, and the helpers a design lowers it with.
 class DpGroup {
  public:
-  DpGroup(StepGraph& graph, int stage, std::vector<int> ranks, std::vector<int> members,
-          std::vector<std::vector<int>> concurrent);
+  DpGroup(StepGraph& graph, int stage, ParamSet set, std::vector<int> ranks,
+          std::vector<int> members, std::vector<std::vector<int>> concurrent);
 
   StepGraph& graph() const { return g_; }
   int stage() const { return stage_; }
+  /// The parameters this group reduces: dense over DP, or experts over EDP.
+  ParamSet set() const { return set_; }
+  /// "dp" or "edp", for labels.
+  const char* name() const { return set_ == ParamSet::EXPERT ? "edp" : "dp"; }
+  /// Parameters of unit `u` of virtual stage `vs` in this group's set.
+  double params(int vs, int u) const { return unit_params(g_, vs, u, set_); }
   /// Simulated replicas in the group (replica indices).
   const std::vector<int>& members() const { return members_; }
   /// The simulated GPU of member `k` on this stage.
@@ -39,23 +58,31 @@ class DpGroup {
  private:
   StepGraph& g_;
   int stage_;
+  ParamSet set_;
   std::vector<int> ranks_;  // the DP group's global ranks; empty without data parallelism
   std::vector<int> members_;
   std::vector<std::vector<int>> concurrent_;
   bool has_rep_;
 };
 
+/// The data-parallel groups of one stage to lower: the dense groups (over DP), then the
+/// expert groups (over EDP; none without expert parallelism or when EDP has one rank).
+struct StageGroups {
+  std::vector<DpGroup> dense;
+  std::vector<DpGroup> expert;
+};
+
 /// One data-parallel design (see file comment).
 class DataParallelLowering {
  public:
   virtual ~DataParallelLowering() = default;
-  /// Issues the group's collectives that precede the optimizer step; returns, per member,
-  /// the tasks its optimizer step waits for.
-  virtual std::vector<std::vector<sim::TaskId>> before_optimizer(DpGroup& group) = 0;
-  /// Issues the collectives that follow the optimizer step (`optimizer`: per member).
-  virtual void after_optimizer(DpGroup& group, const std::vector<sim::TaskId>& optimizer);
-  /// How many ways the optimizer state is sharded (ZeRO: the DP size).
-  virtual double optimizer_shards() const = 0;
+  /// Issues the groups' collectives that precede the optimizer step; returns, per simulated
+  /// replica, the tasks its optimizer step on this stage waits for.
+  virtual std::vector<std::vector<sim::TaskId>> before_optimizer(StageGroups& groups) = 0;
+  /// Issues the collectives that follow the optimizer step (`optimizer`: per replica).
+  virtual void after_optimizer(StageGroups& groups, const std::vector<sim::TaskId>& optimizer);
+  /// Whether the optimizer state is sharded over the groups (ZeRO >= 1).
+  virtual bool sharded() const = 0;
 };
 
 /// The design the plan selects for `stage` (no DP communication when plan.dp == 1).
@@ -64,6 +91,9 @@ std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& graph, i
 std::unique_ptr<DataParallelLowering> make_bucketed_lowering(const StepGraph& graph, int stage);
 /// ZeRO-3 / FSDP.
 std::unique_ptr<DataParallelLowering> make_fsdp_lowering(const StepGraph& graph, int stage);
+/// Adds `tasks` to `waits[replica]` for each member of `group` (`tasks`: per member).
+void add_member_waits(const DpGroup& group, const std::vector<std::vector<sim::TaskId>>& tasks,
+                      std::vector<std::vector<sim::TaskId>>& waits);
 
 /// Adds every stage's data-parallel collectives and optimizer steps to `graph`.
 void lower_data_parallel(StepGraph& graph);

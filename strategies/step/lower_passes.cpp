@@ -7,6 +7,7 @@
 namespace loom::strategies {
 namespace {
 
+using models::Dim;
 using sim::TaskId;
 
 TraceCategory category_of(models::Dim dim) {
@@ -67,23 +68,58 @@ class StageLowering {
   void emit(const PassCost& c, const std::string* unit) {
     switch (pass_->kind) {
       case PassKind::FORWARD:
-        compute(c.fwd_s, "F", unit);
-        comm(c.fwd_comm, "F", unit);
+        compute_then_comm(c.fwd_s, "F", c.fwd_comm, "F", unit);
         break;
       case PassKind::BACKWARD:
       case PassKind::BACKWARD_INPUT: {
         if (c.recompute_s > 0) {
-          compute(c.recompute_s, "R", unit);
-          comm(c.recompute_comm, "R", unit);  // full recompute: the layers' collectives
+          // Full recompute replays the layers' collectives (recompute_comm); selective none.
+          compute_then_comm(c.recompute_s, "R", c.recompute_comm, "R", unit);
         }
         const bool full = pass_->kind == PassKind::BACKWARD;
-        compute(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, full ? "B" : "Bi", unit);
-        comm(c.bwd_comm, "B", unit);
+        compute_then_comm(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, full ? "B" : "Bi",
+                          c.bwd_comm, "B", unit);
         break;
       }
       case PassKind::BACKWARD_WEIGHT:
         compute(c.bwd_weight_s, "W", unit);
         break;
+    }
+  }
+
+  // A compute task and the collectives after it. With tp_comm_overlap the TP collectives run
+  // on the tp stream alongside the compute (from a zero-length marker at its start, which
+  // carries its cross-stage dependencies), and an exposed residual (tp_overlap_residual of
+  // their time) follows both on the compute stream.
+  void compute_then_comm(double seconds, const char* what, const std::vector<CommItem>& items,
+                         const char* comm_what, const std::string* unit) {
+    const bool overlap =
+        g_.plan.tp_comm_overlap && g_.plan.tp > 1 &&
+        std::any_of(items.begin(), items.end(), [](const CommItem& i) { return i.dim == Dim::TP; });
+    if (!overlap) {
+      compute(seconds, what, unit);
+      comm(items, comm_what, unit);
+      return;
+    }
+    compute(0.0, "start", unit);
+    std::vector<TaskId> marks = last_;
+    compute(seconds, what, unit);
+    std::vector<TaskId> computed = last_;
+    overlapped_.assign(g_.replicas.size(), {});
+    overlap_ps_ = 0;
+    comm(items, comm_what, unit, &marks);
+    const double residual_s = sim::to_seconds(overlap_ps_) * tp_overlap_residual(g_.plan.tp);
+    for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
+      const TaskId id = g_.add_compute(
+          g_.gpus[ri][s_].compute, residual_s,
+          g_.label("{}-comm tp exposed mb{} c{}", comm_what, pass_->micro_batch, pass_->chunk),
+          TraceCategory::TP, overlapped_[ri]);
+      track(ri, id);
+      if (ri == 0) {
+        g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
+        rep_pass_->tasks.push_back(id);
+        rep_pass_->overlaps.emplace_back(computed[0], id);
+      }
     }
   }
 
@@ -112,7 +148,10 @@ class StageLowering {
   // One comm list (the collectives after a forward, recompute or backward): each run of
   // items on one group (same dimension) a collective sequence on that group, issued by the
   // group's first simulated replica.
-  void comm(const std::vector<CommItem>& items, const char* what, const std::string* unit) {
+  // `overlap_from` (tp_comm_overlap): TP runs go on the tp streams after these tasks (per
+  // replica) instead of blocking the compute stream.
+  void comm(const std::vector<CommItem>& items, const char* what, const std::string* unit,
+            const std::vector<TaskId>* overlap_from = nullptr) {
     if (items.empty()) return;
     RepCommList* rep_list = nullptr;
     std::vector<std::pair<sim::CollectiveOp, double>> run;
@@ -121,28 +160,39 @@ class StageLowering {
       run.clear();
       for (end = begin; end < items.size() && items[end].dim == dim; ++end)
         run.emplace_back(items[end].op, items[end].bytes);
+      const bool overlapped = overlap_from && dim == Dim::TP;
       for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
         const std::vector<int>& group = g_.index.group(g_.gpus[ri][s_].rank, dim);
         if (group.size() < 2) continue;
         std::vector<sim::StreamId> streams(group.size(), sim::NO_STREAM);
+        std::vector<TaskId> deps;
         int leader = static_cast<int>(ri);
         for (size_t k = 0; k < group.size(); ++k) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(group[k])];
           if (rj < 0) continue;
           leader = std::min(leader, rj);
-          streams[k] = g_.gpus[static_cast<size_t>(rj)][s_].compute;
+          const SimGpu& h = g_.gpus[static_cast<size_t>(rj)][s_];
+          streams[k] = overlapped ? h.tp : h.compute;
+          if (overlapped) deps.push_back((*overlap_from)[static_cast<size_t>(rj)]);
         }
         if (leader != static_cast<int>(ri)) continue;  // issued with an earlier replica
-        RepCommList::Run rep_run{-1, -1, dim, {}};
+        RepCommList::Run rep_run{-1, -1, dim, {}, overlapped};
+        std::vector<sim::SimTime> frozen;
         const auto [first, last] = g_.add_collective_sequence(
             run, group, streams,
             g_.label("{}-comm {} {} mb{} c{}{}{}", what, models::to_string(dim),
                      sim::to_string(run.front().first), pass_->micro_batch, pass_->chunk,
                      unit ? " " : "", unit ? unit->c_str() : ""),
-            category_of(dim), ri == 0 ? &rep_run.frozen_ps : nullptr);
+            category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
+        if (ri == 0) rep_run.frozen_ps = frozen;
+        if (overlapped && ri == 0) overlap_ps_ += run_ps(run, group, frozen);
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
+          if (overlapped) {
+            overlapped_[static_cast<size_t>(rj)].push_back(last);
+            continue;
+          }
           track(static_cast<size_t>(rj), first);
           track(static_cast<size_t>(rj), last);
         }
@@ -151,6 +201,7 @@ class StageLowering {
           rep_run.first = first;
           rep_run.last = last;
           rep_list->runs.push_back(std::move(rep_run));
+          if (overlapped) continue;  // not on the compute stream
           for (TaskId id = first; id <= last; ++id) {
             g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
             rep_pass_->tasks.push_back(id);
@@ -160,9 +211,31 @@ class StageLowering {
     }
   }
 
+  // The time of one run on an idle network: its frozen times, or each collective's.
+  sim::SimTime run_ps(const std::vector<std::pair<sim::CollectiveOp, double>>& run,
+                      const std::vector<int>& group, const std::vector<sim::SimTime>& frozen) {
+    sim::SimTime sum = 0;
+    if (!frozen.empty()) {
+      for (sim::SimTime t : frozen) sum += t;
+      return sum;
+    }
+    sim::CollectiveRequest req;
+    req.ranks = group;
+    for (const auto& [op, bytes] : run) {
+      req.op = op;
+      req.bytes = bytes;
+      sum += g_.engine.frozen_time(req);
+    }
+    return sum;
+  }
+
   StepGraph& g_;
   int s_;
   int pi_ = 0;
+  // tp_comm_overlap: per replica, the last task of each overlapped run; the representative's
+  // overlapped comm time on an idle network.
+  std::vector<std::vector<TaskId>> overlapped_;
+  sim::SimTime overlap_ps_ = 0;
   const Pass* pass_ = nullptr;
   RepPass* rep_pass_ = nullptr;
   double compute_s_ = 0;  // the pass's compute seconds (summed per pass, then per stage)
@@ -185,8 +258,9 @@ void measure_passes(StepGraph& g) {
   for (RepStage& rs : g.reps) {
     for (const RepPass& pass : rs.passes) {
       for (TaskId t : pass.tasks) rs.busy_ps += e.finish(t) - e.start(t);
-      // Summed as the seconds of each list, then per pass, in issue order.
-      std::array<double, models::DIM_COUNT> by_dim{};
+      // Summed as the seconds of each list, then per pass, in issue order; overlapped runs
+      // count in the totals but not as blocking.
+      std::array<double, models::DIM_COUNT> by_dim{}, hidden{};
       double comm_s = 0;
       for (const RepCommList& list : pass.comm_lists) {
         double list_s = 0;
@@ -194,7 +268,10 @@ void measure_passes(StepGraph& g) {
           const auto add = [&](sim::SimTime ps) {
             const double t = sim::to_seconds(ps);
             by_dim[static_cast<size_t>(models::index(run.dim))] += t;
-            list_s += t;
+            if (run.overlapped)
+              hidden[static_cast<size_t>(models::index(run.dim))] += t;
+            else
+              list_s += t;
           };
           if (!run.frozen_ps.empty()) {
             for (sim::SimTime ps : run.frozen_ps) add(ps);
@@ -205,8 +282,19 @@ void measure_passes(StepGraph& g) {
         }
         comm_s += list_s;
       }
+      // Exposed TP time of each overlapped list: from its compute's end to its residual's;
+      // the wait before the residual is busy (communication), not pipeline bubble.
+      for (const auto& [computed, residual] : pass.overlaps) {
+        const double exposed = sim::to_seconds(e.finish(residual) - e.finish(computed));
+        rs.busy_ps += e.start(residual) - e.finish(computed);
+        comm_s += exposed;
+        hidden[static_cast<size_t>(models::index(Dim::TP))] -= exposed;
+      }
       rs.comm_s += comm_s;
-      for (int k = 0; k < models::DIM_COUNT; ++k) g.comm_total[k] += by_dim[k];
+      for (int k = 0; k < models::DIM_COUNT; ++k) {
+        g.comm_total[k] += by_dim[k];
+        g.comm_hidden[k] += hidden[k];
+      }
     }
   }
 }

@@ -10,17 +10,17 @@
 
 namespace loom::strategies {
 
-/// Rank <-> (tp, cp, dp, pp) coordinates and the group of each dense dimension.
+/// Rank <-> (tp, cp, dp, pp) coordinates and the group of each dimension (EDP included).
 class RankIndex {
  public:
   RankIndex(const RankLayout& layout, const models::TrainingPlan& plan);
   /// The global rank at coordinates (tp t, cp c, dp d, pp p).
   int rank(int t, int c, int d, int p) const { return ranks_[index(t, c, d, p)]; }
-  /// The group of `dim` (TP, CP, EP, DP or PP) holding `rank`; InternalError for EDP.
+  /// The group of `dim` holding `rank`.
   const std::vector<int>& group(int rank, Dim dim) const;
 
  private:
-  static constexpr int DIMS = 5;  // Dim's first five: TP, CP, EP, DP, PP
+  static constexpr int DIMS = 6;  // every Dim: TP, CP, EP, DP, PP, EDP
   size_t index(int t, int c, int d, int p) const {
     return ((static_cast<size_t>(p) * dp_ + d) * cp_ + c) * tp_ + t;
   }

@@ -1,5 +1,12 @@
 #include "strategies/step/step_graph.hpp"
 
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "sim/nccl_model.hpp"
+
 namespace loom::strategies {
 namespace {
 
@@ -45,7 +52,51 @@ std::vector<Replica> simulated_replicas(const models::TrainingPlan& plan, bool f
   return out;
 }
 
+// Routed-expert parameters of each unit, laid out as cost_stages lays out the units (the
+// embedding first on virtual stage 0, then the layers, the head last); empty when ep == 1.
+std::vector<std::vector<double>> expert_params(const models::ModelSpec& m,
+                                               const models::TrainingPlan& p,
+                                               const StageWork& work) {
+  if (p.ep <= 1 || !m.is_moe()) return {};
+  double moe_layer = -1;  // identical MoE layers: computed once
+  const auto vs_layers = models::virtual_stage_layers(m, p);
+  std::vector<std::vector<double>> out(vs_layers.size());
+  int next = 0;
+  for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
+    if (vs == 0 && !models::embedding_ops(m, p).empty()) out[vs].push_back(0.0);
+    for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
+      if (!m.is_moe_layer(next)) {
+        out[vs].push_back(0.0);
+        continue;
+      }
+      if (moe_layer < 0) {
+        moe_layer = 0;
+        for (const auto& op : models::layer_ops(m, p, next))
+          if (op.expert) moe_layer += op.params;
+      }
+      out[vs].push_back(moe_layer);
+    }
+    if (vs + 1 == vs_layers.size()) out[vs].push_back(0.0);
+    check_invariant(out[vs].size() == work.units[vs].size(),
+                    "expert parameters laid out unlike the costed units");
+  }
+  return out;
+}
+
 }  // namespace
+
+double comm_sm_share(const topo::GpuSpec& gpu) {
+  if (gpu.sm_count <= 0) return 0.0;
+  return std::min(0.5, static_cast<double>(sim::nccl_channels(gpu)) / gpu.sm_count);
+}
+
+double overlap_slowdown(const topo::GpuSpec& gpu) {
+  return 1.0 / (1.0 - comm_sm_share(gpu));
+}
+
+double tp_overlap_residual(int tp) {
+  return tp > 1 ? 1.0 / tp : 1.0;
+}
 
 bool ends_weight_gradients(const Pass& pass) {
   return ends_weight_grads(pass);
@@ -62,10 +113,13 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       engine(cluster, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
       work(cost_stages(m, p, *kernels)),
+      unit_expert_params(expert_params(m, p, work)),
+      edp(p.dp * p.cp / std::max(1, p.ep)),
       roles(find_roles(schedule, p.vpp)),
       replicas(simulated_replicas(p, o.full)),
       reps(static_cast<size_t>(p.pp)) {
   const bool fsdp = p.dp > 1 && p.zero >= 3;
+  const double slowdown = overlap_slowdown(cluster.gpu);
   gpus.resize(replicas.size());
   rank_to_replica.assign(static_cast<size_t>(p.gpus()), -1);
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
@@ -75,6 +129,14 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       g.compute = engine.add_stream(fmt::format("rank{}/compute", g.rank), g.rank);
       g.dp = engine.add_stream(fmt::format("rank{}/dp", g.rank), g.rank);
       g.ag = fsdp ? engine.add_stream(fmt::format("rank{}/dp-ag", g.rank), g.rank) : g.dp;
+      // DP collectives overlapping compute take SMs from it (see overlap_slowdown).
+      if (p.tp_comm_overlap && p.tp > 1)
+        g.tp = engine.add_stream(fmt::format("rank{}/tp-overlap", g.rank), g.rank);
+      if (slowdown > 1.0) {
+        if (p.dp > 1) engine.add_contention(g.compute, g.dp, slowdown);
+        if (g.ag != g.dp) engine.add_contention(g.compute, g.ag, slowdown);
+        if (g.tp != sim::NO_STREAM) engine.add_contention(g.compute, g.tp, slowdown);
+      }
       g.units.resize(schedule.per_stage[s].size());
       rank_to_replica[static_cast<size_t>(g.rank)] = static_cast<int>(ri);
       gpus[ri].push_back(std::move(g));
@@ -137,7 +199,7 @@ sim::TaskId StepGraph::add_collective(sim::CollectiveOp op, double bytes,
 std::pair<sim::TaskId, sim::TaskId> StepGraph::add_collective_sequence(
     const std::vector<std::pair<sim::CollectiveOp, double>>& ops, const std::vector<int>& group,
     const std::vector<sim::StreamId>& streams, const std::string& label, TraceCategory c,
-    std::vector<sim::SimTime>* frozen_ps) {
+    std::vector<sim::SimTime>* frozen_ps, const std::vector<sim::TaskId>& deps) {
   std::vector<sim::CollectiveSpec> specs(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     specs[i].request.op = ops[i].first;
@@ -146,7 +208,7 @@ std::pair<sim::TaskId, sim::TaskId> StepGraph::add_collective_sequence(
     specs[i].streams = streams;
     specs[i].label = label;
   }
-  const auto range = engine.add_collective_sequence(specs);
+  const auto range = engine.add_collective_sequence(specs, deps);
   for (sim::TaskId id = range.first; id <= range.second; ++id) record(id, c);
   if (frozen_ps && range.first == range.second && specs.size() > 1) {
     for (const sim::CollectiveSpec& spec : specs)

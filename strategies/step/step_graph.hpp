@@ -33,10 +33,11 @@ struct PassTasks {
 /// One simulated GPU: its streams and the tasks the data-parallel lowering hangs on.
 struct SimGpu {
   int rank = 0;
-  sim::StreamId compute = sim::NO_STREAM;     ///< passes, blocking model-parallel collectives
-  sim::StreamId dp = sim::NO_STREAM;          ///< gradient reduction (and ZeRO-1/2 gathers)
-  sim::StreamId ag = sim::NO_STREAM;          ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
-  sim::TaskId last_backward = -1;             ///< the last pass that ends weight gradients
+  sim::StreamId compute = sim::NO_STREAM;  ///< passes, blocking model-parallel collectives
+  sim::StreamId dp = sim::NO_STREAM;       ///< gradient reduction (and ZeRO-1/2 gathers)
+  sim::StreamId ag = sim::NO_STREAM;       ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
+  sim::StreamId tp = sim::NO_STREAM;       ///< TP collectives overlapping GEMMs (tp_comm_overlap)
+  sim::TaskId last_backward = -1;          ///< the last pass that ends weight gradients
   std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
 };
 
@@ -54,6 +55,8 @@ struct RepCommList {
     /// When frozen (one task): each collective's picoseconds, so that the report sums
     /// them one by one as it does the tasks of a flow-timed run.
     std::vector<sim::SimTime> frozen_ps;
+    /// Overlapped with the pass's compute (tp_comm_overlap): not blocking.
+    bool overlapped = false;
   };
   std::vector<Run> runs;
 };
@@ -62,6 +65,9 @@ struct RepCommList {
 struct RepPass {
   std::vector<sim::TaskId> tasks;       ///< compute tasks and collectives, in issue order
   std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
+  /// tp_comm_overlap: (compute task, exposed-residual task) of each overlapped comm list;
+  /// the time between the two finishes is the exposed TP communication.
+  std::vector<std::pair<sim::TaskId, sim::TaskId>> overlaps;
 };
 
 /// What the report measures on the representative GPU (replica 0) of one stage.
@@ -98,6 +104,10 @@ struct StepGraph {
   sim::Engine engine;
   PipelineSchedule schedule;
   StageWork work;
+  /// [virtual stage][unit]: routed-expert parameters on this GPU, reduced over the expert
+  /// data-parallel group; empty without expert parallelism (ep == 1: all params are dense).
+  std::vector<std::vector<double>> unit_expert_params;
+  int edp = 1;  ///< expert data-parallel size, dp x cp / ep (Megatron-core)
   PassRoles roles;
   std::vector<Replica> replicas;          ///< simulated replicas; [0] is the representative
   std::vector<std::vector<SimGpu>> gpus;  ///< [replica][stage]
@@ -109,6 +119,8 @@ struct StepGraph {
   std::vector<RepStage> reps;               ///< by stage
   /// Model-parallel comm seconds by dimension, summed over the representative's stages.
   std::array<double, models::DIM_COUNT> comm_total{};
+  /// Of which hidden behind compute (tp_comm_overlap), by dimension.
+  std::array<double, models::DIM_COUNT> comm_hidden{};
   double optimizer_time_s = 0;  ///< mean over stages
   /// Trace category of every task (filled only when the timeline is kept).
   std::vector<TraceCategory> category;
@@ -140,7 +152,7 @@ struct StepGraph {
   std::pair<sim::TaskId, sim::TaskId> add_collective_sequence(
       const std::vector<std::pair<sim::CollectiveOp, double>>& ops, const std::vector<int>& group,
       const std::vector<sim::StreamId>& streams, const std::string& label, TraceCategory category,
-      std::vector<sim::SimTime>* frozen_ps = nullptr);
+      std::vector<sim::SimTime>* frozen_ps = nullptr, const std::vector<sim::TaskId>& deps = {});
   /// Labels only feed the timeline (--trace): formatted only when it is kept.
   template <typename... Args>
   std::string label(fmt::format_string<Args...> format, Args&&... args) const {
@@ -155,6 +167,24 @@ struct StepGraph {
 /// Whether `pass` ends the weight gradients of its micro-batch and chunk: a B pass, or a W
 /// pass under zero-bubble (whose Bi computes no weight gradients).
 bool ends_weight_gradients(const Pass& pass);
+
+/// Fraction of `gpu`'s SMs NCCL's kernels occupy while a collective runs: one CTA per
+/// channel (NCCL launches its kernels with one block per channel, src/enqueue.cc; a block of
+/// up to NCCL_MAX_NTHREADS = 640 threads holds an SM a GEMM tile would use), with loom's
+/// channel count (sim::nccl_channels: two per NVLink, at most MAXCHANNELS = 32); at most 0.5.
+double comm_sm_share(const topo::GpuSpec& gpu);
+/// Factor by which compute overlapping a data-parallel collective is stretched: a
+/// compute-bound kernel keeps 1 - share of the SMs, so 1 / (1 - comm_sm_share) (an upper
+/// bound: memory-bound kernels lose less). H100 SXM: 32 / 132 SMs -> 1.32x.
+double overlap_slowdown(const topo::GpuSpec& gpu);
+
+/// Fraction of a TP collective left exposed when it overlaps its GEMM (tp_comm_overlap):
+/// the collective is decomposed into `tp` chunks pipelined against the GEMM's chunks, and the
+/// first (all-gather) or last (reduce-scatter) chunk's transfer has no GEMM chunk to hide
+/// behind (Wang et al. 2022, "Overlap Communication with Dependent Computation via
+/// Decomposition", Sec. 3; Transformer Engine's userbuffers ring-exchange splits by tp), so
+/// 1 / tp of it stays exposed.
+double tp_overlap_residual(int tp);
 
 /// Seconds to picoseconds of simulated time.
 inline sim::SimTime to_ps(double seconds) {

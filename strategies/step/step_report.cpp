@@ -93,10 +93,13 @@ void measure_step(StepGraph& g, StepReport& r) {
   r.optimizer_time_s = g.optimizer_time_s;
   r.compute_time_s = compute + r.optimizer_time_s;
   r.comm_time_s[models::index(Dim::DP)] = dp_total / p;
-  // tp/cp/ep block the compute stream (all exposed); pp waits are part of the bubble.
+  // tp/cp/ep block the compute stream (all exposed but what tp_comm_overlap hides); pp
+  // waits are part of the bubble.
   r.exposed_comm_s = {};
   for (models::Dim d : {models::Dim::TP, models::Dim::CP, models::Dim::EP})
-    r.exposed_comm_s[models::index(d)] = r.comm_time_s[models::index(d)];
+    r.exposed_comm_s[models::index(d)] =
+        r.comm_time_s[models::index(d)] -
+        std::min(r.comm_time_s[models::index(d)], g.comm_hidden[models::index(d)] / p);
   r.exposed_comm_s[models::index(Dim::DP)] = dp_exposed / p;
   r.exposed_comm_time_s = mp_comm + dp_exposed / p;
   r.dp_bytes_per_gpu = dp_bytes / p;

@@ -118,3 +118,43 @@ TEST_CASE("cli::PlanFlags: a plan file breaking a rule names the file and JSON p
   std::remove(out.c_str());
   std::remove(err.c_str());
 }
+
+TEST_CASE("cli::PlanFlags: --framework fills unset choices; flags, and --no- flags, win") {
+  // NeMo 2.0 recipes: distributed optimizer, both DP overlaps, TP comm overlap (perf recipes).
+  PlanFlags f;
+  f.texts["framework"] = "nemo";
+  f.integers["tp"] = 2;
+  auto p = resolve_plan(f, 8).plan;
+  CHECK(p.framework == models::Framework::NEMO);
+  CHECK(p.zero == 1);
+  CHECK(p.overlap_grad_reduce);
+  CHECK(p.overlap_param_gather);
+  CHECK(p.tp_comm_overlap);
+  f.switches["tp_comm_overlap"] = -1;  // --no-tp-comm-overlap
+  f.integers["zero"] = 0;
+  p = resolve_plan(f, 8).plan;
+  CHECK_FALSE(p.tp_comm_overlap);
+  CHECK(p.zero == 0);
+  CHECK(p.overlap_grad_reduce);
+  // torchtitan: FSDP2 over every data-parallel rank; no async TP.
+  PlanFlags t;
+  t.texts["framework"] = "torchtitan";
+  p = resolve_plan(t, 8).plan;
+  CHECK(p.zero == 3);
+  CHECK_FALSE(p.tp_comm_overlap);
+  // Without a profile nothing changes (Megatron-LM's flags default off).
+  p = resolve_plan(PlanFlags{}, 8).plan;
+  CHECK(p.framework == models::Framework::NONE);
+  CHECK(p.zero == 0);
+  CHECK_FALSE(p.overlap_grad_reduce);
+}
+
+TEST_CASE("cli::PlanFlags: a switch's --no- form parses as a negative count") {
+  CLI::App app;
+  PlanFlags f;
+  add_plan_flags(app, f);
+  const char* argv[] = {"loom", "--framework", "nemo", "--no-overlap-grad-reduce"};
+  app.parse(4, argv);
+  CHECK(f.switches["overlap_grad_reduce"] < 0);
+  CHECK_FALSE(resolve_plan(f, 8).plan.overlap_grad_reduce);
+}

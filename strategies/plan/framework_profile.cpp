@@ -1,0 +1,36 @@
+#include "strategies/plan/framework_profile.hpp"
+
+#include <array>
+
+namespace loom::strategies {
+
+namespace {
+
+// Indexed by models::Framework.
+const std::array<FrameworkProfile, 5> PROFILES = {{
+    // none: loom's defaults (Megatron-LM's argument defaults).
+    {0, false, false, false, "loom defaults"},
+    // Megatron-LM: --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap and
+    // --use-distributed-optimizer are all store_true flags, off unless given.
+    {0, false, false, false, "Megatron-LM megatron/training/arguments.py (store_true flags)"},
+    // NeMo 2.0 recipes: MegatronStrategy with DistributedDataParallelConfig(overlap_grad_reduce
+    // =True, overlap_param_gather=True), OptimizerConfig(use_distributed_optimizer=True), and
+    // the performance recipes' MegatronCommOverlapCallback(tp_comm_overlap=True).
+    {1, true, true, true,
+     "NeMo nemo/collections/llm/recipes/llama3_8b.py (trainer, pretrain_performance_"
+     "optimizations); nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py"},
+    // torchtitan: data_parallel_shard_degree = -1 (FSDP2 over every data-parallel rank, with
+    // its implicit prefetch), enable_async_tensor_parallel = False.
+    {3, false, false, false, "torchtitan torchtitan/config/job_config.py (Parallelism)"},
+    // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
+    // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps).
+    {0, false, false, false, "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm)"},
+}};
+
+}  // namespace
+
+const FrameworkProfile& framework_profile(models::Framework framework) {
+  return PROFILES[static_cast<size_t>(framework)];
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,22 @@
+#pragma once
+// Framework profiles (`--framework`): the defaults a training framework applies to the
+// choices a plan leaves unset — the ZeRO/FSDP design and the communication overlaps. Every
+// choice stays its own field and flag; an explicit value always wins over the profile.
+// Each profile cites the framework source its defaults were read from (docs/defaults.md).
+#include "models/training_plan.hpp"
+
+namespace loom::strategies {
+
+/// The defaults one framework applies to unset plan fields.
+struct FrameworkProfile {
+  int zero = 0;                       ///< ZeRO stage / FSDP when dp > 1
+  bool overlap_grad_reduce = false;   ///< DP gradient reduction overlapped with backward
+  bool overlap_param_gather = false;  ///< ZeRO-1/2 parameter gather overlapped with forward
+  bool tp_comm_overlap = false;       ///< TP collectives overlapped with their GEMMs
+  const char* source = "";            ///< where the defaults were read
+};
+
+/// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).
+const FrameworkProfile& framework_profile(models::Framework framework);
+
+}  // namespace loom::strategies
