@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "models/fused_ops.hpp"
 #include "models/plan_dtypes.hpp"
 
 namespace loom::models {
@@ -23,6 +24,7 @@ struct Ctx {
   double act;      // bytes per activation element
   double wbytes;   // bytes per weight element read by layer matmuls
   bool flash;
+  Fusion fusion;
 
   Ctx(const ModelSpec& model, const TrainingPlan& plan)
       : m(model),
@@ -35,7 +37,8 @@ struct Ctx {
         seq_div(plan.sp ? plan.tp : 1),
         act(activation_element_bytes(plan)),
         wbytes(bytes_per_element(matmul_weight_dtype(plan.precision))),
-        flash(plan.flash_attention) {}
+        flash(plan.flash_attention),
+        fusion(plan.fusion) {}
 
   // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
   // is `bytes`: an all-reduce, a reduce-scatter with SP, none without TP.
@@ -45,18 +48,6 @@ struct Ctx {
     op.comm_bytes = bytes;
   }
 };
-
-OpCost elementwise(std::string name, double in_bytes, double out_bytes, double saved,
-                   double flops) {
-  OpCost op;
-  op.name = std::move(name);
-  op.kind = OpKind::ELEMENTWISE;
-  op.input_bytes = in_bytes;
-  op.output_bytes = out_bytes;
-  op.saved_bytes = saved;
-  op.fwd_flops = flops;
-  return op;
-}
 
 // A linear layer over `tokens` rows: COLUMN splits the output features by tp, ROW the
 // input features (its bias stays whole), REPLICATED splits nothing.
@@ -92,6 +83,7 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
   double bytes = c.act * tokens * width;
   OpCost op = elementwise(std::move(name), bytes, bytes, bytes, 5 * tokens * width);
   op.params = c.m.norm_params(width);
+  apply_norm_fusion(op, c.m.norm, c.fusion);
   return op;
 }
 
@@ -119,6 +111,7 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
       elementwise("attn_softmax", c.flash ? 0 : c.act * square, c.flash ? 0 : c.act * square,
                   c.flash ? 4 * c.b * heads * c.sq : c.act * square, 5 * square);
   softmax.attention_core = true;
+  if (!c.flash) apply_softmax_fusion(softmax, c.fusion);
   ops.push_back(softmax);
   if (c.m.dropout && !c.flash) {
     // A 1-byte mask and the dropped-out probabilities that attention x V reads in backward.
@@ -154,12 +147,24 @@ void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
   ops.push_back(ln);
 }
 
-// Dropout on a block's output before the residual add (dropout models only): it works on
-// the sequence-parallel shard and keeps a 1-byte mask.
-void push_residual_dropout(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
-  if (!c.m.dropout) return;
-  const double h = static_cast<double>(c.m.hidden), bytes = c.act * c.T * h / c.seq_div;
-  ops.push_back(elementwise(name, bytes, bytes, c.T * h / c.seq_div, 2 * c.T * h / c.seq_div));
+// The residual add closing a block (with dropout on the block output for dropout models,
+// keeping a 1-byte mask): it works on the sequence-parallel shard.
+void push_residual(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
+  const double elements = c.T * static_cast<double>(c.m.hidden) / c.seq_div;
+  ops.push_back(residual_op(name, elements, c.act, c.m.dropout, c.fusion));
+}
+
+// Rotary embedding of the local queries and keys (RoPE models: no learned positions). MLA
+// rotates only the qk_rope_head_dim part: per head for queries, one shared key part.
+void push_rope(const Ctx& c, std::vector<OpCost>& ops) {
+  const ModelSpec& m = c.m;
+  if (m.max_position_embeddings > 0) return;
+  double width = static_cast<double>(m.q_width() + m.k_width()) / c.t;
+  if (m.attention == AttentionKind::MLA) {
+    const double rope = static_cast<double>(m.mla.qk_rope_head_dim);
+    width = m.heads * rope / c.t + rope;
+  }
+  if (width > 0) ops.push_back(rope_op(c.act * c.T * width, c.fusion));
 }
 
 void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
@@ -207,6 +212,7 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
     ops.back().comm = CommKind::CP_KV_EXCHANGE;
     ops.back().comm_bytes = kv_local;
   }
+  push_rope(c, ops);
   const double d_qk = m.attention == AttentionKind::MLA
                           ? static_cast<double>(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
                           : static_cast<double>(m.head_dim);
@@ -218,7 +224,7 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
       linear(c, "out_proj", T, ow, h, Parallel::ROW, m.linear_bias, c.act * T * ow / c.t, c.wbytes);
   c.tp_reduce(out, c.act * T * h);
   ops.push_back(out);
-  push_residual_dropout(c, "attn_residual_dropout", ops);
+  push_residual(c, "attn_residual", ops);
 }
 
 // A (possibly gated) MLP of intermediate size f over `tokens` rows, column- then row-parallel.
@@ -234,6 +240,7 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f,
   OpCost act =
       elementwise(prefix + "_act", c.act * tokens * up_width / c.t, c.act * tokens * f / c.t,
                   c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
+  apply_activation_fusion(act, c.m.mlp, bias, c.fusion);
   OpCost down = linear(c, prefix + "_down", tokens, f, h, Parallel::ROW, bias,
                        c.act * tokens * f / c.t, c.wbytes);
   if (expert) {
@@ -271,6 +278,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     router.fp8_linear = false;  // Megatron's TopKRouter is a plain (not TE) linear
     if (m.moe.shared_expert_gate) router.params += h;
     ops.push_back(router);
+    ops.push_back(router_topk_op(local_tokens, E, k, c.fusion));
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h, c.act * R * h, 0, 0);
     if (c.p.ep > 1) {
       dispatch.comm = CommKind::EP_ALL_TO_ALL;
@@ -292,7 +300,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
                 m.linear_bias, seq_in, false, 1, ops);
     }
   }
-  push_residual_dropout(c, "mlp_residual_dropout", ops);
+  push_residual(c, "mlp_residual", ops);
 }
 
 // Bytes of the matmul outputs torchtitan's op policy recomputes (the even-numbered ones),
@@ -382,6 +390,10 @@ std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& pl
   op.weight_bytes = c.act * c.T * h;
   op.output_bytes = c.act * c.T * h;
   op.saved_bytes = model.dropout ? c.T * h / c.seq_div : 0;  // the dropout mask
+  op.backward_bytes = embedding_backward_bytes(
+      static_cast<double>(model.vocab) / c.t + static_cast<double>(model.max_position_embeddings),
+      h, c.T, c.act);
+  op.kernels = 2;  // gather (+ position add); backward zero-fill + scatter-add
   c.tp_reduce(op, c.act * c.T * h);
   ops.push_back(op);
   return ops;
@@ -425,9 +437,8 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   ops.push_back(head);
   // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live
   // for one micro-batch only (the loss backward runs right after the forward).
-  OpCost loss = elementwise("cross_entropy", c.act * c.T * V / c.t, 4 * c.T,
-                            c.act * c.T * V / c.t + 4 * c.T * V / c.t, 5 * c.T * V / c.t);
-  loss.kind = OpKind::LOSS;
+  OpCost loss = cross_entropy_op(c.T * V / c.t, c.T, c.act, plan.cross_entropy);
+  loss.saved_bytes = c.act * c.T * V / c.t + 4 * c.T * V / c.t;
   if (plan.tp > 1) {
     loss.comm = CommKind::TP_ALL_REDUCE;
     loss.comm_bytes = 3 * 4 * c.T;  // max, sum of exponentials, target logit (fp32)

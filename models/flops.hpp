@@ -66,6 +66,11 @@ struct OpCost {
   double output_bytes = 0;      ///< activations written in forward, bytes (backward moves
                                 ///< about twice the forward bytes)
   double saved_bytes = 0;       ///< activations kept for backward without recompute, bytes
+  /// Memory-bound ops: kernels each pass launches (an unfused chain launches several).
+  int kernels = 1;
+  /// Memory-bound ops: bytes the backward moves; negative: the kernel model's default
+  /// multiple of the forward bytes.
+  double backward_bytes = -1;
   /// Output bytes of each separate matmul a fused MATMUL op stands for, forward order (qkv:
   /// q, k, v; gated MLP up: gate, up; otherwise the one output): torchtitan's op-level
   /// selective recompute counts them one by one.

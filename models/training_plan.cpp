@@ -42,6 +42,11 @@ std::string to_string(Framework v) {
   return framework_names()[static_cast<size_t>(v)];
 }
 
+const std::vector<std::string>& fusion_names() {
+  static const std::vector<std::string> names = {"none", "megatron", "compile"};
+  return names;
+}
+
 std::string to_string(Precision v) {
   return precision_names()[static_cast<size_t>(v)];
 }
@@ -63,6 +68,9 @@ std::string to_string(SelectiveRecompute v) {
 }
 std::string to_string(CrossEntropy v) {
   return cross_entropy_names()[static_cast<size_t>(v)];
+}
+std::string to_string(Fusion v) {
+  return fusion_names()[static_cast<size_t>(v)];
 }
 
 }  // namespace loom::models

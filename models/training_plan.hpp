@@ -21,6 +21,11 @@ enum class SelectiveRecompute { ATTENTION, OP };
 /// How the loss runs: Megatron's fused vocab-parallel cross-entropy (in-place fp32), or
 /// torch's F.cross_entropy on an fp32 upcast of the logits (torchtitan).
 enum class CrossEntropy { FUSED, EAGER };
+/// Which memory-bound ops of a layer run as fused kernels: NONE (PyTorch eager, one kernel
+/// per ATen op), MEGATRON (Transformer Engine / Megatron fused kernels: bias-SwiGLU/GeLU,
+/// RoPE, scale-mask-softmax, bias-dropout-add, wgrad accumulation into main_grad),
+/// COMPILE (torch.compile: each elementwise chain one kernel; norms one kernel).
+enum class Fusion { NONE, MEGATRON, COMPILE };
 
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
@@ -41,7 +46,9 @@ struct TrainingPlan {
   SelectiveRecompute selective_recompute = SelectiveRecompute::ATTENTION;
   int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
   CrossEntropy cross_entropy = CrossEntropy::FUSED;
-  bool sp = false;  ///< sequence parallelism (with TP)
+  Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
+  bool cuda_graphs = false;          ///< kernels replayed from CUDA graphs (no per-launch gap)
+  bool sp = false;                   ///< sequence parallelism (with TP)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
   Optimizer optimizer = Optimizer::ADAM;
@@ -73,6 +80,7 @@ std::string to_string(GradDtype value);
 std::string to_string(SelectiveRecompute value);
 std::string to_string(CrossEntropy value);
 std::string to_string(Framework value);
+std::string to_string(Fusion value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -83,5 +91,6 @@ const std::vector<std::string>& grad_dtype_names();
 const std::vector<std::string>& selective_recompute_names();
 const std::vector<std::string>& cross_entropy_names();
 const std::vector<std::string>& framework_names();
+const std::vector<std::string>& fusion_names();
 
 }  // namespace loom::models

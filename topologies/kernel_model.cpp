@@ -243,7 +243,30 @@ double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pas
   return 0;
 }
 
+double DatasheetKernelModel::memory_bound_seconds(const KernelOp& op, KernelPass pass) const {
+  // The backward (input and weight gradients of a norm or elementwise op) moves about twice
+  // the forward bytes unless the op says what it moves; an unfused chain pays each of its
+  // kernels' overhead.
+  const double extra = (op.kernels - 1) * efficiency_.kernel_overhead_s;
+  if (pass == KernelPass::FORWARD) return op.bytes > 0 ? memory_time_s(op.bytes) + extra : 0;
+  if (pass != KernelPass::BACKWARD_INPUT) return 0;
+  const double bytes =
+      op.backward_bytes >= 0 ? op.backward_bytes : efficiency_.memory_backward_factor * op.bytes;
+  return bytes > 0 ? memory_time_s(bytes) + extra : 0;
+}
+
 double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType math) const {
+  const double t = raw_seconds(op, pass, math);
+  if (!op.graphed || t <= 0) return t;
+  // Kernels this pass launches: an FP8 cast forward is two (input, weight); memory-bound
+  // ops their chain; every other pass one.
+  int launches = 1;
+  if (op.kind == KernelKind::MEMORY_BOUND) launches = op.kernels;
+  if (op.kind == KernelKind::FP8_CAST && pass == KernelPass::FORWARD) launches = 2;
+  return std::max(t - launches * efficiency_.graph_launch_saving_s, 0.0);
+}
+
+double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DType math) const {
   switch (op.kind) {
     case KernelKind::GEMM:
       // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
@@ -260,12 +283,7 @@ double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType 
     case KernelKind::ATTENTION:
       return attention_seconds(op, pass, math);
     case KernelKind::MEMORY_BOUND:
-      // The backward (input and weight gradients of a norm or elementwise op) is one kernel
-      // moving about twice the forward bytes.
-      if (pass == KernelPass::FORWARD) return memory_time_s(op.bytes);
-      if (pass == KernelPass::BACKWARD_INPUT)
-        return memory_time_s(efficiency_.memory_backward_factor * op.bytes);
-      return 0;
+      return memory_bound_seconds(op, pass);
     case KernelKind::OPTIMIZER:
       return pass == KernelPass::FORWARD ? memory_time_s(op.bytes) : 0.0;
     case KernelKind::FP8_CAST:

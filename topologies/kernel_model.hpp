@@ -58,6 +58,13 @@ struct KernelOp {
   double bytes = 0;
   bool causal = false;  ///< ATTENTION: causal mask (a fused kernel skips the masked half)
   bool fused = false;   ///< ATTENTION: one fused (flash) kernel rather than GEMMs
+  /// MEMORY_BOUND: kernels each pass launches (an unfused elementwise chain), each paying
+  /// the per-kernel overhead.
+  int kernels = 1;
+  /// MEMORY_BOUND: bytes the backward moves; negative: memory_backward_factor x `bytes`.
+  double backward_bytes = -1;
+  /// Launched from a CUDA graph: each kernel saves GpuEfficiency::graph_launch_saving_s.
+  bool graphed = false;
 };
 
 /// Seconds of each pass of one op.
@@ -129,6 +136,11 @@ struct GpuEfficiency {
   double attention_backward_ratio = 0.8;
   /// Fixed per-kernel launch and tail cost, in seconds.
   double kernel_overhead_s = 4e-6;
+  /// Part of kernel_overhead_s a CUDA-graph launch removes (the stream launch gap between
+  /// back-to-back kernels), in seconds: 3.8 us per kernel in a stream vs 3.4 us in a graph
+  /// for a 2.9 us kernel (A. Gray, "Getting Started with CUDA Graphs", NVIDIA Technical
+  /// Blog, 2019).
+  double graph_launch_saving_s = 0.4e-6;
   /// Whether an FP8 GEMM's casts follow the GPU's default recipe (default_fp8_recipe) or
   /// `fp8_recipe`.
   bool fp8_recipe_set = false;
@@ -179,6 +191,10 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double attention_time_s(double flops, DType math) const;
 
   double fp8_cast_seconds(const KernelOp& op, KernelPass pass) const;
+  // Seconds of `pass` of a MEMORY_BOUND op (its kernels and bytes).
+  double memory_bound_seconds(const KernelOp& op, KernelPass pass) const;
+  // Seconds of `pass` of `op` before the CUDA-graph launch saving.
+  double raw_seconds(const KernelOp& op, KernelPass pass, DType math) const;
 
   GpuSpec gpu_;
   GpuEfficiency efficiency_;

@@ -113,6 +113,17 @@ void add_choice_rows(std::vector<PlanField>& t) {
       "logits)",
       "fused", 27, models::cross_entropy_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.cross_entropy); }));
+  // Kernel fusion and launch (issue 9 non-GEMM kernels; one block).
+  t.push_back(
+      choice_row("fusion", "--fusion",
+                 "fused memory-bound kernels: megatron (Transformer Engine / Megatron fusions), "
+                 "compile (torch.compile) or none (PyTorch eager)",
+                 "megatron", 28, models::fusion_names(),
+                 [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.fusion); }));
+  t.push_back(row("cuda_graphs", FT::TOGGLE, "--cuda-graphs",
+                  "replay each layer's kernels from CUDA graphs (Megatron --enable-cuda-graph): "
+                  "on|off",
+                  "off", 29, [](const TrainingPlan& p) -> PlanValue { return p.cuda_graphs; }));
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
                   "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";

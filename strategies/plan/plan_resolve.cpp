@@ -132,6 +132,8 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.grad_dtype = choice(in, "grad_dtype", p.grad_dtype);
   p.selective_recompute = choice(in, "selective_recompute", p.selective_recompute);
   p.cross_entropy = choice(in, "cross_entropy", p.cross_entropy);
+  p.fusion = choice(in, "fusion", p.fusion);
+  p.cuda_graphs = in.flag("cuda_graphs", p.cuda_graphs);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;
   if (p.schedule == models::Schedule::INTERLEAVED && p.vpp < 2) {

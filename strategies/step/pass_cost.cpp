@@ -5,6 +5,7 @@
 #include <map>
 
 #include "models/flops.hpp"
+#include "models/fused_ops.hpp"
 #include "models/memory.hpp"
 
 namespace loom::strategies {
@@ -69,8 +70,9 @@ std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
 
 namespace {
 
-// One op of the model's op list as the kernel model sees it.
-topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention) {
+// One op of the model's op list as the kernel model sees it; `graphed` when its kernels
+// replay from a CUDA graph.
+topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool graphed) {
   topo::KernelOp k;
   k.kind = op.kind == OpKind::MATMUL      ? topo::KernelKind::GEMM
            : op.kind == OpKind::ATTENTION ? topo::KernelKind::ATTENTION
@@ -85,7 +87,24 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention) {
   k.bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
   k.causal = op.causal;
   k.fused = flash_attention;
+  k.kernels = op.kernels;
+  k.backward_bytes = op.backward_bytes;
+  k.graphed = graphed;
   return k;
+}
+
+// Seconds of the gradient-accumulation add of `op`'s parameters for one micro-batch: a
+// memory-bound kernel over every parameter unless the weight-gradient GEMM accumulates
+// itself (Megatron's gradient-accumulation fusion).
+double grad_accumulation_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
+                                 const topo::KernelTimeModel& kernels, bool graphed) {
+  if (op.params <= 0) return 0;
+  if (op.kind == OpKind::MATMUL && models::wgrad_accumulation_fused(plan.fusion)) return 0;
+  topo::KernelOp add;
+  add.kind = topo::KernelKind::MEMORY_BOUND;
+  add.bytes = op.params * models::grad_accumulation_bytes_per_param(plan.grad_dtype);
+  add.graphed = graphed;
+  return kernels.seconds(add, topo::KernelPass::FORWARD, topo::DType::BF16);
 }
 
 // Seconds of each pass of `op` under the plan's precision. FP8 as Transformer Engine runs
@@ -93,9 +112,9 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention) {
 // FP8 modules): an fp8_linear GEMM runs in FP8 plus the casts of its operands; every other
 // op runs in bf16.
 topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
-                             const topo::KernelTimeModel& kernels) {
+                             const topo::KernelTimeModel& kernels, bool graphed) {
   const topo::DType dt = compute_dtype(plan.precision);
-  const topo::KernelOp k = kernel_op(op, plan.flash_attention);
+  const topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
   if (dt != topo::DType::FP8) return kernels.pass_seconds(k, dt);
   if (!op.fp8_linear) return kernels.pass_seconds(k, topo::DType::BF16);
   topo::PassSeconds t = kernels.pass_seconds(k, topo::DType::FP8);
@@ -114,11 +133,14 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
                   const topo::KernelTimeModel& kernels, OpList list) {
   const bool full = plan.recompute == models::Recompute::FULL && list == OpList::LAYER;
   PassCost c;
+  // Megatron's --enable-cuda-graph captures the transformer layers (TE
+  // make_graphed_callables); the embedding and the head launch eagerly.
+  const bool graphed = plan.cuda_graphs && list == OpList::LAYER;
   for (const auto& op : ops) {
-    const topo::PassSeconds t = op_seconds(op, plan, kernels);
+    const topo::PassSeconds t = op_seconds(op, plan, kernels, graphed);
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
-    c.bwd_weight_s += t.backward_weight;
+    c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
     if (full || (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
       c.recompute_s += t.forward;
     c.params += op.params;

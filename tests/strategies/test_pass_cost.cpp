@@ -75,6 +75,10 @@ constexpr double CAST_S = 29.0406e-6;
 // 64 MiB / (3.35e12 x 0.80) + 4 us forward; the backward moves twice the bytes.
 constexpr double NORM_FWD_S = 29.0406e-6;
 constexpr double NORM_BWD_S = 54.0812e-6;
+// The norm's 8192 parameters accumulate into the fp32 main gradient each micro-batch
+// (Megatron DDP hook main_grad.add_(grad): read 4 + read 2 + write 4 B): 81,920 B /
+// 2.68e12 B/s + 4 us. The GEMM's is fused into its wgrad GEMM (gradient-accumulation fusion).
+constexpr double NORM_ACCUM_S = 4.030567e-6;
 
 models::TrainingPlan plan_with(int tp, bool sp = false) {
   models::TrainingPlan p;
@@ -107,7 +111,7 @@ TEST_CASE("strategies::PassCost: a GEMM and a norm on H100 bf16, by hand") {
   // The square GEMM's backward shapes (dA: m,k,n; dB: k,n,m) are the forward's.
   CHECK(c.fwd_s == rel(GEMM_BF16_S + NORM_FWD_S, 1e-5));
   CHECK(c.bwd_input_s == rel(GEMM_BF16_S + NORM_BWD_S, 1e-5));
-  CHECK(c.bwd_weight_s == rel(GEMM_BF16_S, 1e-5));  // the norm has no dW
+  CHECK(c.bwd_weight_s == rel(GEMM_BF16_S + NORM_ACCUM_S, 1e-5));  // + the norm's grad add
   CHECK(c.recompute_s == 0);
   CHECK(c.params == 4096.0 * 4096 + 8192);
   CHECK(c.fwd_comm.empty());
@@ -123,7 +127,7 @@ TEST_CASE("strategies::PassCost: fp8 runs GEMMs at the fp8 peak, fp32 on TF32, n
   const PassCost c32 = cost_ops(gemm_then_norm(), fp32, h100());
   CHECK(c8.fwd_s == rel(GEMM_FP8_S + 2 * CAST_S + NORM_FWD_S, 1e-5));
   CHECK(c8.bwd_input_s == rel(GEMM_FP8_S + CAST_S + NORM_BWD_S, 1e-5));
-  CHECK(c8.bwd_weight_s == rel(GEMM_FP8_S, 1e-5));
+  CHECK(c8.bwd_weight_s == rel(GEMM_FP8_S + NORM_ACCUM_S, 1e-5));
   CHECK(c32.fwd_s == rel(GEMM_TF32_S + NORM_FWD_S, 1e-5));
   CHECK(compute_dtype(models::Precision::FP8) == topo::DType::FP8);
   CHECK(h100().peak_flops(compute_dtype(models::Precision::FP32)) == rel(494.7e12));
@@ -176,6 +180,36 @@ TEST_CASE("strategies::PassCost: fp8 speeds a layer by its linear-GEMM share onl
   // The LM head stays bf16: the same time in both precisions.
   CHECK(cost_ops(models::head_ops(model, fp8), fp8, h100(), OpList::HEAD).fwd_s ==
         rel(cost_ops(models::head_ops(model, bf16), bf16, h100(), OpList::HEAD).fwd_s));
+}
+
+TEST_CASE("strategies::PassCost: unfused frameworks add every parameter's gradient, by hand") {
+  // Without Megatron's gradient-accumulation fusion (torch.compile or eager), the GEMM's
+  // 4096 x 4096 weight gradient is added to the fp32 main gradient by its own kernel:
+  // 16,777,216 x 10 B = 167,772,160 B / 2.68e12 B/s + 4 us = 66.6016 us; bf16 accumulation
+  // moves 6 B per parameter: 41.5610 us.
+  auto p = plan_with(1);
+  p.fusion = models::Fusion::COMPILE;
+  const PassCost c = cost_ops(gemm_then_norm(), p, h100());
+  CHECK(c.bwd_weight_s == rel(GEMM_BF16_S + 66.6016e-6 + NORM_ACCUM_S, 1e-5));
+  CHECK(c.fwd_s == rel(GEMM_BF16_S + NORM_FWD_S, 1e-5));  // the forward is unchanged
+  p.grad_dtype = models::GradDtype::BF16;
+  CHECK(cost_ops(gemm_then_norm(), p, h100()).bwd_weight_s ==
+        rel(GEMM_BF16_S + 41.5610e-6 + 4.018340e-6, 1e-5));
+}
+
+TEST_CASE("strategies::PassCost: CUDA graphs save the launch gap in layers only") {
+  // Gray 2019 (NVIDIA blog): 0.4 us per kernel launched from a graph. The GEMM and the norm
+  // launch one kernel per pass: forward and input gradient save 2 x 0.4 us, the weight
+  // gradient (GEMM + the norm's gradient add) 2 x 0.4 us.
+  auto p = plan_with(1);
+  p.cuda_graphs = true;
+  const PassCost eager = cost_ops(gemm_then_norm(), plan_with(1), h100());
+  const PassCost graphed = cost_ops(gemm_then_norm(), p, h100());
+  CHECK(eager.fwd_s - graphed.fwd_s == rel(0.8e-6, 1e-6));
+  CHECK(eager.bwd_input_s - graphed.bwd_input_s == rel(0.8e-6, 1e-6));
+  CHECK(eager.bwd_weight_s - graphed.bwd_weight_s == rel(0.8e-6, 1e-6));
+  // Megatron captures transformer layers only: the head launches eagerly.
+  CHECK(cost_ops(gemm_then_norm(), p, h100(), OpList::HEAD).fwd_s == rel(eager.fwd_s));
 }
 
 TEST_CASE("strategies::PassCost: full recompute replays layers, not the embedding or head") {
