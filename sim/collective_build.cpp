@@ -45,6 +45,9 @@ void lower_group(ScheduleBuilder& b, const CollectiveRequest& req, Op op, double
     case Algorithm::NVLS:
       lower_nvls(b, S);
       break;
+    case Algorithm::NVLS_TREE:
+      lower_nvls_tree(b, S);
+      break;
     case Algorithm::AUTO:
       throw InternalError("build_schedule called with auto");
   }

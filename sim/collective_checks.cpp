@@ -48,6 +48,8 @@ std::optional<std::string> group_cannot_run(Fabric& fabric, const std::vector<in
       return hierarchical_cannot_run(ScheduleBuilder(fabric, ranks));
     case Algorithm::NVLS:
       return nvls_cannot_run(ScheduleBuilder(fabric, ranks));
+    case Algorithm::NVLS_TREE:
+      return nvls_tree_cannot_run(ScheduleBuilder(fabric, ranks));
     default:
       return std::nullopt;
   }
@@ -94,7 +96,7 @@ std::optional<std::string> why_cannot_run(Fabric& fabric, const CollectiveReques
     return fmt::format("algorithm '{}' does not implement {}; use one of: {}", to_string(a),
                        to_string(req.op), join(names, ", "));
   }
-  if (a == Algorithm::NVLS && protocol != Protocol::SIMPLE)
+  if ((a == Algorithm::NVLS || a == Algorithm::NVLS_TREE) && protocol != Protocol::SIMPLE)
     return fmt::format("algorithm '{}' runs only with the Simple protocol", to_string(a));
   auto why = group_cannot_run(fabric, req.ranks, a);
   for (size_t g = 0; !why && g < req.concurrent_groups.size(); ++g)

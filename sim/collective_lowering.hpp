@@ -116,6 +116,12 @@ void lower_halving_doubling(ScheduleBuilder& b, CollectiveOp op, double bytes, i
 void lower_hierarchical(ScheduleBuilder& b, double bytes);
 /// NVLink SHARP all-reduce through the ranks' in-switch-reduction NVSwitches.
 void lower_nvls(ScheduleBuilder& b, double bytes);
+/// NCCL's NVLSTree all-reduce: NVLS inside each node, a double binary tree per rail between
+/// the nodes, all pipelined in one step.
+void lower_nvls_tree(ScheduleBuilder& b, double bytes);
+/// Parent of node `x` in NCCL's double binary tree over `nodes` nodes (ncclGetDtree), tree
+/// 0 or 1; -1 for the root.
+int dtree_parent(int nodes, int x, int tree);
 
 // ---- why an algorithm cannot run on a group (nullopt: it can); the reason completes
 // "algorithm '<name>' ..."
@@ -126,6 +132,9 @@ std::optional<std::string> halving_doubling_cannot_run(const ScheduleBuilder& b)
 std::optional<std::string> hierarchical_cannot_run(const ScheduleBuilder& b);
 /// NVLS needs every rank next to the same in-switch-reduction NVSwitches.
 std::optional<std::string> nvls_cannot_run(const ScheduleBuilder& b);
+/// NVLSTree needs two or more nodes, the same number (>= 2) of group ranks on each, and every
+/// node's ranks next to the same in-switch-reduction NVSwitches.
+std::optional<std::string> nvls_tree_cannot_run(const ScheduleBuilder& b);
 
 // ---- NCCL's costs
 

@@ -14,6 +14,47 @@ namespace loom::sim {
 
 using Op = CollectiveOp;
 
+namespace {
+
+enum class HopFilter { ALL, INSIDE_NODES, BETWEEN_NODES };
+
+// Each rank's send rate (GB/s) in one uncontended step of the rings `orders`, counting only
+// the hops `filter` admits: one byte per flow, the busiest link's load over its capacity,
+// times the number of rings. 0 when no hop is counted.
+double ring_step_GBps(Fabric& fabric, const ScheduleBuilder& b,
+                      const std::vector<std::vector<int>>& orders, HopFilter filter) {
+  // Per-link load in a scratch buffer sized to the fabric once and reset only where touched:
+  // this runs for every point-to-point send of a lowered step, and a fresh fabric-sized
+  // vector per call dominated --full runs.
+  thread_local std::vector<double> load;
+  thread_local std::vector<topo::LinkId> touched;
+  if (load.size() < static_cast<size_t>(fabric.num_links()))
+    load.assign(static_cast<size_t>(fabric.num_links()), 0.0);
+  touched.clear();
+  double ps_per_byte = 0;
+  for (const auto& order : orders) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int from = order[i], to = order[(i + 1) % order.size()];
+      if (filter != HopFilter::ALL &&
+          (b.node(from) == b.node(to)) != (filter == HopFilter::INSIDE_NODES))
+        continue;
+      RouteRef r = fabric.route(b.v(from), b.v(to));
+      for (topo::LinkId l : fabric.links(r)) {
+        double& x = load[static_cast<size_t>(l)];
+        if (x == 0.0) touched.push_back(l);
+        x += 1.0;
+        ps_per_byte = std::max(ps_per_byte, x / fabric.capacity_Bpps(l));
+      }
+    }
+  }
+  for (topo::LinkId l : touched) load[static_cast<size_t>(l)] = 0.0;
+  if (!(ps_per_byte > 0)) return 0;
+  return static_cast<double>(orders.size()) / ps_per_byte * static_cast<double>(PS_PER_SECOND) /
+         1e9;
+}
+
+}  // namespace
+
 NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
   ScheduleBuilder b(fabric, ranks);
   const auto& gpu = fabric.cluster().gpu;
@@ -31,35 +72,22 @@ NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
   }
   if (b.n() < 2) return shape;
   // The raw bus bandwidth (NCCL: nChannels x bw from its topology search) is the rate at
-  // which each rank sends in one uncontended step of loom's rings: one byte per flow, the
-  // busiest link's load over its capacity.
-  // Per-link load in a scratch buffer sized to the fabric once and reset only where touched:
-  // this runs for every point-to-point send of a lowered step, and a fresh fabric-sized
-  // vector per call dominated --full runs.
-  thread_local std::vector<double> load;
-  thread_local std::vector<topo::LinkId> touched;
-  if (load.size() < static_cast<size_t>(fabric.num_links()))
-    load.assign(static_cast<size_t>(fabric.num_links()), 0.0);
-  touched.clear();
-  const auto orders = ring_orders(b);
-  double ps_per_byte = 0;
-  for (const auto& order : orders) {
-    for (size_t i = 0; i < order.size(); ++i) {
-      RouteRef r = fabric.route(b.v(order[i]), b.v(order[(i + 1) % order.size()]));
-      for (topo::LinkId l : fabric.links(r)) {
-        double& x = load[static_cast<size_t>(l)];
-        if (x == 0.0) touched.push_back(l);
-        x += 1.0;
-        ps_per_byte = std::max(ps_per_byte, x / fabric.capacity_Bpps(l));
-      }
-    }
-  }
-  for (topo::LinkId l : touched) load[static_cast<size_t>(l)] = 0.0;
-  if (ps_per_byte > 0) {
-    shape.bus_bandwidth_GBps =
-        static_cast<double>(orders.size()) / ps_per_byte * static_cast<double>(PS_PER_SECOND) / 1e9;
-  }
+  // which each rank sends in one uncontended step of loom's rings.
+  shape.bus_bandwidth_GBps = ring_step_GBps(fabric, b, ring_orders(b), HopFilter::ALL);
   return shape;
+}
+
+void nccl_split_bus_bandwidth(Fabric& fabric, const std::vector<int>& ranks, NcclShape& shape) {
+  ScheduleBuilder b(fabric, ranks);
+  const auto nodes = b.nodes();
+  // bwIntra: a ring over the first node's ranks alone (the rings across nodes leave each
+  // node once per ring, which would overstate it); bwInter: the hops between nodes.
+  std::vector<int> local;
+  for (int i : nodes.front()) local.push_back(ranks[static_cast<size_t>(i)]);
+  ScheduleBuilder one(fabric, local);
+  shape.intra_bus_GBps =
+      local.size() < 2 ? 0 : ring_step_GBps(fabric, one, ring_orders(one), HopFilter::ALL);
+  shape.inter_bus_GBps = ring_step_GBps(fabric, b, ring_orders(b), HopFilter::BETWEEN_NODES);
 }
 
 namespace {
@@ -67,12 +95,24 @@ namespace {
 // Bandwidth: NCCL's multiplicative refinements slow the wire (LL's 8-byte stores carry 4
 // bytes, etc.); its absolute caps (llMaxBw, nChannels x perChMax) bound each rank's send
 // rate, shared by the rank's flows of a step.
-void apply_bandwidth(const CollectiveRequest& req, Op op, double S, const NcclShape& shape,
-                     CollectiveSchedule& s) {
+void apply_bandwidth(Fabric& fabric, const CollectiveRequest& req, Op op, double S,
+                     const NcclShape& shape, CollectiveSchedule& s) {
   const Algorithm a = s.algorithm;
   const Protocol protocol = s.protocol;
   double factor, cap_GBps;
-  if (a == Algorithm::NVLS) {
+  if (a == Algorithm::NVLS_TREE) {
+    // nvlsEfficiency slows the NVLink SHARP part only (flows to and from the switches); the
+    // rails run at the NIC rate: NCCL's min(intraBw, interBw), each with its own factor.
+    const double nvls = nccl_nvls_factor(shape);
+    const auto& cluster = fabric.cluster();
+    for (auto& f : s.flows) {
+      if (cluster.vertex(f.src).kind == topo::VertexKind::NVSWITCH ||
+          cluster.vertex(f.dst).kind == topo::VertexKind::NVSWITCH)
+        f.bytes /= nvls;
+    }
+    factor = 1.0;
+    cap_GBps = std::numeric_limits<double>::infinity();
+  } else if (a == Algorithm::NVLS) {
     // The tuner's own factor (per architecture), so lowering and choice agree.
     factor = nccl_nvls_factor(shape);
     cap_GBps = std::numeric_limits<double>::infinity();
@@ -128,7 +168,13 @@ void apply_latency(Fabric& fabric, Op op, double S, const NcclShape& shape,
       ph.overhead = 0;
       continue;
     }
-    const double us = nccl_step_latency_us(family, static_cast<LatencyClass>(cls), protocol, shape);
+    // NVLSTree's one pipelined step pays NCCL's whole latency past baseLat: intraLat +
+    // 2 log2i(nNodes) interLat.
+    const double us =
+        family == nccl::NVLS_TREE
+            ? nccl_latency_us(a, protocol, op, shape, S) -
+                  nccl::BASE_LATENCY_US[family][static_cast<size_t>(protocol)]
+            : nccl_step_latency_us(family, static_cast<LatencyClass>(cls), protocol, shape);
     ph.overhead = to_sim_time(scale * us * 1e-6);
   }
 }
@@ -137,8 +183,9 @@ void apply_latency(Fabric& fabric, Op op, double S, const NcclShape& shape,
 
 void apply_nccl_costs(Fabric& fabric, const CollectiveRequest& req, Op op, double S,
                       const std::vector<int>& classes, CollectiveSchedule& s) {
-  const NcclShape shape = nccl_shape(fabric, req.ranks);
-  apply_bandwidth(req, op, S, shape, s);
+  NcclShape shape = nccl_shape(fabric, req.ranks);
+  if (s.algorithm == Algorithm::NVLS_TREE) nccl_split_bus_bandwidth(fabric, req.ranks, shape);
+  apply_bandwidth(fabric, req, op, S, shape, s);
   apply_latency(fabric, op, S, shape, classes, s);
 }
 

@@ -52,16 +52,7 @@ TreeChannel tree_channel(const std::vector<std::vector<int>>& nodes, int c, int 
   // Tree 0 is the binary tree over nodes; tree 1 mirrors it (N even) or shifts it by one
   // (N odd), so most nodes are a leaf in one tree and an inner node in the other.
   for (int x = 0; x < N; ++x) {
-    int up;
-    if (c % 2 == 0) {
-      up = btree_parent(N, x);
-    } else if (N % 2 == 0) {
-      int q = btree_parent(N, N - 1 - x);
-      up = q < 0 ? -1 : N - 1 - q;
-    } else {
-      int q = btree_parent(N, (x - 1 + N) % N);
-      up = q < 0 ? -1 : (q + 1) % N;
-    }
+    const int up = dtree_parent(N, x, c % 2);
     if (up >= 0)
       t.parent[static_cast<size_t>(head[static_cast<size_t>(x)])] = head[static_cast<size_t>(up)];
   }
@@ -98,6 +89,16 @@ TreeChannel tree_channel(const std::vector<std::vector<int>>& nodes, int c, int 
 }
 
 }  // namespace
+
+int dtree_parent(int N, int x, int tree) {
+  if (tree == 0) return btree_parent(N, x);
+  if (N % 2 == 0) {
+    const int q = btree_parent(N, N - 1 - x);
+    return q < 0 ? -1 : N - 1 - q;
+  }
+  const int q = btree_parent(N, (x - 1 + N) % N);
+  return q < 0 ? -1 : (q + 1) % N;
+}
 
 void lower_tree(ScheduleBuilder& b, double S, int k) {
   const int n = b.n();

@@ -31,12 +31,19 @@ class Tuner {
   }
 
   // NCCL's tuner: every (algorithm, protocol) its model covers, by predicted time; ties go
-  // to the first in NCCL's loop order (Tree, Ring, NVLS; LL, LL128, Simple). Empty without
+  // to the first in NCCL's loop order (Tree, Ring, NVLS, NVLSTree; LL, LL128, Simple). NVLSTree
+  // is measured only where it can run (its bandwidths need the group's split). Empty without
   // NCCL's overheads or for a single rank.
   std::vector<Candidate> ranked(const std::vector<Algorithm>& algorithms) const {
     std::vector<Candidate> by_time;
     if (!options_.nccl_overheads || req_.ranks.size() < 2) return by_time;
-    const NcclShape shape = nccl_shape(fabric_, req_.ranks);
+    NcclShape shape = nccl_shape(fabric_, req_.ranks);
+    if (shape.nodes > 1 &&
+        std::find(algorithms.begin(), algorithms.end(), Algorithm::NVLS_TREE) != algorithms.end() &&
+        implements(Algorithm::NVLS_TREE, req_.op) &&
+        !why_cannot_run(fabric_, req_, Algorithm::NVLS_TREE, Protocol::SIMPLE)) {
+      nccl_split_bus_bandwidth(fabric_, req_.ranks, shape);
+    }
     const double bytes = req_.op == Op::BARRIER ? 0.0 : req_.bytes;
     int order = 0;
     for (Algorithm a : algorithms) {
@@ -85,7 +92,7 @@ class Tuner {
     CollectiveSchedule best;
     SimTime best_time = std::numeric_limits<SimTime>::max();
     for (Protocol p : protocols_) {
-      if (a == Algorithm::NVLS && p != Protocol::SIMPLE) continue;
+      if ((a == Algorithm::NVLS || a == Algorithm::NVLS_TREE) && p != Protocol::SIMPLE) continue;
       CollectiveSchedule s = build_schedule(fabric_, req_, a, p, options_, names_);
       SimTime t = estimate_schedule(fabric_, s);
       if (t < best_time) best_time = t, best = std::move(s);
@@ -93,14 +100,15 @@ class Tuner {
     return best;
   }
 
-  // `auto`: NCCL's choice among tree, ring and NVLS; without NCCL's model (overheads off,
+  // `auto`: NCCL's choice among tree, ring, NVLS and NVLSTree; without NCCL's model (overheads off,
   // or an op it does not cover) the least analytical time among those that implement the
   // op (direct for point-to-point ops).
   CollectiveSchedule automatic() {
-    if (auto s = first_runnable(ranked({Algorithm::TREE, Algorithm::RING, Algorithm::NVLS})))
+    if (auto s = first_runnable(
+            ranked({Algorithm::TREE, Algorithm::RING, Algorithm::NVLS, Algorithm::NVLS_TREE})))
       return std::move(*s);
     std::vector<Algorithm> candidates;
-    for (Algorithm a : {Algorithm::RING, Algorithm::TREE, Algorithm::NVLS})
+    for (Algorithm a : {Algorithm::RING, Algorithm::TREE, Algorithm::NVLS, Algorithm::NVLS_TREE})
       if (implements(a, req_.op)) candidates.push_back(a);
     if (candidates.empty()) candidates.push_back(Algorithm::DIRECT);
     SimTime best_time = std::numeric_limits<SimTime>::max();

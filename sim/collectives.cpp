@@ -67,7 +67,8 @@ const std::vector<AlgorithmInfo>& collective_algorithms() {
   static const std::vector<AlgorithmInfo> registry = {
       {Algorithm::AUTO,
        "auto",
-       "least predicted time among ring, tree and nvls (direct for point-to-point ops), "
+       "least predicted time among ring, tree, nvls and nvls_tree (direct for point-to-point "
+       "ops), "
        "protocol LL/LL128/Simple chosen likewise, as NCCL's tuner does",
        {Op::SEND_RECV, Op::BROADCAST, Op::SCATTER, Op::GATHER, Op::REDUCE, Op::ALL_GATHER,
         Op::REDUCE_SCATTER, Op::ALL_REDUCE, Op::ALL_TO_ALL, Op::BARRIER}},
@@ -106,6 +107,11 @@ const std::vector<AlgorithmInfo>& collective_algorithms() {
        "nvls",
        "NVLink SHARP: the NVSwitch reduces and multicasts; one node whose NVSwitch supports "
        "in-switch reduction",
+       {Op::ALL_REDUCE}},
+      {Algorithm::NVLS_TREE,
+       "nvls_tree",
+       "NCCL's NVLSTree: NVLink SHARP inside each node, a double binary tree per rail between "
+       "the nodes, pipelined; two or more nodes whose NVSwitches support in-switch reduction",
        {Op::ALL_REDUCE}},
   };
   return registry;

@@ -53,7 +53,8 @@ enum class Algorithm {
   MASTER_WORKER,
   HALVING_DOUBLING,
   HIERARCHICAL,
-  NVLS
+  NVLS,
+  NVLS_TREE
 };
 /// A registered algorithm: its name, description and the ops it implements.
 struct AlgorithmInfo {

@@ -10,25 +10,28 @@ namespace loom::sim::nccl {
 
 inline constexpr const char* RELEASE = "v2.30.7-1";
 
-/// Algorithm families whose latency rows loom uses.
-enum Family { RING = 0, TREE = 1, NVLS = 2 };
+/// Algorithm families whose latency rows loom uses (NVLS_TREE: NCCL's NVLSTree, NVLink
+/// SHARP inside each node and a double binary tree between the nodes).
+enum Family { RING = 0, TREE = 1, NVLS = 2, NVLS_TREE = 3 };
 
 /// GPU architecture rows of llMaxBws / perChMax*Bws (tuning.cc: Volta, Ampere, Hopper,
 /// Blackwell).
 enum Arch { VOLTA = 0, AMPERE = 1, HOPPER = 2, BLACKWELL = 3 };
 
 /// baseLat[algorithm][protocol], microseconds (tuning.cc, v2.30.7-1).
-inline constexpr std::array<std::array<double, 3>, 3> BASE_LATENCY_US = {{
+inline constexpr std::array<std::array<double, 3>, 4> BASE_LATENCY_US = {{
     {6.6, 14.0, 8.4},  // Ring
     {6.8, 14.0, 8.4},  // Tree
     {0.0, 0.0, 0.0},   // NVLS
+    {0.0, 0.0, 0.0},   // NVLSTree
 }};
 
 /// hwLat[NVLINK | PCI | NET][algorithm][protocol], microseconds per step (tuning.cc).
-inline constexpr std::array<std::array<std::array<double, 3>, 3>, 3> HW_LATENCY_US = {{
-    {{{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0.0, 0.0, 25.0}}},   // NVLINK: Ring, Tree, NVLS
-    {{{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0.0, 0.0, 0.0}}},     // PCI
-    {{{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0.0, 0.0, 18.0}}},  // NET
+inline constexpr std::array<std::array<std::array<double, 3>, 4>, 3> HW_LATENCY_US = {{
+    // NVLINK: Ring, Tree, NVLS, NVLSTree
+    {{{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}, {0.0, 0.0, 25.0}, {0.0, 0.0, 25.0}}},
+    {{{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}}},      // PCI
+    {{{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}, {0.0, 0.0, 18.0}, {0.0, 0.0, 20.9}}},  // NET
 }};
 
 /// llMaxBws[arch][nNodes 1 | 2 | >2], GB/s: the LL protocol's bus-bandwidth ceiling
@@ -59,6 +62,14 @@ inline constexpr std::array<std::array<double, 3>, 4> PER_CH_MAX_TREE_BW_GBPS = 
     {24.0, 23.6, 17.8},
     {38.7, 41.4, 36.0},
     {70.0, 42.8, 24.0},
+}};
+/// perChMaxNVLSTreeBws[arch][nodes column], GB/s per channel: NVLSTree's ceiling (tuning.cc;
+/// the one-node column is unused, NVLSTree needs two nodes).
+inline constexpr std::array<std::array<double, 3>, 4> PER_CH_MAX_NVLS_TREE_BW_GBPS = {{
+    {26.5, 18.5, 10.0},
+    {24.0, 23.6, 17.8},
+    {0.0, 57.7, 45.5},
+    {0.0, 96.0, 80.0},
 }};
 
 /// Ring+LL: LL carries 4 bytes of data per 8-byte store (ncclTopoTuneModel: busBw * 0.5).

@@ -62,6 +62,7 @@ bool nccl_models(Algorithm a, Protocol p, Op op) {
     case Algorithm::TREE:
       return op == Op::ALL_REDUCE || op == Op::BARRIER;
     case Algorithm::NVLS:
+    case Algorithm::NVLS_TREE:
       return (op == Op::ALL_REDUCE || op == Op::BARRIER) && p == Protocol::SIMPLE;
     default:
       return false;
@@ -82,6 +83,14 @@ NcclBandwidth nccl_bus_bandwidth(Algorithm a, Protocol p, Op op, const NcclShape
   if (a == Algorithm::NVLS) {
     scale(nccl_nvls_factor(shape));
     if (op == Op::ALL_REDUCE || op == Op::BARRIER) scale(2.0);
+    return bw;
+  }
+  if (a == Algorithm::NVLS_TREE) {
+    // Per channel min(intraBw, interBw, perChMaxNVLSTreeBw) x nChannels (NCCL's NVLS graph
+    // has NVLS_CHANNELS): the min commutes with the common nChannels factor.
+    scale(2.0 * nccl_nvls_factor(shape));
+    cap(shape.inter_bus_GBps * (shape.nodes <= 2 ? 2.0 : 1.0));
+    cap(nccl::NVLS_CHANNELS * nccl::PER_CH_MAX_NVLS_TREE_BW_GBPS[arch][col]);
     return bw;
   }
   if (a == Algorithm::TREE) {
@@ -122,6 +131,7 @@ double nccl_tree_correction(Protocol p, double bytes) {
 nccl::Family nccl_family(Algorithm a) {
   if (a == Algorithm::TREE) return nccl::TREE;
   if (a == Algorithm::NVLS) return nccl::NVLS;
+  if (a == Algorithm::NVLS_TREE) return nccl::NVLS_TREE;
   return nccl::RING;
 }
 
@@ -137,6 +147,12 @@ double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol p,
                           (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
   }
   return us;
+}
+
+double nccl_nvls_tree_correction(const NcclShape& shape, Protocol p, double bytes) {
+  // ncclTuningNvlsModelSim: the tree correction factor for NVLSTree all-reduce on
+  // compute capability >= 10 with x86 hosts; loom assumes an x86 host (netOverhead above).
+  return shape.arch == nccl::BLACKWELL ? nccl_tree_correction(p, bytes) : 1.0;
 }
 
 double nccl_nvls_factor(const NcclShape& shape) {
@@ -158,6 +174,13 @@ double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, d
     if (nodes > 1) lat += nccl_step_latency_us(family, LatencyClass::NET, p, shape);
     return lat;
   }
+  if (family == nccl::NVLS_TREE) {
+    // log2i: NCCL's integer log2 (floor).
+    return nccl::BASE_LATENCY_US[family][proto_index(p)] +
+           nccl_step_latency_us(family, LatencyClass::NVLINK, p, shape) +
+           2 * std::floor(std::log2(static_cast<double>(nodes))) *
+               nccl_step_latency_us(family, LatencyClass::NET, p, shape);
+  }
   const double intra = nccl_step_latency_us(family, shape.intra, p, shape);
   const double inter = nccl_step_latency_us(family, LatencyClass::NET, p, shape);
   if (family == nccl::TREE) {
@@ -178,10 +201,12 @@ double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, d
 
 double nccl_algorithm_bandwidth_GBps(Algorithm a, Protocol p, Op op, const NcclShape& shape,
                                      double bytes) {
-  const double bus = nccl_bus_bandwidth(a, p, op, shape).bus_GBps(shape.bus_bandwidth_GBps);
+  const double raw = a == Algorithm::NVLS_TREE ? shape.intra_bus_GBps : shape.bus_bandwidth_GBps;
+  const double bus = nccl_bus_bandwidth(a, p, op, shape).bus_GBps(raw);
   if (a == Algorithm::TREE) return bus * 0.5 * nccl_tree_correction(p, bytes);
   const int n = shape.ranks;
-  return bus * n / std::max(1, algbw_steps(op == Op::BARRIER ? Op::ALL_REDUCE : op, n));
+  const double alg = bus * n / std::max(1, algbw_steps(op == Op::BARRIER ? Op::ALL_REDUCE : op, n));
+  return a == Algorithm::NVLS_TREE ? alg * nccl_nvls_tree_correction(shape, p, bytes) : alg;
 }
 
 double nccl_time_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, double bytes) {

@@ -22,6 +22,11 @@ struct NcclShape {
   int channels = 2;               ///< nChannels (loom's assumption, see nccl_channels())
   double bus_bandwidth_GBps = 0;  ///< nChannels * bw: the topology's per-rank bus bandwidth
   LatencyClass intra = LatencyClass::NVLINK;  ///< class of an intra-node step (NVLINK or PCI)
+  /// NCCL's nChannels x bwIntra and x bwInter for NVLSTree, GB/s: each rank's send rate in
+  /// one uncontended step of loom's rings counting only the hops inside nodes, or only those
+  /// between nodes (nccl_split_bus_bandwidth; 0 until measured).
+  double intra_bus_GBps = 0;
+  double inter_bus_GBps = 0;
 
   /// Ranks per node (nRanks / nNodes, at least 1).
   int ranks_per_node() const { return nodes > 0 && ranks >= nodes ? ranks / nodes : 1; }
@@ -51,15 +56,21 @@ int nccl_channels(const topo::GpuSpec& gpu);
 /// rate in one uncontended step of loom's ring over the group). Defined in collectives.cpp,
 /// beside the rings it measures. Throws ValidationError on a rank outside the cluster.
 NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks);
+/// Fills shape.intra_bus_GBps and inter_bus_GBps (see NcclShape) for a group spanning
+/// nodes; NVLSTree's model needs them, so it is measured only when that is a candidate.
+void nccl_split_bus_bandwidth(Fabric& fabric, const std::vector<int>& ranks, NcclShape& shape);
 
 /// Whether NCCL's model covers the pair (ring: all_reduce, all_gather, reduce_scatter,
-/// broadcast, reduce; tree: all_reduce; nvls: all_reduce, Simple only).
+/// broadcast, reduce; tree: all_reduce; nvls and nvls_tree: all_reduce, Simple only; NCCL
+/// runs broadcast and reduce only as rings).
 bool nccl_models(Algorithm algorithm, Protocol protocol, CollectiveOp op);
 /// Bus bandwidth refinements (tuning.cc ncclTopoTuneModel): Ring+LL min(llMaxBw, 0.5 busBw);
 /// Ring+LL128 min(0.92 busBw, nCh perChMaxRingLL128Bw); Tree all-reduce min(0.92 busBw, nCh
 /// perChMaxTreeBw), then Tree+LL min(busBw / 3.8, llMaxBw), Tree+LL128 min(busBw x (7/9 on
 /// one node, else 120/128), nCh perChMaxTreeLL128Bw); NVLS 2 x nvlsEfficiency x (nCh-1)/nCh
-/// for all-reduce. Other algorithms take the Ring rows.
+/// for all-reduce; NVLSTree min(2 x nvlsEfficiency x (nCh-1)/nCh x intra, inter x (2 over
+/// <= 2 nodes, else 1), nCh perChMaxNVLSTreeBw), applied to shape.intra_bus_GBps. Other
+/// algorithms take the Ring rows.
 NcclBandwidth nccl_bus_bandwidth(Algorithm algorithm, Protocol protocol, CollectiveOp op,
                                  const NcclShape& shape);
 /// The latency-row family of an algorithm: Tree, NVLS, or Ring (ring, and the algorithms
@@ -76,17 +87,21 @@ double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol prot
 bool nccl_ring_plateau(Protocol protocol, CollectiveOp op, const NcclShape& shape, double bytes);
 /// NVLS bandwidth factor: nvlsEfficiency of the architecture x (nChannels - 1) / nChannels.
 double nccl_nvls_factor(const NcclShape& shape);
+/// NVLSTree's share of treeCorrectionFactor: applied on Blackwell (NCCL: compute capability
+/// >= 10 on x86 hosts; loom assumes x86), 1 otherwise.
+double nccl_nvls_tree_correction(const NcclShape& shape, Protocol protocol, double bytes);
 /// treeCorrectionFactor[protocol][log2(bytes / 64)] (1 above 512 MiB).
 double nccl_tree_correction(Protocol protocol, double bytes);
 /// Latency in microseconds (tuning.cc): Ring base + (nsteps - nInterSteps) x max(intraLat,
 /// netOverhead) + nInterSteps x interLat; Tree all-reduce base + 2((nRanks/nNodes - 1)
-/// intraLat + log2(nNodes) interLat); NVLS intraLat (+ interLat across nodes); Ring+Simple
+/// intraLat + log2(nNodes) interLat); NVLS intraLat (+ interLat across nodes); NVLSTree
+/// intraLat + 2 log2i(nNodes) interLat; Ring+Simple
 /// all-reduce across nodes x 1.4 once bytes / (nChannels nRanks) >= 64.
 double nccl_latency_us(Algorithm algorithm, Protocol protocol, CollectiveOp op,
                        const NcclShape& shape, double bytes);
 /// Algorithm bandwidth in GB/s: Ring/NVLS busBw x nRanks / nsteps (nsteps 2(n-1) all-reduce,
 /// n-1 all-gather/reduce-scatter, n otherwise); Tree all-reduce busBw x 0.5; times the tree
-/// correction factor for Tree.
+/// correction factor for Tree, and for NVLSTree on Blackwell (NCCL: x86 hosts only).
 double nccl_algorithm_bandwidth_GBps(Algorithm algorithm, Protocol protocol, CollectiveOp op,
                                      const NcclShape& shape, double bytes);
 /// NCCL's predicted time in microseconds, latency + bytes / (1000 x algBw); negative when

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/engine.hpp"
+#include "sim/nccl_model.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using namespace loom;
@@ -137,4 +138,107 @@ TEST_CASE("sim::Collectives: NVLS lowering uses the architecture's nvlsEfficienc
   CHECK(algbw(h100) == doctest::Approx(450 * 0.8 * 0.85 * 15 / 16).epsilon(0.02));
   auto gb200 = topo::load_cluster({"gb200-nvl72", 1, std::nullopt});
   CHECK(algbw(gb200) == doctest::Approx(900 * 0.8 * 0.74 * 15 / 16).epsilon(0.02));
+}
+
+namespace {
+
+Result collective(const topo::Cluster& c, CollectiveOp op, double bytes, Algorithm algo) {
+  Engine e(c);
+  CollectiveSpec spec;
+  for (int r = 0; r < c.num_gpus(); ++r) spec.request.ranks.push_back(r);
+  spec.request.op = op;
+  spec.request.bytes = bytes;
+  spec.request.algorithm = algo;
+  auto t = e.add_collective(spec);
+  e.run();
+  double s = to_seconds(e.finish(t));
+  return {s, bytes / s / 1e9 * bus_bandwidth_factor(op, c.num_gpus()), e.schedule(t).algorithm};
+}
+
+}  // namespace
+
+TEST_CASE("sim::Collectives: multi-node DGX H100 all_reduce runs NVLSTree at the measured busbw") {
+  // NVIDIA/nccl-tests issue #309 (user report, 8x 400G NICs per node): 2x HGX H100 (16 GPUs)
+  // max busbw 470 GB/s; 4x (32 GPUs) 365.84 GB/s. NCCL v2.30.7-1 enables NVLSTree on NVLS
+  // nodes across >= 2 nodes; its model (tuning.cc) gives busBw = min(2 x 0.85 x 15/16 x
+  // 360 intra, bwInter x (2 over 2 nodes, else 1), 16 x perChMaxNVLSTreeBw) and so beats Ring
+  // for large sizes: over 2 nodes the NVLink SHARP side bounds it, over 4 the rails do.
+  auto two = topo::load_cluster({"dgx-h100", 2, std::nullopt});
+  auto r2 = all_reduce(two, GiB8, Algorithm::AUTO);
+  CHECK(r2.algorithm == Algorithm::NVLS_TREE);
+  CHECK(r2.busbw_GBps == doctest::Approx(470).epsilon(0.15));
+  auto four = topo::load_cluster({"dgx-h100", 4, std::nullopt});
+  auto r4 = all_reduce(four, GiB8, Algorithm::AUTO);
+  CHECK(r4.algorithm == Algorithm::NVLS_TREE);
+  CHECK(r4.busbw_GBps == doctest::Approx(365.84).epsilon(0.10));
+  // NDR400 per NIC ~46-48 GB/s (nccl-tests #290, AddyLaddy): 8 rails bound NVLSTree beyond
+  // two nodes, so its busbw stays within 8 x 46..48 GB/s.
+  CHECK(r4.busbw_GBps <= 8 * 48 * 1.02);
+  CHECK(r4.busbw_GBps >= 8 * 46 * 0.95);
+  // Small messages stay on Tree/LL (latency), as NCCL's model has it.
+  CHECK(all_reduce(four, 8, Algorithm::AUTO).algorithm == Algorithm::TREE);
+}
+
+TEST_CASE("sim::Collectives: NVLSTree latency and bandwidth follow NCCL's model by hand") {
+  // NCCL v2.30.7-1 tuning.cc: NVLSTree latency = baseLat 0 + intraLat (hwLat NVLINK NVLSTree
+  // Simple 25 us) + 2 log2i(nNodes) x interLat (hwLat NET NVLSTree Simple 20.9 us).
+  NcclShape s;
+  s.ranks = 32;
+  s.nodes = 4;
+  s.arch = nccl::HOPPER;
+  s.intra_bus_GBps = 360;
+  s.inter_bus_GBps = 376;
+  CHECK(nccl_latency_us(Algorithm::NVLS_TREE, Protocol::SIMPLE, CollectiveOp::ALL_REDUCE, s, 1e9) ==
+        doctest::Approx(25 + 2 * 2 * 20.9));
+  s.nodes = 6;  // log2i(6) = 2
+  CHECK(nccl_latency_us(Algorithm::NVLS_TREE, Protocol::SIMPLE, CollectiveOp::ALL_REDUCE, s, 1e9) ==
+        doctest::Approx(25 + 2 * 2 * 20.9));
+  s.nodes = 4;
+  // busBw = min(2 x 0.85 x 15/16 x 360 = 573.75, 376, 16 x 45.5 = 728) = 376; algBw x 32/62.
+  CHECK(nccl_algorithm_bandwidth_GBps(Algorithm::NVLS_TREE, Protocol::SIMPLE,
+                                      CollectiveOp::ALL_REDUCE, s,
+                                      1e9) == doctest::Approx(376.0 * 32 / 62));
+  // Two nodes: bwInter x 2 = 752, so the NVLink SHARP side (573.75) bounds it.
+  s.nodes = 2;
+  s.ranks = 16;
+  CHECK(nccl_algorithm_bandwidth_GBps(Algorithm::NVLS_TREE, Protocol::SIMPLE,
+                                      CollectiveOp::ALL_REDUCE, s,
+                                      1e9) == doctest::Approx(573.75 * 16 / 30));
+  // Only Simple, only all-reduce.
+  CHECK(nccl_time_us(Algorithm::NVLS_TREE, Protocol::LL, CollectiveOp::ALL_REDUCE, s, 1e6) < 0);
+  CHECK(nccl_time_us(Algorithm::NVLS_TREE, Protocol::SIMPLE, CollectiveOp::ALL_GATHER, s, 1e6) < 0);
+}
+
+TEST_CASE("sim::Collectives: NVLSTree needs NVLS nodes, two or more of them") {
+  auto one = topo::load_cluster({"dgx-h100", 1, std::nullopt});
+  Fabric f1(one);
+  CollectiveRequest req;
+  for (int r = 0; r < 8; ++r) req.ranks.push_back(r);
+  CHECK(why_cannot_run(f1, req, Algorithm::NVLS_TREE, Protocol::SIMPLE).has_value());
+  auto a100 = topo::load_cluster({"dgx-a100", 2, std::nullopt});
+  Fabric fa(a100);
+  req.ranks.clear();
+  for (int r = 0; r < 16; ++r) req.ranks.push_back(r);
+  CHECK(why_cannot_run(fa, req, Algorithm::NVLS_TREE, Protocol::SIMPLE).has_value());
+  // A100 has no NVLink SHARP: multi-node all-reduce stays on Ring/Tree, unchanged.
+  CHECK(all_reduce(a100, GiB8, Algorithm::AUTO).algorithm == Algorithm::RING);
+  auto two = topo::load_cluster({"dgx-h100", 2, std::nullopt});
+  Fabric f2(two);
+  CHECK_FALSE(why_cannot_run(f2, req, Algorithm::NVLS_TREE, Protocol::SIMPLE).has_value());
+  CHECK(why_cannot_run(f2, req, Algorithm::NVLS_TREE, Protocol::LL).has_value());
+}
+
+TEST_CASE("sim::Collectives: broadcast and reduce run as rings, as NCCL's tuner allows") {
+  // NCCL v2.30.7-1 tuning.cc ncclTopoTuneModel: "if ((coll == ncclFuncBroadcast || coll ==
+  // ncclFuncReduce) && a != NCCL_ALGO_RING) continue;": NCCL has no tree broadcast/reduce.
+  for (int nodes : {1, 2}) {
+    auto c = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
+    for (auto op : {CollectiveOp::BROADCAST, CollectiveOp::REDUCE}) {
+      for (double bytes : {64 * 1024.0, 256 * 1024.0 * 1024}) {
+        CAPTURE(nodes);
+        CAPTURE(bytes);
+        CHECK(collective(c, op, bytes, Algorithm::AUTO).algorithm == Algorithm::RING);
+      }
+    }
+  }
 }
