@@ -38,6 +38,15 @@ const std::vector<std::string>& framework_names() {
   return names;
 }
 
+const std::vector<std::string>& fsdp_impl_names() {
+  static const std::vector<std::string> names = {"fsdp2", "deepspeed"};
+  return names;
+}
+
+std::string to_string(FsdpImpl v) {
+  return fsdp_impl_names()[static_cast<size_t>(v)];
+}
+
 std::string to_string(Framework v) {
   return framework_names()[static_cast<size_t>(v)];
 }

@@ -29,6 +29,9 @@ enum class Fusion { NONE, MEGATRON, COMPILE };
 
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
+/// Which ZeRO-3 design shards the parameters (strategies/step/dp_fsdp.cpp): PyTorch FSDP2
+/// (one flat all-gather per block) or DeepSpeed ZeRO-3 (prefetch-bucket-sized gathers).
+enum class FsdpImpl { FSDP2, DEEPSPEED };
 
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
@@ -55,11 +58,15 @@ struct TrainingPlan {
   GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool tp_comm_overlap = false;           ///< TP collectives overlap their GEMMs
-  Framework framework = Framework::NONE;  ///< whose defaults fill unset choices (plan/)
-  bool flash_attention = true;            ///< attention scores never materialised (no s^2 terms)
-  double dp_bucket_bytes = 40e6 * 4;      ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
-  std::vector<int> pipeline_split;        ///< layers per stage; empty means an even split
+  bool tp_comm_overlap = false;                  ///< TP collectives overlap their GEMMs
+  Framework framework = Framework::NONE;         ///< whose defaults fill unset choices (plan/)
+  FsdpImpl fsdp_impl = FsdpImpl::FSDP2;          ///< the ZeRO-3 design (zero 3 only)
+  bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward
+  std::int64_t ds_prefetch_bucket = 50'000'000;  ///< DeepSpeed stage3_prefetch_bucket_size, elems
+  std::int64_t ds_reduce_bucket = 500'000'000;   ///< DeepSpeed ZeRO-3 reduce_bucket_size, elems
+  bool flash_attention = true;        ///< attention scores never materialised (no s^2 terms)
+  double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
+  std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
   double fragmentation_fraction = 0;  ///< extra reserve beyond the allocator model, fraction
 
@@ -81,6 +88,7 @@ std::string to_string(SelectiveRecompute value);
 std::string to_string(CrossEntropy value);
 std::string to_string(Framework value);
 std::string to_string(Fusion value);
+std::string to_string(FsdpImpl value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -92,5 +100,6 @@ const std::vector<std::string>& selective_recompute_names();
 const std::vector<std::string>& cross_entropy_names();
 const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
+const std::vector<std::string>& fsdp_impl_names();
 
 }  // namespace loom::models

@@ -37,6 +37,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   validate_plan(model, plan, cluster.num_gpus());
   // Pass costing and the simulated GPUs' streams (StepGraph's constructor), then lowering.
   StepGraph graph(model, plan, cluster, options);
+  add_fsdp_copy_out(graph);  // ZeRO-3's copy-out runs on the compute stream, in the passes
   lower_passes(graph);
   lower_pipeline(graph);
   lower_data_parallel(graph);

@@ -37,7 +37,7 @@ void read_zero(ObjectReader& r, PlanInput& f) {
   z.allow({"contiguous_gradients", "reduce_scatter", "allgather_partitions",
            "round_robin_gradients", "stage3_max_live_parameters", "stage3_max_reuse_distance",
            "stage3_gather_16bit_weights_on_model_save", "stage3_param_persistence_threshold",
-           "sub_group_size", "stage3_prefetch_bucket_size", "allgather_bucket_size"});
+           "sub_group_size", "allgather_bucket_size"});
   auto source = [&](std::string_view key) {
     const std::string pointer = z.pointer_of(key);
     return file_source(z.file(), pointer, dotted(pointer));
@@ -45,6 +45,15 @@ void read_zero(ObjectReader& r, PlanInput& f) {
   const std::int64_t stage = z.get_count_or("stage", 0);
   if (stage > 3) z.fail("stage", std::to_string(stage), "0, 1, 2 or 3");
   f.set("zero", stage, source("stage"));
+  // A DeepSpeed config's stage 3 is DeepSpeed's ZeRO-3, with its own buckets.
+  if (stage == 3) f.set("fsdp_impl", std::string("deepspeed"), source("stage"));
+  if (z.has("stage3_prefetch_bucket_size")) {
+    const double elems = z.get_number("stage3_prefetch_bucket_size");
+    if (elems < 1)
+      z.fail("stage3_prefetch_bucket_size", fmt_number(elems), "a positive element count");
+    f.set("stage3_prefetch_bucket_size", static_cast<std::int64_t>(elems),
+          source("stage3_prefetch_bucket_size"));
+  }
   if (z.get_bool_or("overlap_comm", false)) {
     f.set("overlap_grad_reduce", true, source("overlap_comm"));
     f.set("overlap_param_gather", true, source("overlap_comm"));
@@ -54,6 +63,9 @@ void read_zero(ObjectReader& r, PlanInput& f) {
     if (elems <= 0) z.fail("reduce_bucket_size", fmt_number(elems), "a positive element count");
     // DeepSpeed buckets hold 16-bit gradients.
     f.set("dp_bucket_size", fmt_number(elems * 2) + "B", source("reduce_bucket_size"));
+    if (elems >= 1)
+      f.set("stage3_reduce_bucket_size", static_cast<std::int64_t>(elems),
+            source("reduce_bucket_size"));
   }
   for (const char* key : {"offload_optimizer", "offload_param"}) {
     if (z.has(key)) {

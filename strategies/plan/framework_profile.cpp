@@ -9,22 +9,28 @@ namespace {
 // Indexed by models::Framework.
 const std::array<FrameworkProfile, 5> PROFILES = {{
     // none: loom's defaults (Megatron-LM's argument defaults).
-    {0, false, false, false, "loom defaults"},
+    {0, false, false, false, models::FsdpImpl::FSDP2, "loom defaults"},
     // Megatron-LM: --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap and
     // --use-distributed-optimizer are all store_true flags, off unless given.
-    {0, false, false, false, "Megatron-LM megatron/training/arguments.py (store_true flags)"},
+    {0, false, false, false, models::FsdpImpl::FSDP2,
+     "Megatron-LM megatron/training/arguments.py (store_true flags)"},
     // NeMo 2.0 recipes: MegatronStrategy with DistributedDataParallelConfig(overlap_grad_reduce
     // =True, overlap_param_gather=True), OptimizerConfig(use_distributed_optimizer=True), and
     // the performance recipes' MegatronCommOverlapCallback(tp_comm_overlap=True).
-    {1, true, true, true,
+    {1, true, true, true, models::FsdpImpl::FSDP2,
      "NeMo nemo/collections/llm/recipes/llama3_8b.py (trainer, pretrain_performance_"
      "optimizations); nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py"},
     // torchtitan: data_parallel_shard_degree = -1 (FSDP2 over every data-parallel rank, with
-    // its implicit prefetch), enable_async_tensor_parallel = False.
-    {3, false, false, false, "torchtitan torchtitan/config/job_config.py (Parallelism)"},
+    // its implicit prefetch; torchtitan/models/llama3/infra/parallelize.py apply_fsdp calls
+    // fully_shard per block), enable_async_tensor_parallel = False.
+    {3, false, false, false, models::FsdpImpl::FSDP2,
+     "torchtitan torchtitan/config/job_config.py (Parallelism)"},
     // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
-    // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps).
-    {0, false, false, false, "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm)"},
+    // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps). Its
+    // stage 3 is DeepSpeed's own ZeRO-3 (deepspeed/runtime/zero/stage3.py and
+    // partitioned_param_coordinator.py: prefetch-bucket gathers, reduce buckets).
+    {0, false, false, false, models::FsdpImpl::DEEPSPEED,
+     "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm)"},
 }};
 
 }  // namespace

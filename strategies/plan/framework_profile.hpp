@@ -13,7 +13,8 @@ struct FrameworkProfile {
   bool overlap_grad_reduce = false;   ///< DP gradient reduction overlapped with backward
   bool overlap_param_gather = false;  ///< ZeRO-1/2 parameter gather overlapped with forward
   bool tp_comm_overlap = false;       ///< TP collectives overlapped with their GEMMs
-  const char* source = "";            ///< where the defaults were read
+  models::FsdpImpl fsdp_impl = models::FsdpImpl::FSDP2;  ///< the ZeRO-3 design when zero 3
+  const char* source = "";                               ///< where the defaults were read
 };
 
 /// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).

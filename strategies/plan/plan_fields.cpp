@@ -192,11 +192,34 @@ void add_overlap_rows(std::vector<PlanField>& t) {
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.framework); }));
 }
 
+// The ZeRO-3 design and its granularity (issue 9; one block).
+void add_fsdp_rows(std::vector<PlanField>& t) {
+  t.push_back(choice_row(
+      "fsdp_impl", "--fsdp-impl",
+      "ZeRO-3 design: fsdp2 (per-block gathers) or deepspeed (prefetch-bucket gathers)",
+      "fsdp2 (deepspeed under --framework deepspeed)", 60, models::fsdp_impl_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.fsdp_impl); }));
+  t.push_back(row("reshard_after_forward", FT::TOGGLE, "--reshard-after-forward",
+                  "FSDP2: free gathered blocks after forward, re-gather in backward: on|off",
+                  "on (torchtitan: not the last block)", 61,
+                  [](const TrainingPlan& p) -> PlanValue { return p.reshard_after_forward; }));
+  t.push_back(size_row("stage3_prefetch_bucket_size", "--stage3-prefetch-bucket-size",
+                       "DeepSpeed ZeRO-3 parameter prefetch bucket, elements", "50000000", 62,
+                       INT_SIZE_MAX, "",
+                       [](const TrainingPlan& p) -> PlanValue { return p.ds_prefetch_bucket; }));
+  t.back().deepspeed = "/zero_optimization/stage3_prefetch_bucket_size";
+  t.push_back(size_row("stage3_reduce_bucket_size", "--stage3-reduce-bucket-size",
+                       "DeepSpeed ZeRO-3 gradient reduce-scatter bucket, elements", "500000000", 63,
+                       INT_SIZE_MAX, "",
+                       [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
+}
+
 std::vector<PlanField> build_table() {
   std::vector<PlanField> t;
   add_size_rows(t);
   add_choice_rows(t);
   add_overlap_rows(t);
+  add_fsdp_rows(t);
   return t;
 }
 

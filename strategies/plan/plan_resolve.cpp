@@ -155,6 +155,10 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.overlap_grad_reduce = in.flag("overlap_grad_reduce", profile.overlap_grad_reduce);
   p.overlap_param_gather = in.flag("overlap_param_gather", profile.overlap_param_gather);
   p.tp_comm_overlap = in.flag("tp_comm_overlap", profile.tp_comm_overlap);
+  p.fsdp_impl = choice(in, "fsdp_impl", profile.fsdp_impl);
+  p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);
+  p.ds_prefetch_bucket = size_or(in, "stage3_prefetch_bucket_size", p.ds_prefetch_bucket);
+  p.ds_reduce_bucket = size_or(in, "stage3_reduce_bucket_size", p.ds_reduce_bucket);
 }
 
 // Memory knobs and the pipeline split.

@@ -89,8 +89,21 @@ class DataParallelLowering {
 std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& graph, int stage);
 /// DDP (zero 0) and ZeRO-1/2: gradient buckets, with sharded gathers when zero >= 1.
 std::unique_ptr<DataParallelLowering> make_bucketed_lowering(const StepGraph& graph, int stage);
-/// ZeRO-3 / FSDP.
+/// ZeRO-3 / FSDP: the design plan.fsdp_impl names (PyTorch FSDP2 or DeepSpeed ZeRO-3).
 std::unique_ptr<DataParallelLowering> make_fsdp_lowering(const StepGraph& graph, int stage);
+/// Whether ZeRO-3 gathers unit `unit_name` ("emb", "L12", "head") again for its backward:
+/// always under DeepSpeed; under FSDP2 with reshard_after_forward, except the root units and
+/// the model's last block (torchtitan's default policy).
+bool fsdp_regathers_in_backward(const StepGraph& graph, const std::string& unit_name);
+/// Bytes FSDP2's all-gather copy-in moves per local shard element (cast + flat copy).
+double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan);
+/// DeepSpeed ZeRO-3 all-gathers for a unit of `params` elements with a prefetch bucket of
+/// `bucket_elems`: ceil(params / bucket), at least one (0 for no parameters).
+int deepspeed_gathers(double params, std::int64_t bucket_elems);
+/// Under ZeRO-3 (dp > 1), adds the all-gather copy-out (read + write of the gathered unit, a
+/// memory-bound kernel on the compute stream) to each unit's forward and, when it is
+/// re-gathered, backward seconds. Call before the passes are lowered.
+void add_fsdp_copy_out(StepGraph& graph);
 /// Adds `tasks` to `waits[replica]` for each member of `group` (`tasks`: per member).
 void add_member_waits(const DpGroup& group, const std::vector<std::vector<sim::TaskId>>& tasks,
                       std::vector<std::vector<sim::TaskId>>& waits);
