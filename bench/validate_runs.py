@@ -36,15 +36,16 @@ nemo2407 -- NeMo 24.07 performance summary, dgx-h100; all 12 visible rows are FP
   loom's presets are bench/models/*.json (each cites its config).
 mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family per GPU.
   Metric: tokens/s per GPU. H100 on dgx-h100, B200 on bench/clusters/dgx-b200.json,
-  GB200 on a generated cluster whose NVLink domain is min(N, 64) GPUs (power-of-two jobs
-  on NVL72 racks use 16 of 18 trays) with one NDR400 NIC per GPU. Assumed, as NeMo
+  B300 on dgx-b300, GB200 / GB300 on a generated cluster whose NVLink domain is min(N, 64)
+  GPUs (power-of-two jobs on NVL72 racks use 16 of 18 trays) with one NDR400 (GB200) or
+  XDR800 (GB300, ConnectX-8) NIC per GPU. B300 / GB300 are scored, not targeted. Assumed, as NeMo
   2407: no recompute, --zero 1 + both DP overlaps, --sp with tp>1, interleaved with vp>1;
   FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe
   (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; EP carved out of DP
   (dp derived by loom); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
   module not modelled; SFT rows scored as pre-training steps of the same shape.
-  Skipped: NVFP4 (no such precision), GPUs not in loom's catalog (B300, GB300), models
+  Skipped: NVFP4 (no such precision), models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
   (an alternative FP8 granularity of the primary row; loom has one FP8 mode); layouts
@@ -291,10 +292,14 @@ def nemo2407_jobs(runs, fam):
     return jobs
 
 
-def gb200_cluster(tmp, gpus):
-    """GB200 NVLink domain of min(gpus, 64) GPUs, one NDR400 NIC per GPU (docstring)."""
+def nvl72_cluster(tmp, gpus, gpu="gb200"):
+    """GB200 / GB300 NVLink domain of min(gpus, 64) GPUs, one NIC per GPU: GB200 ConnectX-7
+    NDR400 on PCIe Gen5, GB300 ConnectX-8 XDR800 on PCIe Gen6 (as the gb200-nvl72 /
+    gb300-nvl72 presets)."""
     d = min(gpus, 64)
-    path = os.path.join(tmp, f"gb200-domain{d}.json")
+    nic_pcie, fabric, bw = ("pcie6", "ib-xdr", "800Gbps") if gpu == "gb300" else \
+        ("pcie5", "ib-ndr", "400Gbps")
+    path = os.path.join(tmp, f"{gpu}-domain{d}.json")
     if os.path.exists(path):
         return path
     v = [{"name": f"gpu{i}", "kind": "gpu"} for i in range(d)]
@@ -303,11 +308,11 @@ def gb200_cluster(tmp, gpus):
     v += [{"name": f"cpu{i}", "kind": "cpu"} for i in range((d + 1) // 2)]
     links = [{"a": f"gpu{i}", "b": "nvswitch", "type": "nvlink5", "lanes": 18} for i in range(d)]
     links += [{"a": f"gpu{i}", "b": f"cpu{i // 2}", "type": "nvlink-c2c"} for i in range(d)]
-    links += [{"a": f"cpu{i // 2}", "b": f"nic{i}", "type": "pcie5"} for i in range(d)]
+    links += [{"a": f"cpu{i // 2}", "b": f"nic{i}", "type": nic_pcie} for i in range(d)]
     with open(path, "w") as f:
-        json.dump({"name": f"gb200-domain{d}", "gpu": "gb200", "nodes": 1,
+        json.dump({"name": f"{gpu}-domain{d}", "gpu": gpu, "nodes": 1,
                    "node": {"vertices": v, "links": links},
-                   "fabric": {"link": "ib-ndr", "bandwidth": "400Gbps"}}, f)
+                   "fabric": {"link": fabric, "bandwidth": bw}}, f)
     return path
 
 
@@ -317,8 +322,6 @@ def mbridge_skip_reason(r):
         return "alternative FP8 granularity of the primary row (loom has one FP8 mode)"
     if "NVFP4" in prec:
         return "NVFP4 precision not in loom"
-    if gpu.startswith(("B300", "GB300")):
-        return f"GPU {gpu} not in loom's catalog"
     name = r["model"]["name"]
     if name in UNEXPRESSIBLE_MODELS:
         return UNEXPRESSIBLE_MODELS[name]
@@ -372,8 +375,12 @@ def mbridge_jobs(runs, families, tmp):
             cluster = "dgx-h100"
         elif gpu.startswith("B200"):
             cluster = DGX_B200
+        elif gpu.startswith("B300"):
+            cluster = "dgx-b300"
+        elif gpu.startswith("GB300"):
+            cluster = nvl72_cluster(tmp, gpus, "gb300")
         else:
-            cluster = gb200_cluster(tmp, gpus)
+            cluster = nvl72_cluster(tmp, gpus)
         fsdp = p.get("fsdp") or 0
         fsdp_on = fsdp > 1 or (fsdp == 1 and "25.09" in r["framework"])
         B, s = r["batch"]["global_batch_size"], r["seq_len"]

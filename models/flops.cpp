@@ -87,6 +87,12 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
   return op;
 }
 
+// The sequence shape of one attention matmul of head dimension `d`.
+AttentionShape attention_shape(const Ctx& c, double d) {
+  return {static_cast<std::int64_t>(c.sq), static_cast<std::int64_t>(c.skv),
+          static_cast<std::int64_t>(d), c.p.cp};
+}
+
 // The attention core: scores, softmax (+ dropout), attention x V. Q, K and V themselves
 // are saved by the projection that produced them.
 void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& ops) {
@@ -101,6 +107,7 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
   scores.bwd_input_flops = 2 * scores.fwd_flops;
   scores.input_bytes = c.act * c.b * heads * (c.sq + c.skv) * d_qk;
   scores.output_bytes = c.flash ? 0 : c.act * square;
+  scores.attention = attention_shape(c, d_qk);
   scores.attention_core = true;
   scores.causal = true;
   ops.push_back(scores);
@@ -130,6 +137,7 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
   av.bwd_input_flops = 2 * av.fwd_flops;
   av.input_bytes = (c.flash ? 0 : c.act * square) + c.act * c.b * heads * c.skv * d_v;
   av.output_bytes = c.act * c.b * heads * c.sq * d_v;
+  av.attention = attention_shape(c, d_v);
   av.attention_core = true;
   av.causal = true;
   ops.push_back(av);

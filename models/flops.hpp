@@ -52,11 +52,23 @@ struct MatmulShape {
   std::int64_t batch = 1;
 };
 
+/// The sequence shape of an attention matmul, which sets a fused kernel's efficiency (the
+/// kernel model's attention_shape_factor): the query tokens of one sequence on this GPU,
+/// the key/value tokens they attend over, the head dimension of this matmul and the
+/// context-parallel ring size (cp: the kernel runs as cp chunks of ring attention).
+struct AttentionShape {
+  std::int64_t seq_q = 0;     ///< query tokens per sequence on this GPU (s / cp)
+  std::int64_t seq_kv = 0;    ///< key/value tokens each query sequence sees (s)
+  std::int64_t head_dim = 0;  ///< head dimension (d_qk for scores, d_v for attention x V)
+  int cp = 1;                 ///< context-parallel ring size
+};
+
 /// One op of one micro-batch on one GPU. FLOPs in floating-point operations, bytes in bytes.
 struct OpCost {
   std::string name;  ///< e.g. "qkv_proj", "attn_scores", "mlp_down", "lm_head"
   OpKind kind = OpKind::ELEMENTWISE;
   MatmulShape shape;            ///< meaningful for MATMUL and ATTENTION
+  AttentionShape attention;     ///< meaningful for ATTENTION
   double fwd_flops = 0;         ///< forward FLOPs
   double bwd_input_flops = 0;   ///< backward FLOPs for the input (activation) gradient
   double bwd_weight_flops = 0;  ///< backward FLOPs for the weight gradient

@@ -151,8 +151,9 @@ NodeTemplate hgx8(const std::string& nvlink, bool nvls, const std::string& pcie)
 }
 
 // GB200 NVL72: 72 GPUs on one logical NVSwitch (18 NVSwitch chips in 9 switch trays), each
-// pair of GPUs with its Grace CPU over NVLink-C2C, one ConnectX-7 400G per GPU on PCIe Gen5.
-NodeTemplate nvl72() {
+// pair of GPUs with its Grace CPU over NVLink-C2C, one ConnectX-7 400G per GPU on PCIe Gen5
+// (GB300 NVL72: the same rack with one ConnectX-8 800G per GPU on PCIe Gen6, `nic_pcie`).
+NodeTemplate nvl72(const std::string& nic_pcie = "pcie5") {
   NodeTemplate t;
   for (int i = 0; i < 72; ++i) t.add(VertexKind::GPU, fmt::format("gpu{}", i));
   t.add(VertexKind::NVSWITCH, "nvswitch", true);
@@ -161,7 +162,7 @@ NodeTemplate nvl72() {
   for (int i = 0; i < 72; ++i) {
     t.link(fmt::format("gpu{}", i), "nvswitch", "nvlink5");
     t.link(fmt::format("gpu{}", i), fmt::format("cpu{}", i / 2), "nvlink-c2c");
-    t.link(fmt::format("gpu{}", i), fmt::format("nic{}", i), "pcie5");
+    t.link(fmt::format("gpu{}", i), fmt::format("nic{}", i), nic_pcie);
   }
   return t;
 }
@@ -220,6 +221,12 @@ std::vector<PresetDefinition> build_presets() {
       {"gb200-nvl72",
        "GB200 NVL72 rack: 72 B200 in one NVLink5 domain (900 GB/s/dir, NVLS), 72x NDR 400G",
        "gb200", fabric("ib-ndr"), nvl72()},
+      {"dgx-b300",
+       "DGX B300: 8x B300, NVLink5 900 GB/s/dir to NVSwitch (NVLS), 8x ConnectX-8 XDR 800G", "b300",
+       fabric("ib-xdr"), hgx8("nvlink5", true, "pcie6")},
+      {"gb300-nvl72",
+       "GB300 NVL72 rack: 72 B300 in one NVLink5 domain (900 GB/s/dir, NVLS), 72x XDR 800G",
+       "gb300", fabric("ib-xdr"), nvl72("pcie6")},
       {"l40s-pcie", "8x L40S on PCIe Gen4 (2 sockets, 4 PCIe switches, no NVLink), 4x RoCE 200G",
        "l40s", fabric("roce-200g"), pcie_box("pcie4", "")},
       {"rtx4090-pcie",

@@ -30,6 +30,15 @@ constexpr const char* SRC_B200 =
     "NVIDIA Blackwell datasheet / DGX B200 product page (HGX B200 column, 1000 W)";
 constexpr const char* SRC_GB200 =
     "NVIDIA Blackwell datasheet / GB200 NVL72 product page (B200 in GB200, 1200 W)";
+constexpr const char* SRC_B300 =
+    "NVIDIA DGX B300 / HGX B300 datasheet (B300, 1100 W), per-GPU dense figures as tabulated in "
+    "Verda, 'NVIDIA GB300 NVL72: GPU Architecture & Performance' (verda.com/blog/"
+    "gb300-nvl72-architecture); HGX B300 dense BF16 2250 / FP8 4500 TF also in G. Lockwood, "
+    "glennklockwood.com/garden/processors/B300";
+constexpr const char* SRC_GB300 =
+    "NVIDIA GB300 NVL72 product page: 180 PF dense BF16, 360 PF dense FP8, 20 TB HBM3e at "
+    "576 TB/s per 72 GPUs (B300 in GB300, 1400 W; per-GPU table in Verda, verda.com/blog/"
+    "gb300-nvl72-architecture)";
 constexpr const char* SRC_L40S =
     "NVIDIA L40S datasheet (resources.nvidia.com/en-us-l40s/l40s-datasheet-28413)";
 constexpr const char* SRC_4090 =
@@ -49,6 +58,9 @@ constexpr const char* ARCH_H200 =
     "NVIDIA H200 datasheet: the GH100 of H100 SXM5 (132 SMs, H100 whitepaper) with HBM3e";
 constexpr const char* ARCH_B200 =
     "Blackwell B200: 148 SMs per GPU (CUDA multiProcessorCount; not on the datasheet)";
+constexpr const char* ARCH_B300 =
+    "Blackwell Ultra B300: 160 SMs (20,480 CUDA cores = 160 x 128; NVIDIA Technical Blog, "
+    "'Inside NVIDIA Blackwell Ultra', 2025)";
 constexpr const char* ARCH_L40S =
     "NVIDIA L40S datasheet: Ada AD102, 18,176 CUDA cores = 142 SMs x 128";
 constexpr const char* ARCH_4090 =
@@ -156,6 +168,18 @@ std::vector<GpuSpec> build_catalog() {
                                          2500, 5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
                                     148, GpuArch::BLACKWELL, ARCH_B200),
                           0.729, 0.723),
+      // HGX B300 (1100 W): 75 / 1100 / 2250 / 2250 / 4500 TF dense (the B200's rates; Blackwell
+      // Ultra adds dense FP4 and exponent throughput, which loom does not model), 270 GB
+      // usable HBM3e at 7.7 TB/s, NVLink5 1.8 TB/s; ConnectX-8 NICs on PCIe Gen6.
+      with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250, 2250, 4500, 270, 7700,
+                     1800, 5, 6, 1100, SRC_B300),
+                160, GpuArch::BLACKWELL, ARCH_B300),
+      // B300 in GB300 NVL72 (1400 W): 80 / 1250 / 2500 / 2500 / 5000 TF dense (rack 180 PF
+      // BF16, 360 PF FP8 / 72), 279 GB (20 TB / 72) at 8 TB/s (576 TB/s / 72), NVLink5
+      // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6.
+      with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500, 5000, 279,
+                     8000, 1800, 5, 6, 1400, SRC_GB300),
+                160, GpuArch::BLACKWELL, ARCH_B300),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,

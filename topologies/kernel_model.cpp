@@ -48,14 +48,16 @@ double architecture_gemm_fraction(GpuArch arch, DType tensor) {
   return 0.80;
 }
 
-// Fused attention forward, fraction of the dense 16-bit peak with the causal half skipped
-// and counted as skipped (the FlashAttention benchmarks' convention):
+// Fused attention forward, fraction of the dense 16-bit peak at the reference shape (causal,
+// head dim 128, 4096 tokens; attention_shape_factor scales it to other shapes), with the
+// causal half skipped and counted as skipped (the FlashAttention benchmarks' convention):
 //  - Ampere: FlashAttention-2 reaches 50-73% of A100 peak forward (Dao 2023, abstract and
 //    Fig. 4); 0.55 for causal head-dim 64-128 at 2k-8k, the lower part of that range.
-//  - Hopper: FlashAttention-3 forward, head dim 128, causal, 2k-16k tokens, runs at about
-//    600 TFLOP/s of 989 (Shah et al. 2024, Fig. 5; up to 740 = 75% at head dim 256); cuDNN's
-//    fused attention, which Transformer Engine uses, is on par there: 0.60.
-//  - Blackwell: no peer-reviewed figure found; Hopper's fraction is kept (conservative).
+//  - Hopper: FlashAttention-3 forward, head dim 128, causal, 4k tokens: 579 TFLOP/s of 989
+//    = 0.585 (Shah et al. 2024, Fig. 5; cuDNN, which Transformer Engine uses, 518): 0.60.
+//  - Blackwell: no published per-shape figure found (FlashAttention-4 and cuDNN on B200
+//    are announced in talks and release notes without a citable table); Hopper's fraction
+//    is kept (conservative).
 //  - Others: the Ampere figure.
 double architecture_attention_fraction(GpuArch arch) {
   switch (arch) {
@@ -69,6 +71,41 @@ double architecture_attention_fraction(GpuArch arch) {
       break;
   }
   return 0.55;
+}
+
+namespace {
+
+// Unnormalised throughput of a fused attention kernel (see attention_shape_factor).
+double attention_shape_raw(double seq_q, double seq_kv, double head_dim, bool causal,
+                           const AttentionShapeModel& m) {
+  // Mean keys a query tile visits: all of them, or under the bottom-right aligned causal
+  // mask seq_kv - seq_q / 2; each query tile also computes one diagonal tile whole, of
+  // which half is masked.
+  const double mean = causal ? seq_kv - std::min(seq_q, seq_kv) / 2 : seq_kv;
+  const double useful = causal ? mean / (mean + m.kv_tile / 2) : 1.0;
+  return mean / (mean + m.half_kv_tokens) * useful * head_dim / (head_dim + m.half_head_dim);
+}
+
+}  // namespace
+
+// FlashAttention-3 forward, BF16, H100 SXM5 (Shah et al. 2024, Fig. 5; batch x seqlen =
+// 16k tokens, 2048 hidden), TFLOP/s at 512 / 1k / 2k / 4k / 8k / 16k:
+//   head dim 128, no mask:  467, 565, 625, 638, 646, 648
+//   head dim 128, causal:   292, 423, 521, 579, 602, 616
+//   head dim 64,  no mask:  333, 392, 460, 476, 496, 497;  head dim 256 up to 740 (abstract)
+// half_kv_tokens = 200 solves 467/648 = [512/(512+L)] / [16384/(16384+L)] (no mask); with
+// it the causal row follows with no further constant: mean keys s/2 and the half-masked
+// diagonal tile give 290, 415, 514, 578, 615, 635 (within 3%). half_head_dim = 48 lies
+// between the d0 that 497/648 (hd 64 vs 128: 56) and 740/648 (256 vs 128: 42) give for a
+// d / (d + d0) law. Only the shape is taken from these; each architecture keeps its own
+// reference fraction.
+double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim,
+                              bool causal, const AttentionShapeModel& shape) {
+  if (seq_q <= 0 || seq_kv <= 0 || head_dim <= 0) return 1.0;
+  const double reference = attention_shape_raw(4096, 4096, 128, true, shape);
+  return attention_shape_raw(static_cast<double>(seq_q), static_cast<double>(seq_kv),
+                             static_cast<double>(head_dim), causal, shape) /
+         reference;
 }
 
 double sustained_clock_fraction(const GpuSpec& gpu) {
@@ -202,9 +239,32 @@ double DatasheetKernelModel::memory_time_s(double bytes) const {
          efficiency_.kernel_overhead_s;
 }
 
-double DatasheetKernelModel::attention_time_s(double flops, DType math) const {
+double DatasheetKernelModel::attention_time_s(double flops, DType math, double shape,
+                                              int kernels) const {
   if (flops <= 0) return 0;
-  return flops / (peak_flops(math) * attention_fraction() * clock_) + efficiency_.kernel_overhead_s;
+  return flops / (peak_flops(math) * std::min(attention_fraction() * shape, 1.0) * clock_) +
+         kernels * efficiency_.kernel_overhead_s;
+}
+
+double DatasheetKernelModel::fused_attention_s(const KernelOp& op, double flops, DType math) const {
+  const AttentionShapeModel& m = efficiency_.attention_shape;
+  if (op.cp_ring <= 1 || op.seq_q <= 0)
+    return attention_time_s(flops, math,
+                            attention_shape_factor(op.seq_q, op.seq_kv, op.head_dim, op.causal, m));
+  // Ring attention (Megatron-core / Transformer Engine attention with CP, load-balanced
+  // chunking: each rank holds two s / (2 cp) chunks, c = s / cp queries in all) runs one
+  // kernel per ring step. Unmasked: cp steps of c x c. Causal: step 0 is the causal c x c
+  // diagonal (1 / cp of the work); each other step is unmasked c x c/2 work, for half of
+  // the steps all c queries over the first half of the remote keys, for the other half the
+  // second half of the queries over all c remote keys (TE attn_forward_func_with_cp).
+  const std::int64_t c = op.seq_q, d = op.head_dim;
+  const int cp = op.cp_ring;
+  if (!op.causal)
+    return attention_time_s(flops, math, attention_shape_factor(c, c, d, false, m), cp);
+  const double diagonal = flops / cp, half_rest = (flops - diagonal) / 2;
+  return attention_time_s(diagonal, math, attention_shape_factor(c, c, d, true, m)) +
+         attention_time_s(half_rest, math, attention_shape_factor(c, c / 2, d, false, m), cp - 1) +
+         attention_time_s(half_rest, math, attention_shape_factor(c / 2, c, d, false, m), 0);
 }
 
 double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pass,
@@ -222,10 +282,10 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
   }
   // Fused attention skips the masked part of a causal square.
   const double scale = op.causal ? efficiency_.attention_causal_fraction : 1.0;
-  if (pass == KernelPass::FORWARD) return attention_time_s(op.forward_flops * scale, math);
+  if (pass == KernelPass::FORWARD) return fused_attention_s(op, op.forward_flops * scale, math);
   // The overhead is divided too: the backward is one slower kernel (kept for bit-identical
   // step times with the model this replaced).
-  return attention_time_s(backward_flops * scale, math) / efficiency_.attention_backward_ratio;
+  return fused_attention_s(op, backward_flops * scale, math) / efficiency_.attention_backward_ratio;
 }
 
 double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass) const {

@@ -57,7 +57,15 @@ struct KernelOp {
   /// MEMORY_BOUND: bytes the forward moves (reads + writes); OPTIMIZER: bytes the step moves.
   double bytes = 0;
   bool causal = false;  ///< ATTENTION: causal mask (a fused kernel skips the masked half)
-  bool fused = false;   ///< ATTENTION: one fused (flash) kernel rather than GEMMs
+  /// ATTENTION (fused): query tokens of one sequence on this GPU; 0: unknown, the kernel
+  /// runs at the architecture's reference fraction (attention_shape_factor 1).
+  std::int64_t seq_q = 0;
+  std::int64_t seq_kv = 0;    ///< ATTENTION (fused): key/value tokens each query sees
+  std::int64_t head_dim = 0;  ///< ATTENTION (fused): head dimension of this matmul
+  /// ATTENTION (fused): context-parallel ring size; > 1 runs the op as `cp_ring` chunk
+  /// kernels of ring attention (Megatron / Transformer Engine load-balanced chunking).
+  int cp_ring = 1;
+  bool fused = false;  ///< ATTENTION: one fused (flash) kernel rather than GEMMs
   /// MEMORY_BOUND: kernels each pass launches (an unfused elementwise chain), each paying
   /// the per-kernel overhead.
   int kernels = 1;
@@ -95,8 +103,31 @@ DType tensor_core_dtype(DType math);
 /// `tensor` (cuBLAS maximum achievable matmul FLOPS at the GPU's TDP; sources in
 /// kernel_model.cpp and docs/defaults.md), in (0, 1].
 double architecture_gemm_fraction(GpuArch arch, DType tensor);
-/// Fraction of the dense peak a fused attention forward reaches on `arch`, in (0, 1].
+/// Fraction of the dense peak a fused attention forward reaches on `arch` at the reference
+/// shape (causal, head dim 128, 4096 tokens), in (0, 1].
 double architecture_attention_fraction(GpuArch arch);
+
+/// Sequence-shape constants of fused attention (FlashAttention-3, Shah et al. 2024, Fig. 5;
+/// derivation in kernel_model.cpp).
+struct AttentionShapeModel {
+  /// Key/value tokens per query tile at which the per-tile fixed work (loading Q, the
+  /// final rescale, writing O and the log-sum-exp) halves throughput.
+  double half_kv_tokens = 200;
+  /// Head dimension at which the per-score softmax work (exp, max, rescale on the
+  /// non-tensor-core units) halves throughput: matmul work per score grows with d.
+  double half_head_dim = 48;
+  /// Key/value tile of the kernel: a causal diagonal tile is computed whole, half masked.
+  double kv_tile = 128;
+};
+/// Throughput of a fused attention kernel of `seq_q` queries over `seq_kv` keys (causal:
+/// the bottom-right aligned mask) and head dimension `head_dim`, relative to the reference
+/// shape of architecture_attention_fraction (causal, 128, 4096 square): per query tile the
+/// kernel streams its key/value tiles, so fixed per-tile work is amortised over the mean
+/// keys visited, L / (L + half_kv_tokens); softmax work per score is amortised over the head
+/// dimension, d / (d + half_head_dim); causal diagonal tiles are computed whole. 1 when
+/// any length is unknown (0).
+double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim,
+                              bool causal, const AttentionShapeModel& shape = {});
 /// Sustained SM clock under load relative to the boost clock the datasheet peak assumes, in
 /// (0, 1]: the GPU's load_clock_fraction (default DEFAULT_LOAD_CLOCK_FRACTION) times
 /// (power_limit / TDP)^(1/3) below the TDP (1 at or above it, or when either is unknown).
@@ -131,6 +162,8 @@ struct GpuEfficiency {
   double attention_fraction = 0;
   /// Fraction of a causal attention square a fused kernel computes (it skips masked tiles).
   double attention_causal_fraction = 0.5;
+  /// How a fused attention kernel's throughput depends on sequence length and head dim.
+  AttentionShapeModel attention_shape;
   /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
   /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6).
   double attention_backward_ratio = 0.8;
@@ -187,8 +220,12 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double gemm_time_s(double flops, std::int64_t m, std::int64_t n, std::int64_t k,
                      std::int64_t batch, DType math) const;
   double attention_seconds(const KernelOp& op, KernelPass pass, DType math) const;
-  // Seconds for one fused attention kernel performing `flops` in `math` at the forward rate.
-  double attention_time_s(double flops, DType math) const;
+  // Seconds for `kernels` fused attention kernels performing `flops` in `math` at the
+  // forward rate times `shape` (attention_shape_factor).
+  double attention_time_s(double flops, DType math, double shape = 1, int kernels = 1) const;
+  // Seconds of the fused forward of `op` performing `flops` (the causal skip applied):
+  // one kernel at its shape, or cp_ring ring-attention chunk kernels.
+  double fused_attention_s(const KernelOp& op, double flops, DType math) const;
 
   double fp8_cast_seconds(const KernelOp& op, KernelPass pass) const;
   // Seconds of `pass` of a MEMORY_BOUND op (its kernels and bytes).

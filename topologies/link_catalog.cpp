@@ -46,6 +46,11 @@ std::vector<LinkSpec> build() {
        std::string("PCI-SIG PCIe 4.0: 16 GT/s, 128b/130b; ") + NCCL_LAT},
       {"pcie5", LinkKind::PCIE, "PCIe Gen5", 3.938 * GBps, 16, PCIE_HOP_S,
        std::string("PCI-SIG PCIe 5.0: 32 GT/s, 128b/130b; ") + NCCL_LAT},
+      // Gen6 64 GT/s PAM4 in 256-byte FLITs carrying 236 bytes of TLPs: 8 x 236/256 = 7.375
+      // GB/s per lane, x16 = 118 GB/s (PCI-SIG PCIe 6.0 base specification, FLIT mode).
+      {"pcie6", LinkKind::PCIE, "PCIe Gen6", 7.375 * GBps, 16, PCIE_HOP_S,
+       std::string("PCI-SIG PCIe 6.0: 64 GT/s PAM4, 256-byte FLIT with 236 TLP bytes; ") +
+           NCCL_LAT},
       // Socket-to-socket: Intel UPI 2.0 (Sapphire Rapids, DGX H100) runs 4 links at 16 GT/s,
       // about 32 GB/s per link per direction (Intel Xeon Scalable 4th gen product brief);
       // AMD xGMI (EPYC, DGX A100) is of the same order. Four links aggregated. The latency is

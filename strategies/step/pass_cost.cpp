@@ -86,6 +86,10 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool gr
   k.backward_weight_flops = op.bwd_weight_flops;
   k.bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
   k.causal = op.causal;
+  k.seq_q = op.attention.seq_q;
+  k.seq_kv = op.attention.seq_kv;
+  k.head_dim = op.attention.head_dim;
+  k.cp_ring = op.attention.cp;
   k.fused = flash_attention;
   k.kernels = op.kernels;
   k.backward_bytes = op.backward_bytes;

@@ -19,7 +19,8 @@ TEST_CASE("sim::nccl_arch: each catalog GPU reads the row of its compute capabil
       {"h100-sxm", sim::nccl::HOPPER},       {"h100-pcie", sim::nccl::HOPPER},
       {"h100-nvl", sim::nccl::HOPPER},       {"h200", sim::nccl::HOPPER},
       {"h200-nvl", sim::nccl::HOPPER},       {"b200", sim::nccl::BLACKWELL},
-      {"gb200", sim::nccl::BLACKWELL},       {"l40s", sim::nccl::AMPERE},
+      {"gb200", sim::nccl::BLACKWELL},       {"b300", sim::nccl::BLACKWELL},
+      {"gb300", sim::nccl::BLACKWELL},       {"l40s", sim::nccl::AMPERE},
       {"rtx4090", sim::nccl::AMPERE},        {"mi300x", sim::nccl::AMPERE},
   };
   CHECK(expected.size() == topo::gpu_catalog().size());

@@ -148,6 +148,10 @@ TEST_CASE("topologies::Cluster: preset link figures match the vendors' published
       // GB200 NVL72 product page: 1.8 TB/s bidirectional NVLink5 per GPU (900 GB/s/dir), one
       // 72-GPU NVLink domain; ConnectX-7 NDR 400 Gb/s per GPU.
       {"gb200-nvl72", 900e9, 50e9, 72},
+      // DGX B300 / GB300 NVL72: NVLink5 900 GB/s/dir; ConnectX-8 XDR 800 Gb/s = 100 GB/s per
+      // GPU, on PCIe Gen6 (118 GB/s x16), so the NIC is the bottleneck.
+      {"dgx-b300", 900e9, 100e9, 8},
+      {"gb300-nvl72", 900e9, 100e9, 72},
   };
   for (const Expect& e : cases) {
     CAPTURE(e.preset);

@@ -33,13 +33,30 @@ TEST_CASE("topologies::GpuCatalog: datasheet figures, dense, NVLink per directio
   CHECK(find_gpu("L40S").nvlink_bandwidth_Bps == 0);
   CHECK(find_gpu("mi300x").hbm_bytes == doctest::Approx(192e9));
   CHECK(find_gpu("mi300x").bf16_flops == doctest::Approx(1307.4e12));
-  for (const char* key : {"a100-sxm-40gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie",
-                          "h100-nvl", "h200", "b200", "gb200", "rtx4090", "h100"}) {
+  for (const char* key :
+       {"a100-sxm-40gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie", "h100-nvl", "h200",
+        "b200", "gb200", "b300", "gb300", "rtx4090", "h100"}) {
     const auto& g = find_gpu(key);
     CHECK(g.bf16_flops > 0);
     CHECK(g.hbm_bytes > 0);
     CHECK(!g.source.empty());
   }
+}
+
+TEST_CASE("topologies::GpuCatalog: Blackwell Ultra B300 and GB300 dense peaks") {
+  // DGX/HGX B300 datasheet (1100 W): dense BF16 2250, FP8 4500 TF, 270 GB at 7.7 TB/s.
+  // GB300 NVL72 product page: 180 PF BF16 / 360 PF FP8 dense, 20 TB at 576 TB/s per 72 GPUs.
+  const auto& b300 = find_gpu("b300");
+  CHECK(b300.bf16_flops == doctest::Approx(2250e12));
+  CHECK(b300.fp8_flops == doctest::Approx(4500e12));
+  CHECK(b300.hbm_bandwidth_Bps == doctest::Approx(7.7e12));
+  CHECK(b300.arch == loom::topo::GpuArch::BLACKWELL);
+  const auto& gb300 = find_gpu("gb300");
+  CHECK(gb300.bf16_flops * 72 == doctest::Approx(180e15));
+  CHECK(gb300.fp8_flops * 72 == doctest::Approx(360e15));
+  CHECK(gb300.hbm_bandwidth_Bps * 72 == doctest::Approx(576e12));
+  CHECK(gb300.hbm_bytes * 72 == doctest::Approx(20e12).epsilon(0.01));
+  CHECK(gb300.tdp_watts == 1400);
 }
 
 TEST_CASE("topologies::GpuCatalog: unknown name lists valid ones with did-you-mean") {

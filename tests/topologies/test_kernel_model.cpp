@@ -347,3 +347,69 @@ TEST_CASE("topologies::DatasheetKernelModel: FP8 casts per recipe, by hand") {
         doctest::Approx(6 * 33554432 / 2.68e12 + 4e-6).epsilon(1e-6));
   CHECK(fp8_cast_bytes_per_element(Fp8Recipe::MXFP8) == 4 + 2.0 / 32);
 }
+
+TEST_CASE("topologies::attention_shape_factor: FlashAttention-3 curves by sequence and head dim") {
+  // Reference (causal, head dim 128, 4096 square) is 1; unknown lengths keep the reference.
+  CHECK(attention_shape_factor(4096, 4096, 128, true) == doctest::Approx(1.0));
+  CHECK(attention_shape_factor(0, 4096, 128, true) == 1.0);
+  // By hand: no mask at 2048 visits 2048 keys per query tile (2048/2248 x 128/176); the
+  // causal 4096 reference visits 2048 on average and computes a half-masked diagonal tile
+  // (x 2048/2112): the ratio is 2112/2048.
+  CHECK(attention_shape_factor(2048, 2048, 128, false) == doctest::Approx(2112.0 / 2048));
+  // FlashAttention-3, H100, BF16 (Shah et al. 2024, Fig. 5), relative to head dim 128 with
+  // no mask at 16k (648 TFLOP/s): no mask 512 = 467, causal 512 = 292, causal 4k = 579,
+  // causal 16k = 616; head dim 64 at 16k = 497, head dim 256 up to 740 (abstract).
+  const double top = attention_shape_factor(16384, 16384, 128, false);
+  CHECK(attention_shape_factor(512, 512, 128, false) / top ==
+        doctest::Approx(467.0 / 648).epsilon(0.02));
+  CHECK(attention_shape_factor(512, 512, 128, true) / top ==
+        doctest::Approx(292.0 / 648).epsilon(0.03));
+  CHECK(attention_shape_factor(4096, 4096, 128, true) / top ==
+        doctest::Approx(579.0 / 648).epsilon(0.03));
+  CHECK(attention_shape_factor(16384, 16384, 128, true) / top ==
+        doctest::Approx(616.0 / 648).epsilon(0.04));
+  CHECK(attention_shape_factor(16384, 16384, 64, false) / top ==
+        doctest::Approx(497.0 / 648).epsilon(0.03));
+  CHECK(attention_shape_factor(16384, 16384, 256, false) / top ==
+        doctest::Approx(740.0 / 648).epsilon(0.03));
+  // Short sequences reach less; causal reaches less than unmasked at the same length.
+  CHECK(attention_shape_factor(1024, 1024, 128, true) <
+        attention_shape_factor(8192, 8192, 128, true));
+  CHECK(attention_shape_factor(1024, 1024, 128, true) <
+        attention_shape_factor(1024, 1024, 128, false));
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernels, by hand") {
+  // s = 8192, cp = 4: each rank holds c = 2048 queries and runs 4 kernels per pass. Causal
+  // forward of 1e12 counted FLOPs = 0.5e12 computed, at H100 0.60 x 989.4e12 x 1305/1410 =
+  // 549.44 TFLOP/s times each kernel's shape factor (no mask, head dim 128):
+  //   diagonal, causal 2048 square, 1/4 of the work: factor (1024/1224 x 1024/1088) /
+  //     (2048/2248 x 2048/2112) = 0.891292 -> 0.125e12 / (549.44e12 x 0.891292) = 255.25 us
+  //   3 steps of c x c/2, half with 1024 keys (factor 2048 x 1024/1224 / (2048/2248 x 2048/
+  //     2112 x 2048)... = 0.946998), half with 2048 keys (1.03125): 0.1875e12 each ->
+  //     360.36 + 330.92 us; plus 4 kernel overheads of 4 us: 962.54 us.
+  DatasheetKernelModel h100(find_gpu("h100"));
+  KernelOp op;
+  op.kind = KernelKind::ATTENTION;
+  op.fused = true;
+  op.causal = true;
+  op.forward_flops = 1e12;
+  op.seq_q = 2048;
+  op.seq_kv = 8192;
+  op.head_dim = 128;
+  op.cp_ring = 4;
+  CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
+        doctest::Approx(962.54e-6).epsilon(1e-4));
+  // Without CP the same work is one causal 8192 square kernel (factor 1.059826): 860.37 us;
+  // the short chunks of the ring make attention slower.
+  KernelOp whole = op;
+  whole.seq_q = 8192;
+  whole.cp_ring = 1;
+  CHECK(h100.seconds(whole, KernelPass::FORWARD, DType::BF16) ==
+        doctest::Approx(860.37e-6).epsilon(1e-4));
+  // Unmasked with CP: 4 kernels of c x c (factor 1.03125): 1e12 / (549.44e12 x 1.03125)
+  // + 16 us = 1780.9 us.
+  op.causal = false;
+  CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
+        doctest::Approx(1780.9e-6).epsilon(1e-4));
+}
