@@ -51,6 +51,14 @@ std::string to_string(Framework v) {
   return framework_names()[static_cast<size_t>(v)];
 }
 
+const std::vector<std::string>& attention_kernel_names() {
+  static const std::vector<std::string> names = {"vendor", "fa2"};
+  return names;
+}
+std::string to_string(AttentionKernel v) {
+  return attention_kernel_names()[static_cast<size_t>(v)];
+}
+
 const std::vector<std::string>& fusion_names() {
   static const std::vector<std::string> names = {"none", "megatron", "compile"};
   return names;

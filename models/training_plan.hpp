@@ -27,6 +27,11 @@ enum class CrossEntropy { FUSED, EAGER };
 /// COMPILE (torch.compile: each elementwise chain one kernel; norms one kernel).
 enum class Fusion { NONE, MEGATRON, COMPILE };
 
+/// The fused-attention kernel a framework calls: VENDOR = cuDNN fused attention through
+/// Transformer Engine (Megatron, NeMo); FA2 = FlashAttention-2 (PyTorch SDPA's flash backend,
+/// torchtitan), which does not use Hopper's asynchronous tensor-core instructions.
+enum class AttentionKernel { VENDOR, FA2 };
+
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
 /// Which ZeRO-3 design shards the parameters (strategies/step/dp_fsdp.cpp): PyTorch FSDP2
@@ -50,8 +55,9 @@ struct TrainingPlan {
   int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
   CrossEntropy cross_entropy = CrossEntropy::FUSED;
   Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
-  bool cuda_graphs = false;          ///< kernels replayed from CUDA graphs (no per-launch gap)
-  bool sp = false;                   ///< sequence parallelism (with TP)
+  AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
+  bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)
+  bool sp = false;           ///< sequence parallelism (with TP)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
   Optimizer optimizer = Optimizer::ADAM;
@@ -88,6 +94,7 @@ std::string to_string(SelectiveRecompute value);
 std::string to_string(CrossEntropy value);
 std::string to_string(Framework value);
 std::string to_string(Fusion value);
+std::string to_string(AttentionKernel value);
 std::string to_string(FsdpImpl value);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
@@ -100,6 +107,7 @@ const std::vector<std::string>& selective_recompute_names();
 const std::vector<std::string>& cross_entropy_names();
 const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
+const std::vector<std::string>& attention_kernel_names();
 const std::vector<std::string>& fsdp_impl_names();
 
 }  // namespace loom::models

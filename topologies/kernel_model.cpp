@@ -246,11 +246,23 @@ double DatasheetKernelModel::attention_time_s(double flops, DType math, double s
          kernels * efficiency_.kernel_overhead_s;
 }
 
+double attention_kernel_factor(AttentionKernel kernel, GpuArch arch) {
+  // FlashAttention-2 predates Hopper's asynchronous tensor-core instructions (WGMMA, TMA);
+  // FlashAttention-3, which uses them, is "1.5-2.0x faster than FlashAttention-2" in BF16 on
+  // H100 (Shah et al. 2024, abstract; cuDNN, behind Transformer Engine, is on par with it,
+  // Fig. 5): FA2 runs at 1 / 1.75 (the range's midpoint) of the Hopper/Blackwell vendor
+  // fraction. Before Hopper FA2 is the reference kernel itself (the Ampere fraction).
+  if (kernel == AttentionKernel::FA2 && (arch == GpuArch::HOPPER || arch == GpuArch::BLACKWELL))
+    return 1 / 1.75;
+  return 1.0;
+}
+
 double DatasheetKernelModel::fused_attention_s(const KernelOp& op, double flops, DType math) const {
   const AttentionShapeModel& m = efficiency_.attention_shape;
+  const double k = attention_kernel_factor(op.kernel, gpu_.arch);
   if (op.cp_ring <= 1 || op.seq_q <= 0)
-    return attention_time_s(flops, math,
-                            attention_shape_factor(op.seq_q, op.seq_kv, op.head_dim, op.causal, m));
+    return attention_time_s(
+        flops, math, k * attention_shape_factor(op.seq_q, op.seq_kv, op.head_dim, op.causal, m));
   // Ring attention (Megatron-core / Transformer Engine attention with CP, load-balanced
   // chunking: each rank holds two s / (2 cp) chunks, c = s / cp queries in all) runs one
   // kernel per ring step. Unmasked: cp steps of c x c. Causal: step 0 is the causal c x c
@@ -260,11 +272,12 @@ double DatasheetKernelModel::fused_attention_s(const KernelOp& op, double flops,
   const std::int64_t c = op.seq_q, d = op.head_dim;
   const int cp = op.cp_ring;
   if (!op.causal)
-    return attention_time_s(flops, math, attention_shape_factor(c, c, d, false, m), cp);
+    return attention_time_s(flops, math, k * attention_shape_factor(c, c, d, false, m), cp);
   const double diagonal = flops / cp, half_rest = (flops - diagonal) / 2;
-  return attention_time_s(diagonal, math, attention_shape_factor(c, c, d, true, m)) +
-         attention_time_s(half_rest, math, attention_shape_factor(c, c / 2, d, false, m), cp - 1) +
-         attention_time_s(half_rest, math, attention_shape_factor(c / 2, c, d, false, m), 0);
+  return attention_time_s(diagonal, math, k * attention_shape_factor(c, c, d, true, m)) +
+         attention_time_s(half_rest, math, k * attention_shape_factor(c, c / 2, d, false, m),
+                          cp - 1) +
+         attention_time_s(half_rest, math, k * attention_shape_factor(c / 2, c, d, false, m), 0);
 }
 
 double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pass,

@@ -17,6 +17,14 @@ namespace loom::topo {
 /// Element types a kernel computes in.
 enum class DType { FP32, TF32, BF16, FP16, FP8 };
 
+/// The fused-attention implementation: the vendor's (cuDNN through Transformer Engine, at the
+/// architecture's fraction) or FlashAttention-2 (PyTorch SDPA's flash backend).
+enum class AttentionKernel { VENDOR, FA2 };
+
+/// Throughput of `kernel` relative to the architecture's fused-attention fraction: 1, except
+/// FlashAttention-2 on Hopper and Blackwell, 1 / 1.75 (FlashAttention-3 paper, abstract).
+double attention_kernel_factor(AttentionKernel kernel, GpuArch arch);
+
 /// What kind of kernel an op runs.
 enum class KernelKind {
   GEMM,          ///< a (batched) matrix multiply
@@ -66,6 +74,8 @@ struct KernelOp {
   /// kernels of ring attention (Megatron / Transformer Engine load-balanced chunking).
   int cp_ring = 1;
   bool fused = false;  ///< ATTENTION: one fused (flash) kernel rather than GEMMs
+  /// ATTENTION (fused): which implementation runs it (AttentionKernel).
+  AttentionKernel kernel = AttentionKernel::VENDOR;
   /// MEMORY_BOUND: kernels each pass launches (an unfused elementwise chain), each paying
   /// the per-kernel overhead.
   int kernels = 1;

@@ -23,14 +23,27 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
     // torchtitan: data_parallel_shard_degree = -1 (FSDP2 over every data-parallel rank, with
     // its implicit prefetch; torchtitan/models/llama3/infra/parallelize.py apply_fsdp calls
     // fully_shard per block), enable_async_tensor_parallel = False.
+    // Attention: torch.nn.functional.scaled_dot_product_attention, whose flash backend is
+    // FlashAttention-2 (torchtitan/models/attention.py; PyTorch SDPA docs). Its "selective"
+    // activation checkpointing is op-level (selective_ac_option = "op", _save_list in
+    // models/llama3/infra/parallelize.py); the loss is torch cross-entropy on fp32 logits
+    // (train.py); torch.compile is off by default (job_config.py Compile.enable = False),
+    // so the model runs eager: no kernel fusion.
     {3, false, false, false, models::FsdpImpl::FSDP2,
-     "torchtitan torchtitan/config/job_config.py (Parallelism)"},
+     "torchtitan torchtitan/config/job_config.py (Parallelism, Compile, ActivationCheckpoint); "
+     "models/attention.py (SDPA); train.py (loss)",
+     models::AttentionKernel::FA2, models::SelectiveRecompute::OP, models::CrossEntropy::EAGER,
+     models::Fusion::NONE},
     // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
     // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps). Its
     // stage 3 is DeepSpeed's own ZeRO-3 (deepspeed/runtime/zero/stage3.py and
     // partitioned_param_coordinator.py: prefetch-bucket gathers, reduce buckets).
+    // DeepSpeed trains the framework's model modules as they are (e.g. Hugging Face
+    // transformers, eager PyTorch): no fused kernels, torch cross-entropy, SDPA attention.
     {0, false, false, false, models::FsdpImpl::DEEPSPEED,
-     "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm)"},
+     "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm); model code eager",
+     models::AttentionKernel::FA2, models::SelectiveRecompute::ATTENTION,
+     models::CrossEntropy::EAGER, models::Fusion::NONE},
 }};
 
 }  // namespace

@@ -15,6 +15,12 @@ struct FrameworkProfile {
   bool tp_comm_overlap = false;       ///< TP collectives overlapped with their GEMMs
   models::FsdpImpl fsdp_impl = models::FsdpImpl::FSDP2;  ///< the ZeRO-3 design when zero 3
   const char* source = "";                               ///< where the defaults were read
+  /// The fused-attention kernel the framework calls.
+  models::AttentionKernel attention_kernel = models::AttentionKernel::VENDOR;
+  /// What "selective" recompute means in the framework.
+  models::SelectiveRecompute selective_recompute = models::SelectiveRecompute::ATTENTION;
+  models::CrossEntropy cross_entropy = models::CrossEntropy::FUSED;  ///< the loss kernel
+  models::Fusion fusion = models::Fusion::MEGATRON;  ///< which memory-bound ops are fused
 };
 
 /// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).

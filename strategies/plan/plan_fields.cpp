@@ -120,6 +120,12 @@ void add_choice_rows(std::vector<PlanField>& t) {
                  "compile (torch.compile) or none (PyTorch eager)",
                  "megatron", 28, models::fusion_names(),
                  [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.fusion); }));
+  t.push_back(choice_row(
+      "attention_kernel", "--attention-kernel",
+      "fused attention kernel: vendor (cuDNN via Transformer Engine) or fa2 "
+      "(FlashAttention-2, PyTorch SDPA)",
+      "vendor", 30, models::attention_kernel_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.attention_kernel); }));
   t.push_back(row("cuda_graphs", FT::TOGGLE, "--cuda-graphs",
                   "replay each layer's kernels from CUDA graphs (Megatron --enable-cuda-graph): "
                   "on|off",

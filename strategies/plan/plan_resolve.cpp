@@ -130,9 +130,9 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.precision = choice(in, "precision", p.precision);
   p.optimizer = choice(in, "optimizer", p.optimizer);
   p.grad_dtype = choice(in, "grad_dtype", p.grad_dtype);
-  p.selective_recompute = choice(in, "selective_recompute", p.selective_recompute);
-  p.cross_entropy = choice(in, "cross_entropy", p.cross_entropy);
-  p.fusion = choice(in, "fusion", p.fusion);
+  p.selective_recompute = choice(in, "selective_recompute", profile.selective_recompute);
+  p.cross_entropy = choice(in, "cross_entropy", profile.cross_entropy);
+  p.fusion = choice(in, "fusion", profile.fusion);
   p.cuda_graphs = in.flag("cuda_graphs", p.cuda_graphs);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;
@@ -156,6 +156,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.overlap_param_gather = in.flag("overlap_param_gather", profile.overlap_param_gather);
   p.tp_comm_overlap = in.flag("tp_comm_overlap", profile.tp_comm_overlap);
   p.fsdp_impl = choice(in, "fsdp_impl", profile.fsdp_impl);
+  p.attention_kernel = choice(in, "attention_kernel", profile.attention_kernel);
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);
   p.ds_prefetch_bucket = size_or(in, "stage3_prefetch_bucket_size", p.ds_prefetch_bucket);
   p.ds_reduce_bucket = size_or(in, "stage3_reduce_bucket_size", p.ds_reduce_bucket);

@@ -118,7 +118,8 @@ double grad_accumulation_seconds(const models::OpCost& op, const models::Trainin
 topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
                              const topo::KernelTimeModel& kernels, bool graphed) {
   const topo::DType dt = compute_dtype(plan.precision);
-  const topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
+  topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
+  if (plan.attention_kernel == models::AttentionKernel::FA2) k.kernel = topo::AttentionKernel::FA2;
   if (dt != topo::DType::FP8) return kernels.pass_seconds(k, dt);
   if (!op.fp8_linear) return kernels.pass_seconds(k, topo::DType::BF16);
   topo::PassSeconds t = kernels.pass_seconds(k, topo::DType::FP8);

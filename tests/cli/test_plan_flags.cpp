@@ -142,11 +142,21 @@ TEST_CASE("cli::PlanFlags: --framework fills unset choices; flags, and --no- fla
   p = resolve_plan(t, 8).plan;
   CHECK(p.zero == 3);
   CHECK_FALSE(p.tp_comm_overlap);
+  // torchtitan's kernels: SDPA's FlashAttention-2, op-level selective checkpointing, torch
+  // cross-entropy on fp32 logits, eager (torch.compile off by default).
+  CHECK(p.attention_kernel == models::AttentionKernel::FA2);
+  CHECK(p.selective_recompute == models::SelectiveRecompute::OP);
+  CHECK(p.cross_entropy == models::CrossEntropy::EAGER);
+  CHECK(p.fusion == models::Fusion::NONE);
+  t.texts["fusion"] = "compile";  // an explicit choice wins over the profile
+  CHECK(resolve_plan(t, 8).plan.fusion == models::Fusion::COMPILE);
   // Without a profile nothing changes (Megatron-LM's flags default off).
   p = resolve_plan(PlanFlags{}, 8).plan;
   CHECK(p.framework == models::Framework::NONE);
   CHECK(p.zero == 0);
   CHECK_FALSE(p.overlap_grad_reduce);
+  CHECK(p.attention_kernel == models::AttentionKernel::VENDOR);
+  CHECK(p.fusion == models::Fusion::MEGATRON);
 }
 
 TEST_CASE("cli::PlanFlags: a switch's --no- form parses as a negative count") {

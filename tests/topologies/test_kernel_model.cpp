@@ -5,6 +5,8 @@
 // 0.803 / fp8 0.709; fused attention: Hopper 0.60).
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "common/error.hpp"
 #include "topologies/kernel_model.hpp"
 
@@ -412,4 +414,22 @@ TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernel
   op.causal = false;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
         doctest::Approx(1780.9e-6).epsilon(1e-4));
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: FlashAttention-2 is 1.75x slower on Hopper only") {
+  // FlashAttention-3 is "1.5-2.0x faster than FlashAttention-2" on H100 (Shah et al. 2024,
+  // abstract): FA2 runs at 1/1.75 of the vendor fraction on Hopper; on A100 FA2 is the
+  // reference kernel (Dao 2023), so nothing changes there.
+  KernelOp op;
+  op.kind = KernelKind::ATTENTION;
+  op.fused = true;
+  op.forward_flops = 1e12;
+  for (const char* name : {"h100", "a100"}) {
+    const DatasheetKernelModel gpu(find_gpu(name));
+    const double vendor = gpu.seconds(op, KernelPass::FORWARD, DType::BF16) - 4e-6;
+    op.kernel = AttentionKernel::FA2;
+    const double fa2 = gpu.seconds(op, KernelPass::FORWARD, DType::BF16) - 4e-6;
+    op.kernel = AttentionKernel::VENDOR;
+    CHECK(fa2 / vendor == doctest::Approx(std::string(name) == "h100" ? 1.75 : 1.0));
+  }
 }
