@@ -233,6 +233,19 @@ double DatasheetKernelModel::gemm_time_s(double flops, std::int64_t m, std::int6
          efficiency_.kernel_overhead_s;
 }
 
+double DatasheetKernelModel::grouped_launch_extra_s(const KernelOp& op) const {
+  // Transformer Engine's GroupedLinear (the MoE experts of Megatron-core) runs its grouped
+  // GEMM as one cuBLAS GEMM per expert: te_general_grouped_gemm ("For now, we only have
+  // multi-stream cublas backend", transformer_engine/pytorch/csrc/extensions/gemm.cpp) calls
+  // nvte_multi_stream_cublas_gemm (common/gemm/cublaslt_gemm.cu), which launches the GEMMs
+  // one by one from the host, dealt over num_streams = 4 compute streams (common/include/
+  // transformer_engine/gemm.h). The streams overlap the kernels' execution (their tiles share
+  // the SMs, as the pooled wave quantisation above counts), not their launches: every group
+  // pays the per-kernel launch cost, batch - 1 more than one batched kernel.
+  if (!op.per_group_kernels || op.batch <= 1) return 0;
+  return static_cast<double>(op.batch - 1) * efficiency_.kernel_overhead_s;
+}
+
 double DatasheetKernelModel::memory_time_s(double bytes) const {
   if (bytes <= 0) return 0;
   return bytes / (gpu_.hbm_bandwidth_Bps * efficiency_.memory_bandwidth_fraction) +
@@ -335,24 +348,31 @@ double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType 
   // ops their chain; every other pass one.
   int launches = 1;
   if (op.kind == KernelKind::MEMORY_BOUND) launches = op.kernels;
+  if (op.kind == KernelKind::GEMM && op.per_group_kernels)
+    launches = static_cast<int>(std::max<std::int64_t>(op.batch, 1));
   if (op.kind == KernelKind::FP8_CAST && pass == KernelPass::FORWARD) launches = 2;
   return std::max(t - launches * efficiency_.graph_launch_saving_s, 0.0);
 }
 
 double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DType math) const {
   switch (op.kind) {
-    case KernelKind::GEMM:
+    case KernelKind::GEMM: {
       // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
       // [k x m]·[m x n]: each timed at the efficiency of its own shape.
+      double t = 0;
       switch (pass) {
         case KernelPass::FORWARD:
-          return gemm_time_s(op.forward_flops, op.m, op.n, op.k, op.batch, math);
+          t = gemm_time_s(op.forward_flops, op.m, op.n, op.k, op.batch, math);
+          break;
         case KernelPass::BACKWARD_INPUT:
-          return gemm_time_s(op.backward_input_flops, op.m, op.k, op.n, op.batch, math);
+          t = gemm_time_s(op.backward_input_flops, op.m, op.k, op.n, op.batch, math);
+          break;
         case KernelPass::BACKWARD_WEIGHT:
-          return gemm_time_s(op.backward_weight_flops, op.k, op.n, op.m, op.batch, math);
+          t = gemm_time_s(op.backward_weight_flops, op.k, op.n, op.m, op.batch, math);
+          break;
       }
-      break;
+      return t > 0 ? t + grouped_launch_extra_s(op) : t;
+    }
     case KernelKind::ATTENTION:
       return attention_seconds(op, pass, math);
     case KernelKind::MEMORY_BOUND:

@@ -58,7 +58,11 @@ struct KernelOp {
   KernelKind kind = KernelKind::GEMM;
   /// Forward GEMM C[m x n] = A[m x k]·B[k x n] (GEMM and non-fused ATTENTION), in elements.
   std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t batch = 1;            ///< independent GEMMs of that shape (e.g. heads)
+  std::int64_t batch = 1;  ///< independent GEMMs of that shape (e.g. heads)
+  /// GEMM: the `batch` GEMMs are a grouped GEMM launched as one kernel per group (MoE
+  /// experts under Transformer Engine's GroupedLinear), each paying the per-kernel overhead;
+  /// false: one batched kernel.
+  bool per_group_kernels = false;
   double forward_flops = 0;          ///< FLOPs of the forward pass
   double backward_input_flops = 0;   ///< FLOPs of the input gradient (dA; attention dQ)
   double backward_weight_flops = 0;  ///< FLOPs of the weight gradient (dB; attention dK, dV)
@@ -226,6 +230,8 @@ class DatasheetKernelModel final : public KernelTimeModel {
   const GpuEfficiency& efficiency() const { return efficiency_; }
 
  private:
+  // Launch cost of a grouped GEMM's extra kernels (one per group), in seconds; 0 otherwise.
+  double grouped_launch_extra_s(const KernelOp& op) const;
   // Seconds of `flops` run as `batch` GEMMs of [m x k]·[k x n] in `math`.
   double gemm_time_s(double flops, std::int64_t m, std::int64_t n, std::int64_t k,
                      std::int64_t batch, DType math) const;

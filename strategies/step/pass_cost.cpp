@@ -81,6 +81,7 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool gr
   k.n = op.shape.n;
   k.k = op.shape.k;
   k.batch = op.shape.batch;
+  k.per_group_kernels = op.expert && op.kind == OpKind::MATMUL;  // TE GroupedLinear
   k.forward_flops = op.fwd_flops;
   k.backward_input_flops = op.bwd_input_flops;
   k.backward_weight_flops = op.bwd_weight_flops;

@@ -433,3 +433,34 @@ TEST_CASE("topologies::DatasheetKernelModel: FlashAttention-2 is 1.75x slower on
     CHECK(fa2 / vendor == doctest::Approx(std::string(name) == "h100" ? 1.75 : 1.0));
   }
 }
+
+TEST_CASE("topologies::DatasheetKernelModel: a grouped GEMM pays one launch per group") {
+  // Transformer Engine's GroupedLinear launches one cuBLAS GEMM per expert
+  // (nvte_multi_stream_cublas_gemm, transformer_engine/common/gemm/cublaslt_gemm.cu), so 16
+  // experts cost 15 kernel overheads (4 us each) more than one batched kernel of the same
+  // tiles, in every pass; the FLOP time is the same.
+  DatasheetKernelModel b200(find_gpu("b200"));
+  KernelOp batched = gemm(1024, 1536, 2048);
+  batched.batch = 16;
+  batched.forward_flops *= 16;
+  batched.backward_input_flops *= 16;
+  batched.backward_weight_flops *= 16;
+  KernelOp grouped = batched;
+  grouped.per_group_kernels = true;
+  for (KernelPass pass :
+       {KernelPass::FORWARD, KernelPass::BACKWARD_INPUT, KernelPass::BACKWARD_WEIGHT}) {
+    CHECK(b200.seconds(grouped, pass, DType::FP8) - b200.seconds(batched, pass, DType::FP8) ==
+          doctest::Approx(15 * 4e-6).epsilon(1e-9));
+  }
+  // From a CUDA graph each of the 16 launches saves 0.4 us (one for the batched kernel).
+  grouped.graphed = batched.graphed = true;
+  CHECK(b200.seconds(grouped, KernelPass::FORWARD, DType::FP8) -
+            b200.seconds(batched, KernelPass::FORWARD, DType::FP8) ==
+        doctest::Approx(15 * 4e-6 - 15 * 0.4e-6).epsilon(1e-9));
+  // One group is one kernel either way.
+  KernelOp single = gemm(1024, 1536, 2048);
+  KernelOp single_grouped = single;
+  single_grouped.per_group_kernels = true;
+  CHECK(b200.seconds(single_grouped, KernelPass::FORWARD, DType::BF16) ==
+        b200.seconds(single, KernelPass::FORWARD, DType::BF16));
+}
