@@ -77,6 +77,16 @@ class ShardedLowering : public DataParallelLowering {
   bool sharded() const override { return true; }
 
  protected:
+  // Every use's parameter gathers, dense then expert groups, in use order.
+  void gather_every_use(StageGroups& groups) {
+    for (size_t i = 0; i < uses_.size(); ++i) {
+      for (DpGroup& group : groups.dense) gather_use(group, i);
+      for (DpGroup& group : groups.expert) gather_use(group, i);
+    }
+  }
+  // The gathers of use i on `group` (each design its own granularity).
+  virtual void gather_use(DpGroup& group, size_t i) = 0;
+
   const std::vector<Unit>& units_of(const Pass& pass) const {
     return g_.work.units[static_cast<size_t>(g_.schedule.virtual_stage(s_, pass.chunk))];
   }
@@ -165,10 +175,7 @@ class Fsdp2Lowering final : public ShardedLowering {
   using ShardedLowering::ShardedLowering;
 
   std::vector<std::vector<TaskId>> before_optimizer(StageGroups& groups) override {
-    for (size_t i = 0; i < uses_.size(); ++i) {
-      for (DpGroup& group : groups.dense) gather_use(group, i);
-      for (DpGroup& group : groups.expert) gather_use(group, i);
-    }
+    gather_every_use(groups);
     std::vector<std::vector<TaskId>> waits(g_.replicas.size());
     for (const auto& [pi, u] : grads_) {
       for (auto* set : {&groups.dense, &groups.expert})
@@ -181,7 +188,7 @@ class Fsdp2Lowering final : public ShardedLowering {
   }
 
  private:
-  void gather_use(DpGroup& group, size_t i) {
+  void gather_use(DpGroup& group, size_t i) override {
     const double params = params_of(group, uses_[i].first, uses_[i].second);
     if (params <= 0) return;
     const size_t ahead = g_.options.fsdp_prefetch ? 2 : 1;
@@ -196,10 +203,7 @@ class DeepSpeedLowering final : public ShardedLowering {
   using ShardedLowering::ShardedLowering;
 
   std::vector<std::vector<TaskId>> before_optimizer(StageGroups& groups) override {
-    for (size_t i = 0; i < uses_.size(); ++i) {
-      for (DpGroup& group : groups.dense) gather_use(group, i);
-      for (DpGroup& group : groups.expert) gather_use(group, i);
-    }
+    gather_every_use(groups);
     std::vector<std::vector<TaskId>> waits(g_.replicas.size());
     for (auto* set : {&groups.dense, &groups.expert})
       for (DpGroup& group : *set) reduce_buckets(group, waits);
@@ -209,7 +213,7 @@ class DeepSpeedLowering final : public ShardedLowering {
  private:
   // Use i's gathers, bucket by bucket, issued once use i-1 has started (the prefetch walks
   // the trace from the submodule in use).
-  void gather_use(DpGroup& group, size_t i) {
+  void gather_use(DpGroup& group, size_t i) override {
     const double params = params_of(group, uses_[i].first, uses_[i].second);
     if (params <= 0) return;
     const int n = deepspeed_gathers(params, g_.plan.ds_prefetch_bucket);
