@@ -295,9 +295,12 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     ops.push_back(dispatch);
     mlp_block(c, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
               true, local_experts, ops);
-    // Combining weights the expert outputs by the router probabilities, so it keeps them.
-    OpCost combine =
-        elementwise("moe_combine", c.act * R * h, c.act * T * h, c.act * R * h, 2 * R * h);
+    // Megatron-core weights the routed tokens by the router probabilities inside the experts'
+    // fused activation (experts.py, TEGroupedMLP: weighted_bias_swiglu_impl(..., permuted_probs)),
+    // which keeps the fp32 probability of each routed token; the unpermute after the combine
+    // all-to-all runs without probs (token_dispatcher.py, MoEAlltoAllTokenDispatcher.
+    // combine_postprocess) and keeps only its index map, not the expert outputs.
+    OpCost combine = elementwise("moe_combine", c.act * R * h, c.act * T * h, 4 * R, 2 * R * h);
     if (c.p.ep > 1) {
       combine.comm = CommKind::EP_ALL_TO_ALL;
       combine.comm_bytes = c.act * R * h;
@@ -407,6 +410,22 @@ std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& pl
   return ops;
 }
 
+namespace {
+
+// Transformer Engine keeps an FP8 linear's input for the weight gradient as the FP8 cast made
+// in forward, column-wise copy only: 1 B per element instead of the bf16 input
+// (transformer_engine/pytorch/module/linear.py `_Linear.forward`: "Discard row-wise data since
+// it is not needed in backward pass", `saved_inputmat = inputmat`; grouped_linear.py likewise).
+// MXFP8 / blockwise scales (1/32 B per element or less) are not counted.
+void keep_fp8_linear_inputs(const Ctx& c, std::vector<OpCost>& ops) {
+  if (c.p.precision != Precision::FP8) return;
+  for (OpCost& op : ops) {
+    if (op.kind == OpKind::MATMUL && op.fp8_linear) op.saved_bytes /= c.act;
+  }
+}
+
+}  // namespace
+
 std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
   const Ctx c(model, plan);
   std::vector<OpCost> ops;
@@ -424,6 +443,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
     attention_ops(c, ops);
     mlp_ops(c, layer_index, ops);
   }
+  keep_fp8_linear_inputs(c, ops);
   apply_recompute(plan, layer_index, ops);
   return ops;
 }

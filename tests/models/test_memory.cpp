@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "common/error.hpp"
@@ -349,4 +350,32 @@ TEST_CASE("models::Memory: FSDP holds the root unit and two blocks gathered") {
   const double block = (c.total - 2.0 * 128256 * 4096 - 4096) / 32;
   const StageMemory s = estimate_memory(m, p).stages[0];
   CHECK(s.zero3_buffer_bytes == doctest::Approx(2 * (2.0 * 128256 * 4096 + 4096 + 2 * block)));
+}
+
+TEST_CASE("models::Memory: MoE combine keeps fp32 probs, FP8 linears keep 1-byte inputs") {
+  // Qwen3-30B-A3B (h 2048, 128 experts, top-8, expert FFN 768), b=1, s=4096: R = 8 s routed
+  // copies per GPU. Megatron-core applies the probabilities in the experts' weighted SwiGLU,
+  // so the combine keeps only the fp32 prob per routed copy (experts.py TEGroupedMLP,
+  // token_dispatcher.py combine_postprocess), not R x h expert outputs.
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  TrainingPlan p;
+  p.seq = 4096;
+  const double R = 8 * 4096.0, h = 2048, f = 768;
+  auto saved = [](const std::vector<OpCost>& ops, const std::string& name) {
+    for (const OpCost& op : ops)
+      if (op.name == name) return op.saved_bytes;
+    return -1.0;
+  };
+  const std::vector<OpCost> bf16 = layer_ops(m, p, 0);
+  CHECK(saved(bf16, "moe_combine") == doctest::Approx(4 * R));
+  CHECK(saved(bf16, "expert_up") == doctest::Approx(2 * R * h));
+  CHECK(saved(bf16, "expert_down") == doctest::Approx(2 * R * f));
+  // FP8: Transformer Engine saves the column-wise FP8 cast of each linear input (1 B); the
+  // SwiGLU input and the router (a plain bf16 linear) stay 16-bit.
+  p.precision = Precision::FP8;
+  const std::vector<OpCost> fp8 = layer_ops(m, p, 0);
+  CHECK(saved(fp8, "expert_up") == doctest::Approx(R * h));
+  CHECK(saved(fp8, "expert_down") == doctest::Approx(R * f));
+  CHECK(saved(fp8, "expert_act") == doctest::Approx(saved(bf16, "expert_act")));
+  CHECK(saved(fp8, "router") == doctest::Approx(saved(bf16, "router")));
 }
