@@ -42,14 +42,15 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   2407: no recompute, --zero 1 + both DP overlaps, --sp with tp>1, interleaved with vp>1;
   FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe
   (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; EP carved out of DP
-  (dp derived by loom); when layers do not divide pp*vp, an even --pipeline-split with
+  (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
+  expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
   module not modelled; SFT rows scored as pre-training steps of the same shape.
   Skipped: NVFP4 (no such precision), models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
   (an alternative FP8 granularity of the primary row; loom has one FP8 mode); layouts
-  with EP not dividing DP x CP (MoE parallel folding) or more pp x vp chunks than layers.
+  with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
   `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> --recompute selective
@@ -178,12 +179,20 @@ def pipeline_args(layers, pp, vp):
     return args
 
 
-def megatron_style_args(p, layers):
+# MoE models whose Megatron-Bridge performance recipes set expert_tensor_parallel_size=1
+# (scripts/performance configs: BASE_DEEPSEEK_V3_CONFIG, BASE_QWEN3_235B_A22B_CONFIG,
+# BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
+ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json"}
+
+
+def megatron_style_args(p, layers, model=None):
     """Megatron-Core/NeMo defaults shared by the H100/Blackwell families (docstring)."""
     tp = p.get("tp") or 1
     args = ["--tp", str(tp), "--cp", str(p.get("cp") or 1), "--ep", str(p.get("ep") or 1),
             "--recompute", "none", "--flash-attention", "on",
             "--overlap-grad-reduce", "--overlap-param-gather"]
+    if model in ETP1_MODELS:
+        args += ["--etp", "1"]
     if tp > 1:
         args.append("--sp")
     return args + pipeline_args(layers, p.get("pp") or 1, p.get("vp"))
@@ -332,13 +341,13 @@ def mbridge_skip_reason(r):
     return None
 
 
-def layout_skip_reason(p, gpus, layers):
+def layout_skip_reason(p, gpus, layers, etp=None):
     """Layouts loom cannot express yet (checked here so the reason is stated)."""
     tp, pp, cp, ep = (p.get(k) or 1 for k in ("tp", "pp", "cp", "ep"))
-    dp_cp = gpus // (tp * pp)
-    if ep > 1 and dp_cp % ep:
-        return (f"EP {ep} does not divide DP x CP {dp_cp}: Megatron's MoE parallel folding "
-                "(expert groups across TP) is not in loom")
+    etp = etp or tp
+    tp_dp_cp = gpus // pp
+    if ep > 1 and tp_dp_cp % (ep * etp):
+        return (f"EP {ep} x ETP {etp} does not divide TP x DP x CP {tp_dp_cp}")
     stages = pp * max(1, p.get("vp") or 1)
     if layers and stages > layers:
         return (f"pp x vp = {stages} chunks > {layers} layers (Megatron counts the embedding "
@@ -367,7 +376,7 @@ def mbridge_jobs(runs, families, tmp):
         p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
         model = MODELS[r["model"]["name"]]
         layers = r["model"]["num_layers"] or MODEL_LAYERS.get(model)
-        reason = layout_skip_reason(p, gpus, layers)
+        reason = layout_skip_reason(p, gpus, layers, 1 if model in ETP1_MODELS else None)
         if reason:
             fam.skipped.append((r["id"], reason))
             continue
@@ -388,7 +397,7 @@ def mbridge_jobs(runs, families, tmp):
         args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
-            megatron_style_args(p, layers)
+            megatron_style_args(p, layers, model)
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
     return jobs

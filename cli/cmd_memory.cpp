@@ -65,7 +65,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   const models::BytesPerParameter z = models::sharded_bytes_per_parameter(plan, plan.zero, group);
   std::string experts;
   if (model.is_moe() && plan.ep > 1) {
-    const double expert_group = group / plan.ep;
+    const double expert_group = plan.expert_dp();
     experts = fmt::format(
         " (experts over dp x cp / ep = {}: {})", expert_group,
         fmt_bpp(models::sharded_bytes_per_parameter(plan, plan.zero, expert_group).total()));

@@ -43,7 +43,7 @@ struct Ctx {
   // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
   // is `bytes`: an all-reduce, a reduce-scatter with SP, none without TP.
   void tp_reduce(OpCost& op, double bytes) const {
-    if (p.tp == 1) return;
+    if (t == 1) return;  // t: this context's split (tp, or etp for routed experts)
     op.comm = p.sp ? CommKind::TP_REDUCE_SCATTER : CommKind::TP_ALL_REDUCE;
     op.comm_bytes = bytes;
   }
@@ -278,29 +278,36 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     const double local_tokens = T / c.seq_div;
     // Routed token copies one GPU processes: each GPU sends T x top_k copies and, with
     // balanced routing, receives as many (scaled by the capacity factor). Experts are split
-    // by tp (Megatron's default expert tensor parallelism = tp) and by ep.
-    const double R = T * k * m.moe.capacity_factor;
+    // by etp (expert tensor parallelism; Megatron's default etp = tp) and by ep. With
+    // etp < tp the TP ranks route their sequence-parallel shards apart: an etp group sees
+    // etp / tp of the copies, at ffn / etp width (Megatron-core MoEAlltoAllTokenDispatcher
+    // gathers tokens over the expert-TP group only), so FLOPs per GPU are unchanged.
+    const double etp = c.p.expert_tp();
+    const double R = T * k * m.moe.capacity_factor * etp / c.t;
     const double local_experts = E / c.p.ep;
+    Ctx ec = c;  // the routed experts' split
+    ec.t = etp;
     OpCost router = linear(c, "router", local_tokens, h, E, Parallel::REPLICATED, m.moe.router_bias,
                            c.act * local_tokens * h + 4 * local_tokens * E, c.act);
     router.fp8_linear = false;  // Megatron's TopKRouter is a plain (not TE) linear
     if (m.moe.shared_expert_gate) router.params += h;
     ops.push_back(router);
     ops.push_back(router_topk_op(local_tokens, E, k, c.fusion));
-    OpCost dispatch = elementwise("moe_dispatch", c.act * T * h, c.act * R * h, 0, 0);
+    OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
     if (c.p.ep > 1) {
       dispatch.comm = CommKind::EP_ALL_TO_ALL;
       dispatch.comm_bytes = c.act * R * h;
     }
     ops.push_back(dispatch);
-    mlp_block(c, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
+    mlp_block(ec, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
               true, local_experts, ops);
     // Megatron-core weights the routed tokens by the router probabilities inside the experts'
     // fused activation (experts.py, TEGroupedMLP: weighted_bias_swiglu_impl(..., permuted_probs)),
     // which keeps the fp32 probability of each routed token; the unpermute after the combine
     // all-to-all runs without probs (token_dispatcher.py, MoEAlltoAllTokenDispatcher.
     // combine_postprocess) and keeps only its index map, not the expert outputs.
-    OpCost combine = elementwise("moe_combine", c.act * R * h, c.act * T * h, 4 * R, 2 * R * h);
+    OpCost combine =
+        elementwise("moe_combine", c.act * R * h, c.act * T * h * etp / c.t, 4 * R, 2 * R * h);
     if (c.p.ep > 1) {
       combine.comm = CommKind::EP_ALL_TO_ALL;
       combine.comm_bytes = c.act * R * h;
@@ -480,6 +487,7 @@ StepFlops step_flops(const ModelSpec& model, const TrainingPlan& plan, FlopConve
   // are then the whole step's FLOPs, independent of how the plan splits them.
   TrainingPlan whole = plan;
   whole.tp = whole.cp = whole.ep = whole.dp = whole.pp = 1;
+  whole.etp = 0;
   whole.vpp = 1;
   whole.sp = false;
   whole.pipeline_split.clear();

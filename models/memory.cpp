@@ -193,7 +193,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
   report.parameters = count_parameters(m).total;
   report.bytes_per_param = bytes_per_parameter(p);
   const double dense_group = static_cast<double>(p.dp) * p.cp;
-  const double expert_group = dense_group / p.ep;
+  const double expert_group = p.expert_dp();  // tp x dp x cp / (etp x ep)
   const BytesPerParameter dense_b = sharded_bytes_per_parameter(p, p.zero, dense_group);
   const BytesPerParameter expert_b = sharded_bytes_per_parameter(p, p.zero, expert_group);
   const auto ranks = stage_layer_indices(m, p);

@@ -40,11 +40,14 @@ enum class FsdpImpl { FSDP2, DEEPSPEED };
 
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
-  int tp = 1;               ///< tensor-parallel size
-  int pp = 1;               ///< pipeline-parallel size (stages)
-  int dp = 1;               ///< data-parallel size
-  int cp = 1;               ///< context-parallel size
-  int ep = 1;               ///< expert-parallel size (carved out of dp x cp, as Megatron-core does)
+  int tp = 1;  ///< tensor-parallel size
+  int pp = 1;  ///< pipeline-parallel size (stages)
+  int dp = 1;  ///< data-parallel size
+  int cp = 1;  ///< context-parallel size
+  int ep = 1;  ///< expert-parallel size (carved out of dp x cp, as Megatron-core does)
+  /// Expert tensor-parallel size (Megatron `--expert-tensor-parallel-size`); 0 = tp, Megatron's
+  /// default. Routed experts split by etp, and etp x ep is carved out of tp x dp x cp.
+  int etp = 0;
   int vpp = 1;              ///< virtual pipeline stages per rank (interleaved schedule)
   std::int64_t mbs = 1;     ///< micro-batch size, in sequences
   std::int64_t gbs = 0;     ///< global batch size, in sequences; 0 means mbs x dp
@@ -78,6 +81,10 @@ struct TrainingPlan {
 
   /// tp x pp x dp x cp: the GPUs this plan occupies.
   std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
+  /// The expert tensor-parallel size: etp, or tp when unset.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Expert data-parallel size: tp x dp x cp / (etp x ep) (Megatron-core expert RankGenerator).
+  int expert_dp() const { return tp * dp * cp / (expert_tp() * ep); }
   /// Effective global batch (gbs, or mbs x dp when unset), in sequences.
   std::int64_t global_batch() const { return gbs > 0 ? gbs : mbs * dp; }
   /// Micro-batches per step per pipeline (gradient accumulation steps).

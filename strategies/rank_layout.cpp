@@ -43,16 +43,30 @@ std::vector<Dim> parse_order(std::string_view order, const FieldNames& names) {
 
 RankLayout::RankLayout(const models::TrainingPlan& plan, std::string_view order,
                        const FieldNames& names)
-    : RankLayout(plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, order, names) {}
+    : RankLayout(Sizes{plan.tp, plan.expert_tp(), plan.cp, plan.ep, plan.dp, plan.pp}, order,
+                 names) {}
 
 RankLayout::RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order,
                        const FieldNames& names)
-    : tp_(tp), cp_(cp), ep_(ep), dp_(dp), pp_(pp) {
-  for (auto [v, key] : {std::pair{tp, "tp"}, std::pair{cp, "cp"}, std::pair{ep, "ep"},
-                        std::pair{dp, "dp"}, std::pair{pp, "pp"}}) {
+    : RankLayout(Sizes{tp, tp, cp, ep, dp, pp}, order, names) {}
+
+RankLayout::RankLayout(const Sizes& z, std::string_view order, const FieldNames& names)
+    : tp_(z.tp), etp_(z.etp), cp_(z.cp), ep_(z.ep), dp_(z.dp), pp_(z.pp) {
+  const int tp = z.tp, cp = z.cp, ep = z.ep, dp = z.dp;
+  for (auto [v, key] : {std::pair{tp, "tp"}, std::pair{z.etp, "etp"}, std::pair{cp, "cp"},
+                        std::pair{ep, "ep"}, std::pair{dp, "dp"}, std::pair{z.pp, "pp"}}) {
     if (v < 1) throw ValidationError::not_positive(names(key), std::to_string(v));
   }
-  if ((dp * cp) % ep != 0) {
+  if (z.etp != tp && (tp * dp * cp) % (z.etp * ep) != 0) {
+    // Megatron-core parallel_state.py: the expert RankGenerator needs etp x ep x pp to divide
+    // the world.
+    throw ValidationError(
+        names("ep"), fmt::format("{} {} x {} {} does not divide {} {} x {} {} x {} {}; expert "
+                                 "parallelism is carved out of tp x dp x cp",
+                                 names("etp"), z.etp, names("ep"), ep, names("tp"), tp, names("dp"),
+                                 dp, names("cp"), cp));
+  }
+  if (z.etp == tp && (dp * cp) % ep != 0) {
     throw ValidationError(names("ep"),
                           fmt::format("{} {} does not divide {} {} x {} {} = {}; expert "
                                       "parallelism is carved out of dp x cp",
@@ -86,7 +100,7 @@ int RankLayout::size(Dim dim) const {
     case Dim::PP:
       return pp_;
     case Dim::EDP:
-      return dp_ * cp_ / ep_;
+      return tp_ * dp_ * cp_ / (etp_ * ep_);
   }
   return 1;
 }
@@ -137,10 +151,11 @@ std::vector<std::vector<int>> RankLayout::groups(const std::vector<Dim>& want) c
   std::vector<int> sizes;
   std::vector<bool> mask;
   for (Dim d : dims_) {
-    // Dense layout: tp, cp, ep=1, dp, pp. Expert layout: tp, cp=1, ep, edp, pp.
+    // Dense layout: tp, cp, ep=1, dp, pp. Expert layout: etp, cp=1, ep, edp, pp.
     int s = size(d);
     Dim as = d;
     if (!expert && d == Dim::EP) s = 1;
+    if (expert && d == Dim::TP) s = etp_;
     if (expert && d == Dim::CP) s = 1;
     if (expert && d == Dim::DP) {
       s = size(Dim::EDP);

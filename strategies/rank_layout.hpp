@@ -3,8 +3,9 @@
 // Megatron-LM's RankGenerator (megatron/core/parallel_state.py): the dimensions are laid out
 // in an order string, first = fastest-varying ("tp-cp-ep-dp-pp" is Megatron's default, TP
 // fastest). Dense groups (tp, cp, dp, pp) use tp x cp x dp x pp with ep removed; expert groups
-// (ep, and the expert data-parallel "edp") use tp x ep x (dp*cp/ep) x pp, as Megatron-core's
-// expert RankGenerator does. Knows nothing about hardware; `on_nvlink` takes a cluster.
+// (ep, and the expert data-parallel "edp") use etp x ep x (tp*dp*cp/(etp*ep)) x pp, as
+// Megatron-core's expert RankGenerator does (etp = expert tensor parallel, tp by default). Knows
+// nothing about hardware; `on_nvlink` takes a cluster.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +26,10 @@ class RankLayout {
  public:
   /// Sizes from a plan; `order` is a permutation of tp, cp, ep, dp, pp joined by '-'.
   /// Throws ValidationError on "order" for a bad order, on a size below 1, and on "ep" when
-  /// ep does not divide dp x cp; messages spell the fields as `names` does.
+  /// etp x ep does not divide tp x dp x cp; messages spell the fields as `names` does.
   explicit RankLayout(const models::TrainingPlan& plan, std::string_view order = "tp-cp-ep-dp-pp",
                       const FieldNames& names = {});
+  /// Sizes given one by one; expert tensor parallelism equals tp.
   RankLayout(int tp, int cp, int ep, int dp, int pp, std::string_view order = "tp-cp-ep-dp-pp",
              const FieldNames& names = {});
 
@@ -63,8 +65,13 @@ class RankLayout {
   static std::vector<std::vector<int>> masked_groups(int world, const std::vector<int>& sizes,
                                                      const std::vector<bool>& mask);
   void check_rank(int rank) const;
+  // The sizes, with the expert tensor-parallel size etp.
+  struct Sizes {
+    int tp, etp, cp, ep, dp, pp;
+  };
+  RankLayout(const Sizes& sizes, std::string_view order, const FieldNames& names);
 
-  int tp_, cp_, ep_, dp_, pp_;
+  int tp_, etp_, cp_, ep_, dp_, pp_;
   std::string order_;
   std::vector<Dim> dims_;  // order, fastest first (all five)
 };

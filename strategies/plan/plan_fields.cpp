@@ -220,12 +220,22 @@ void add_fsdp_rows(std::vector<PlanField>& t) {
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
 }
 
+// Mixture-of-experts layout and model options (issue 9 MoE mapping; one block).
+void add_moe_rows(std::vector<PlanField>& t) {
+  t.push_back(
+      size_row("etp", "--etp,--expert-tensor-parallel-size",
+               "expert tensor-parallel size: 1 or tp (etp x ep carved out of tp x dp x cp)", "tp",
+               70, INT_SIZE_MAX, "--expert-tensor-parallel-size",
+               [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.expert_tp()}; }));
+}
+
 std::vector<PlanField> build_table() {
   std::vector<PlanField> t;
   add_size_rows(t);
   add_choice_rows(t);
   add_overlap_rows(t);
   add_fsdp_rows(t);
+  add_moe_rows(t);
   return t;
 }
 

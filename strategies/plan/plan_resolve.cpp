@@ -227,6 +227,7 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   p.pp = static_cast<int>(size_or(in, "pp", 1));
   p.cp = static_cast<int>(size_or(in, "cp", 1));
   p.ep = static_cast<int>(size_or(in, "ep", 1));
+  p.etp = static_cast<int>(size_or(in, "etp", 0));  // 0: etp = tp
   p.vpp = static_cast<int>(size_or(in, "vpp", 1));
   if (in.has("layers_per_virtual_stage")) resolve_virtual_stages(in, model_layers, p);
   p.mbs = size_or(in, "mbs", 1);

@@ -68,7 +68,24 @@ void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSou
   if (m.attention == models::AttentionKind::MHA)
     check_divides(s, "tp", p.tp, m.kv_heads, "model.kv_heads");
   if (!m.is_moe() || m.moe.first_k_dense > 0) check_divides(s, "tp", p.tp, m.ffn, "model.ffn");
-  if (m.is_moe()) check_divides(s, "tp", p.tp, m.moe.expert_ffn, "model.moe.expert_ffn");
+  if (m.is_moe()) check_divides(s, "etp", p.expert_tp(), m.moe.expert_ffn, "model.moe.expert_ffn");
+  // loom splits routed experts over the whole TP group or not at all (the recipes' etp 1):
+  // an expert-TP group inside the TP group would need its own collective group.
+  if (p.expert_tp() != 1 && p.expert_tp() != p.tp) {
+    fail_field(s, "etp",
+               fmt::format("{}: {} must be 1 or {} {} (loom models expert tensor parallelism "
+                           "over the whole TP group or none)",
+                           s.where("etp"), p.expert_tp(), s.name("tp"), p.tp));
+  }
+  // With etp < tp each TP rank routes its own sequence-parallel shard; Megatron-core requires
+  // sequence parallelism for MoE with TP (arguments.py).
+  if (m.is_moe() && p.expert_tp() < p.tp && !p.sp) {
+    fail_field(s, "etp",
+               fmt::format("{}: {} {} < {} {} needs {} (each TP rank routes its own "
+                           "sequence shard)",
+                           s.where("etp"), s.name("etp"), p.expert_tp(), s.name("tp"), p.tp,
+                           s.name("sp")));
+  }
 }
 
 // Pipeline stages, experts and the sequence split.
@@ -90,8 +107,15 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
                              s.where("ep"), p.ep, m.name, s.name("ep")));
     }
     check_divides(s, "ep", p.ep, m.moe.experts, "model.moe.experts");
-    check_divides(s, "ep", p.ep, std::int64_t{p.dp} * p.cp,
-                  fmt::format("{} x {} =", s.name("dp"), s.name("cp")));
+    if (p.expert_tp() == p.tp) {
+      check_divides(s, "ep", p.ep, std::int64_t{p.dp} * p.cp,
+                    fmt::format("{} x {} =", s.name("dp"), s.name("cp")));
+    } else {
+      // Megatron-core parallel_state.py: the expert RankGenerator lays out etp x ep x edp x pp
+      // over the world, so etp x ep must divide tp x dp x cp.
+      check_divides(s, "ep", std::int64_t{p.ep} * p.expert_tp(), std::int64_t{p.tp} * p.dp * p.cp,
+                    fmt::format("{} x {} x {} =", s.name("tp"), s.name("dp"), s.name("cp")));
+    }
   }
   if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
     fail_field(s, "cp",

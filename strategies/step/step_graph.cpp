@@ -114,7 +114,7 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
       work(cost_stages(m, p, *kernels)),
       unit_expert_params(expert_params(m, p, work)),
-      edp(p.dp * p.cp / std::max(1, p.ep)),
+      edp(p.expert_dp()),
       roles(find_roles(schedule, p.vpp)),
       replicas(simulated_replicas(p, o.full)),
       reps(static_cast<size_t>(p.pp)) {

@@ -162,3 +162,39 @@ TEST_CASE("models::Flops: MoE counts top-k experts, the router and the EP all-to
   CHECK(step < 6 * 4096 * c.total / 2);
   CHECK(step > 6 * 4096 * (c.active - c.embedding));
 }
+
+TEST_CASE("models::Flops: expert tensor parallelism 1 under tp 2 keeps experts whole") {
+  // Mixtral 8x7B, 4096 tokens, tp 2 with SP, ep 8. etp = tp (Megatron's default): each GPU
+  // runs all 4096 x 2 routed copies at ffn / 2 = 14336 and reduce-scatters the down
+  // projection. etp 1 (the Megatron-Bridge MoE recipes): each TP rank routes its own 2048
+  // tokens, 4096 copies at the full 28672 width, no TP collective after the experts. FLOPs
+  // per GPU are the same; each GPU holds its expert whole (twice the parameters).
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  TrainingPlan plan;
+  plan.seq = 4096;
+  plan.tp = 2;
+  plan.sp = true;
+  plan.dp = 8;
+  plan.ep = 8;
+  auto find = [&](const char* name) {
+    for (const OpCost& op : layer_ops(m, plan, 0))
+      if (op.name == name) return op;
+    return OpCost{};
+  };
+  const OpCost up_tp = find("expert_up"), down_tp = find("expert_down");
+  CHECK(up_tp.shape.m == 8192);
+  CHECK(up_tp.shape.n == 28672 / 2);
+  CHECK(down_tp.comm == CommKind::TP_REDUCE_SCATTER);
+  plan.etp = 1;
+  const OpCost up = find("expert_up"), down = find("expert_down"), combine = find("moe_combine");
+  CHECK(up.shape.m == 4096);
+  CHECK(up.shape.n == 28672);
+  CHECK(down.comm == CommKind::NONE);
+  CHECK(up.fwd_flops == up_tp.fwd_flops);          // 2 x 4096 x 28672 x 4096 both ways
+  CHECK(up.params == 2 * up_tp.params);            // whole experts on each GPU of the etp group
+  CHECK(combine.comm_bytes == 2.0 * 4096 * 4096);  // bf16 x 4096 copies x h
+  // Per-step model FLOPs do not depend on the split.
+  TrainingPlan other = plan;
+  other.etp = 0;
+  CHECK(model_flops_per_step(m, plan) == model_flops_per_step(m, other));
+}

@@ -67,3 +67,25 @@ TEST_CASE("strategies::RankLayout: order and expert groups") {
   CHECK_THROWS_WITH_AS(RankLayout(2, 1, 1, 2, 2, "tp-dp"), doctest::Contains("leaves out pp"),
                        loom::ValidationError);
 }
+
+TEST_CASE("strategies::RankLayout: expert tensor parallelism 1 folds experts across TP") {
+  // Megatron-core parallel_state.py expert RankGenerator (tp=etp, ep, dp=edp, pp, order
+  // tp-ep-dp-pp): TP2 DP2 with etp 1, ep 4: one EP group over all 4 ranks, edp 1. Dense
+  // groups are unchanged (TP {0,1},{2,3}).
+  loom::models::TrainingPlan plan;
+  plan.tp = 2;
+  plan.dp = 2;
+  plan.ep = 4;
+  plan.etp = 1;
+  RankLayout folded(plan);
+  CHECK(folded.groups(Dim::TP) == Groups{{0, 1}, {2, 3}});
+  CHECK(folded.groups(Dim::EP) == Groups{{0, 1, 2, 3}});
+  CHECK(folded.size(Dim::EDP) == 1);
+  // etp 1, ep 2: EP groups are consecutive ranks (TP neighbours), EDP strided by 2.
+  plan.ep = 2;
+  RankLayout half(plan);
+  CHECK(half.groups(Dim::EP) == Groups{{0, 1}, {2, 3}});
+  CHECK(half.groups(Dim::EDP) == Groups{{0, 2}, {1, 3}});
+  plan.ep = 8;
+  CHECK_THROWS_AS(RankLayout{plan}, loom::ValidationError);
+}
