@@ -52,8 +52,8 @@ std::vector<std::string_view> tokens_of(std::string_view line) {
 }
 
 bool is_name_char(char c) {
-  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-         c == '_';
+  return std::islower(static_cast<unsigned char>(c)) ||
+         std::isdigit(static_cast<unsigned char>(c)) || c == '_';
 }
 
 // The last "<name>_perf" word in a line (a command line, "# Collective test starting: ...",
@@ -75,7 +75,8 @@ std::optional<double> number_of(std::string_view token) {
   const std::string text(token);
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
+    return std::nullopt;
   return value;
 }
 
@@ -152,11 +153,12 @@ void Parser::line(std::string_view text, int number) {
     }
     return;
   }
-  if (table_ && std::isdigit(static_cast<unsigned char>(tokens.front().front()))) row(tokens, number);
+  if (table_ && std::isdigit(static_cast<unsigned char>(tokens.front().front())))
+    row(tokens, number);
 }
 
 // "#  Rank  0 Group  0 Pid   6899 on host-a device  0 [0000:04:00] NVIDIA H100 80GB HBM3";
-// releases before 2.10 print no "Group".
+// older releases may print no "Group".
 void Parser::device_line(const std::vector<std::string_view>& t, int number) {
   Device d;
   const auto value_after = [&](std::string_view key) -> std::optional<std::string_view> {
@@ -168,11 +170,13 @@ void Parser::device_line(const std::vector<std::string_view>& t, int number) {
   const auto host = value_after("on");
   const auto rank_value = rank ? number_of(*rank) : std::nullopt;
   if (!rank_value || !host || *rank_value < 0) {
-    fail(number, "malformed device line; expected '#  Rank N Group G Pid P on HOST device D "
-                 "[BUS] NAME' as nccl-tests prints it");
+    fail(number,
+         "malformed device line; expected '#  Rank N Group G Pid P on HOST device D "
+         "[BUS] NAME' as nccl-tests prints it");
   }
   d.rank = static_cast<int>(*rank_value);
-  if (const auto group = value_after("Group")) d.group = static_cast<int>(number_of(*group).value_or(0));
+  if (const auto group = value_after("Group"))
+    d.group = static_cast<int>(number_of(*group).value_or(0));
   d.host = std::string(*host);
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].front() == '[' && t[i].back() == ']') {
@@ -200,8 +204,9 @@ void Parser::start_table(const std::vector<std::string_view>& t, int number) {
   const auto known = std::find_if(programs().begin(), programs().end(),
                                   [&](const auto& p) { return p.first == program_; });
   if (program_.empty()) {
-    fail(number, "a nccl-tests table, but the log names no '<op>_perf' program before it; "
-                 "keep the command line or the '# Collective test starting' line in the file");
+    fail(number,
+         "a nccl-tests table, but the log names no '<op>_perf' program before it; "
+         "keep the command line or the '# Collective test starting' line in the file");
   }
   if (known == programs().end()) {
     std::vector<std::string> names;
@@ -210,15 +215,17 @@ void Parser::start_table(const std::vector<std::string_view>& t, int number) {
                              program_, join(names, ", ")));
   }
   if (devices_.empty()) {
-    fail(number, "a nccl-tests table without the '#  Rank ...' device lines before it; loom "
-                 "takes the group size and node count from them, so keep the header block");
+    fail(number,
+         "a nccl-tests table without the '#  Rank ...' device lines before it; loom "
+         "takes the group size and node count from them, so keep the header block");
   }
   CollectiveTable table;
   table.op = known->second;
   table.program = program_;
   table.source = file_;
-  const auto lead = std::min_element(devices_.begin(), devices_.end(),
-                                     [](const Device& a, const Device& b) { return a.rank < b.rank; });
+  const auto lead =
+      std::min_element(devices_.begin(), devices_.end(),
+                       [](const Device& a, const Device& b) { return a.rank < b.rank; });
   std::set<std::string> hosts;
   for (const Device& d : devices_) {
     if (d.group != lead->group) continue;
@@ -270,9 +277,10 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
     wrong += ip_wrong;
   }
   if (wrong > 0) {
-    result_.notes.push_back(fmt::format("{}:{}: skipped: {:g} wrong elements (nccl-tests' "
-                                        "check failed at that size)",
-                                        file_, number, wrong));
+    result_.notes.push_back(
+        fmt::format("{}:{}: skipped: {:g} wrong elements (nccl-tests' "
+                    "check failed at that size)",
+                    file_, number, wrong));
     return;
   }
   if (p.bytes == 0) return;  // -b 0: nothing moved, nothing to calibrate
@@ -298,9 +306,10 @@ void Parser::end_table() {
     result_.tables.push_back(std::move(*table_));
   }
   if (short_line_ != 0) {
-    result_.notes.push_back(fmt::format("{}:{}: the log is cut off inside a results row; "
-                                        "imported the rows before it",
-                                        file_, short_line_));
+    result_.notes.push_back(
+        fmt::format("{}:{}: the log is cut off inside a results row; "
+                    "imported the rows before it",
+                    file_, short_line_));
     short_line_ = 0;
   }
   table_.reset();

@@ -18,7 +18,9 @@ namespace {
 constexpr const char* FORMAT_NAME = "loom-calibration";
 constexpr double US = 1e-6;  // the file keeps nccl-tests' microseconds
 
-auto key_of(const CollectiveTable& t) { return std::make_tuple(t.op, t.group_size, t.nodes); }
+auto key_of(const CollectiveTable& t) {
+  return std::make_tuple(t.op, t.group_size, t.nodes);
+}
 
 std::string describe(const CollectiveTable& t) {
   return fmt::format("{} on {} ranks over {} node{}", sim::to_string(t.op), t.group_size, t.nodes,
@@ -29,7 +31,8 @@ CollectivePoint read_point(ObjectReader r) {
   CollectivePoint p;
   p.bytes = static_cast<double>(r.get_positive_int("bytes"));
   const double time_us = r.get_number("time_us");
-  if (!(time_us > 0) || !std::isfinite(time_us)) r.fail("time_us", fmt::format("{}", time_us), "a time > 0");
+  if (!(time_us > 0) || !std::isfinite(time_us))
+    r.fail("time_us", fmt::format("{}", time_us), "a time > 0");
   p.seconds = time_us * US;
   if (r.has("out_of_place_us")) p.out_of_place_seconds = r.get_number("out_of_place_us") * US;
   if (r.has("in_place_us")) p.in_place_seconds = r.get_number("in_place_us") * US;
@@ -186,8 +189,8 @@ const CollectiveTable* MeasuredCollectives::find(sim::CollectiveOp op, int group
   return nullptr;
 }
 
-std::optional<double> MeasuredCollectives::seconds(sim::CollectiveOp op, int group_size,
-                                                   int nodes, double bytes) const {
+std::optional<double> MeasuredCollectives::seconds(sim::CollectiveOp op, int group_size, int nodes,
+                                                   double bytes) const {
   const CollectiveTable* table = find(op, group_size, nodes);
   return table ? interpolate(*table, bytes) : std::nullopt;
 }

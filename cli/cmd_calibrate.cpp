@@ -41,24 +41,25 @@ int run_import(const CalibrateFlags& f) {
   }
   for (const auto& note : imported.notes) std::cout << "note: " << note << "\n";
   calibration::write_profile(profile, f.output);
-  std::cout << fmt::format("wrote {} ({})\n", f.output,
-                           plural(static_cast<int>(profile.collectives.size()), "collective table"));
+  std::cout << fmt::format(
+      "wrote {} ({})\n", f.output,
+      plural(static_cast<int>(profile.collectives.size()), "collective table"));
   return 0;
 }
 
 int run_show(const CalibrateFlags& f) {
   const calibration::Profile profile = calibration::read_profile(f.profile);
-  std::cout << fmt::format("# loom calibration profile {} (format version {}): {}\n", f.profile,
-                           calibration::PROFILE_VERSION,
-                           plural(static_cast<int>(profile.collectives.size()),
-                                  "collective table"));
+  std::cout << fmt::format(
+      "# loom calibration profile {} (format version {}): {}\n", f.profile,
+      calibration::PROFILE_VERSION,
+      plural(static_cast<int>(profile.collectives.size()), "collective table"));
   for (const auto& t : profile.collectives) {
     std::cout << fmt::format("\n{} on {} over {}, {} ({}), from {}\n", sim::to_string(t.op),
                              plural(t.group_size, "rank"), plural(t.nodes, "node"),
                              t.gpu.empty() ? "GPU not named" : t.gpu,
                              t.program.empty() ? "program not named" : t.program, t.source);
-    Table table({"size(B)", "time(us)", "out-of-place(us)", "in-place(us)", "busbw(GB/s)",
-                 "source"});
+    Table table(
+        {"size(B)", "time(us)", "out-of-place(us)", "in-place(us)", "busbw(GB/s)", "source"});
     table.align_left(5);
     for (const auto& p : t.points) {
       const auto us = [](const std::optional<double>& s) {

@@ -251,8 +251,8 @@ int run_collective(const CollectiveFlags& f) {
     const std::string redop = is_reduction(op) ? "sum" : "none";
     table.add_row({fmt::format("{:.0f}", bytes), fmt::format("{:.0f}", count), "float", redop,
                    std::to_string(root), fmt::format("{:.2f}", seconds * 1e6),
-                   fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", busbw),
-                   algorithm, protocol});
+                   fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", busbw), algorithm,
+                   protocol});
     OrderedJson row;
     row["size_bytes"] = static_cast<std::int64_t>(bytes);
     row["count"] = static_cast<std::int64_t>(count);
