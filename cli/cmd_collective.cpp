@@ -132,13 +132,9 @@ bool is_rooted(sim::CollectiveOp op) {
          op == sim::CollectiveOp::SCATTER || op == sim::CollectiveOp::GATHER;
 }
 
-int run_collective(const CollectiveFlags& f) {
-  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
-  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
-  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
-  const Format format = parse_format(f.format);
-  topo::Cluster cluster = resolve_cluster(f.cluster);
-
+// The group: --group LIST (distinct ranks of the cluster) or --ranks N (0..N-1), default
+// every GPU. Throws ValidationError naming the flag at fault.
+std::vector<int> resolve_ranks(const CollectiveFlags& f, const topo::Cluster& cluster) {
   std::vector<int> ranks;
   if (f.group_given && f.ranks_given) {
     throw ValidationError("--group", "--group: give either --ranks N or --group LIST, not both");
@@ -173,6 +169,17 @@ int run_collective(const CollectiveFlags& f) {
     }
     for (int r = 0; r < n; ++r) ranks.push_back(r);
   }
+  return ranks;
+}
+
+int run_collective(const CollectiveFlags& f) {
+  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
+  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
+  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
+  const Format format = parse_format(f.format);
+  topo::Cluster cluster = resolve_cluster(f.cluster);
+
+  const std::vector<int> ranks = resolve_ranks(f, cluster);
   if (is_rooted(op) && (f.root < 0 || f.root >= static_cast<int>(ranks.size()))) {
     throw ValidationError("--root", fmt::format("--root: {} is outside the group of {} ranks; "
                                                 "give a position in the group, 0..{}",
