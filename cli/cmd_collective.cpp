@@ -6,10 +6,12 @@
 #include <cctype>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "calibration/profile.hpp"
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
@@ -39,6 +41,7 @@ struct CollectiveFlags {
   std::string algo = "auto";
   std::string network = "flow";
   std::string format = "table";
+  std::string calibration;  // profile path; empty: the model alone
 };
 
 // The largest message a sweep accepts (1 TiB) and the most rows it prints.
@@ -129,13 +132,9 @@ bool is_rooted(sim::CollectiveOp op) {
          op == sim::CollectiveOp::SCATTER || op == sim::CollectiveOp::GATHER;
 }
 
-int run_collective(const CollectiveFlags& f) {
-  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
-  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
-  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
-  const Format format = parse_format(f.format);
-  topo::Cluster cluster = resolve_cluster(f.cluster);
-
+// The group: --group LIST (distinct ranks of the cluster) or --ranks N (0..N-1), default
+// every GPU. Throws ValidationError naming the flag at fault.
+std::vector<int> resolve_ranks(const CollectiveFlags& f, const topo::Cluster& cluster) {
   std::vector<int> ranks;
   if (f.group_given && f.ranks_given) {
     throw ValidationError("--group", "--group: give either --ranks N or --group LIST, not both");
@@ -170,6 +169,17 @@ int run_collective(const CollectiveFlags& f) {
     }
     for (int r = 0; r < n; ++r) ranks.push_back(r);
   }
+  return ranks;
+}
+
+int run_collective(const CollectiveFlags& f) {
+  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
+  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
+  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
+  const Format format = parse_format(f.format);
+  topo::Cluster cluster = resolve_cluster(f.cluster);
+
+  const std::vector<int> ranks = resolve_ranks(f, cluster);
   if (is_rooted(op) && (f.root < 0 || f.root >= static_cast<int>(ranks.size()))) {
     throw ValidationError("--root", fmt::format("--root: {} is outside the group of {} ranks; "
                                                 "give a position in the group, 0..{}",
@@ -202,6 +212,8 @@ int run_collective(const CollectiveFlags& f) {
   const int n = static_cast<int>(ranks.size());
   const double type_bytes = 4;  // float, as nccl-tests' default
   const int root = is_rooted(op) ? f.root : -1;
+  std::optional<calibration::MeasuredCollectives> measured;
+  if (!f.calibration.empty()) measured.emplace(calibration::read_profile(f.calibration));
 
   OrderedJson rows = OrderedJson::array();
   Table table({"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)",
@@ -223,6 +235,7 @@ int run_collective(const CollectiveFlags& f) {
     sim::EngineOptions options;
     options.network = mode;
     options.field_names = flag_names();
+    if (measured) options.collective_override = &*measured;
     sim::Engine engine(cluster, options);
     sim::CollectiveSpec spec;
     spec.request.op = op;
@@ -236,12 +249,17 @@ int run_collective(const CollectiveFlags& f) {
     const double seconds = sim::to_seconds(engine.finish(task));
     const double algbw = seconds > 0 ? bytes / seconds / 1e9 : 0;
     const double busbw = algbw * sim::bus_bandwidth_factor(op, n);
-    const auto& schedule = engine.schedule(task);
+    // A size the profile covers was timed from the measurement, not lowered.
+    const bool from_profile = engine.measured_time(spec.request).has_value();
+    const std::string algorithm =
+        from_profile ? "measured" : sim::to_string(engine.schedule(task).algorithm);
+    const std::string protocol =
+        from_profile ? "-" : sim::to_string(engine.schedule(task).protocol);
     const std::string redop = is_reduction(op) ? "sum" : "none";
     table.add_row({fmt::format("{:.0f}", bytes), fmt::format("{:.0f}", count), "float", redop,
                    std::to_string(root), fmt::format("{:.2f}", seconds * 1e6),
-                   fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", busbw),
-                   sim::to_string(schedule.algorithm), sim::to_string(schedule.protocol)});
+                   fmt::format("{:.2f}", algbw), fmt::format("{:.2f}", busbw), algorithm,
+                   protocol});
     OrderedJson row;
     row["size_bytes"] = static_cast<std::int64_t>(bytes);
     row["count"] = static_cast<std::int64_t>(count);
@@ -251,8 +269,8 @@ int run_collective(const CollectiveFlags& f) {
     row["time_us"] = seconds * 1e6;
     row["algbw_GBps"] = algbw;
     row["busbw_GBps"] = busbw;
-    row["algorithm"] = sim::to_string(schedule.algorithm);
-    row["protocol"] = sim::to_string(schedule.protocol);
+    row["algorithm"] = algorithm;
+    row["protocol"] = protocol;
     rows.push_back(row);
   }
 
@@ -264,6 +282,7 @@ int run_collective(const CollectiveFlags& f) {
     context["algorithm"] = f.algo;
     context["network"] = sim::to_string(mode);
     context["nccl_constants"] = sim::nccl::RELEASE;
+    if (measured) context["calibration"] = f.calibration;
     OrderedJson results;
     results["rows"] = rows;
     std::cout << render_document(make_document(context, results));
@@ -271,8 +290,9 @@ int run_collective(const CollectiveFlags& f) {
   }
   std::cout << fmt::format(
       "# loom collective: {} on {} ranks of {} ({} network, NCCL {} "
-      "constants)\n",
-      sim::to_string(op), n, cluster.name, sim::to_string(mode), sim::nccl::RELEASE);
+      "constants{})\n",
+      sim::to_string(op), n, cluster.name, sim::to_string(mode), sim::nccl::RELEASE,
+      measured ? fmt::format("; measured times from {} where it has them", f.calibration) : "");
   std::cout << table.render();
   return 0;
 }
@@ -306,6 +326,9 @@ Command add_collective_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--network", flags->network, "network model: " + join(modes, ", "))
       ->capture_default_str();
+  app->add_option("--calibration", flags->calibration,
+                  "profile from `loom calibrate import`: measured times replace the model "
+                  "for the (op, ranks, nodes) and sizes it covers (algo auto)");
   add_format_flag(*app, flags->format, {"table", "json"});
   command.app = app;
   command.run = [flags]() { return run_collective(*flags); };

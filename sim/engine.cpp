@@ -138,16 +138,36 @@ std::pair<TaskId, TaskId> Engine::add_collective_sequence(const std::vector<Coll
 
 TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
   check_streams(spec);
-  if (options_.collective_timing == CollectiveTiming::FLOWS) return add_flow_collective(spec, deps);
-  const SimTime duration = frozen_time(spec.request);
+  const std::optional<SimTime> measured = measured_time(spec.request);
+  if (!measured && options_.collective_timing == CollectiveTiming::FLOWS)
+    return add_flow_collective(spec, deps);
+  const SimTime duration = measured ? *measured : frozen_time(spec.request);
   const TaskId id = add_task(spec.streams, deps);
   tasks_[id].duration = duration;
   labels_.push_back(spec.label);
   return id;
 }
 
+std::optional<SimTime> Engine::measured_time(const CollectiveRequest& req) const {
+  if (options_.collective_override == nullptr || req.algorithm != Algorithm::AUTO ||
+      !req.concurrent_groups.empty() || req.contention != 1.0 || req.ranks.size() < 2 ||
+      options_.network == NetworkMode::IDEAL) {
+    return std::nullopt;
+  }
+  validate_request(fabric_->cluster(), req);  // a measured collective is never lowered
+  std::vector<int> nodes;
+  for (int rank : req.ranks) nodes.push_back(fabric_->cluster().node_of_rank(rank));
+  std::sort(nodes.begin(), nodes.end());
+  const auto distinct = std::unique(nodes.begin(), nodes.end()) - nodes.begin();
+  const std::optional<double> seconds = options_.collective_override->seconds(
+      req.op, static_cast<int>(req.ranks.size()), static_cast<int>(distinct), req.bytes);
+  if (!seconds) return std::nullopt;
+  return to_sim_time(*seconds);
+}
+
 SimTime Engine::frozen_time(const CollectiveRequest& req) {
   if (req.ranks.size() < 2 || req.bytes <= 0 || options_.network == NetworkMode::IDEAL) return 0;
+  if (const std::optional<SimTime> measured = measured_time(req)) return *measured;
   FrozenKey& key = frozen_scratch_;
   key.op = req.op;
   key.algorithm = req.algorithm;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -52,6 +53,17 @@ enum class CollectiveTiming {
   FROZEN,
 };
 
+/// Measured collective times (a calibration profile) that stand in for the lowered schedule's
+/// time. sim/ defines only this hook; the profile and its importers live in calibration/.
+class CollectiveTimeOverride {
+ public:
+  virtual ~CollectiveTimeOverride() = default;
+  /// The measured time of `op` on a group of `group_size` ranks spread over `nodes` nodes for
+  /// `bytes` (nccl-tests "size"), in seconds; nullopt where the profile has no data for it.
+  virtual std::optional<double> seconds(CollectiveOp op, int group_size, int nodes,
+                                        double bytes) const = 0;
+};
+
 /// Engine settings.
 struct EngineOptions {
   NetworkMode network = NetworkMode::FLOW;
@@ -70,6 +82,10 @@ struct EngineOptions {
   CollectiveTiming collective_timing = CollectiveTiming::FLOWS;
   /// How errors about a collective request spell its fields (the CLI: its flags).
   FieldNames field_names = {};
+  /// Measured times (not owned; must outlive the engine). A collective it covers (algorithm
+  /// AUTO, no concurrent groups, contention 1: what a measurement of the group alone shows)
+  /// holds its streams for the measured time instead of running flows or a frozen estimate.
+  const CollectiveTimeOverride* collective_override = nullptr;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).
@@ -129,6 +145,9 @@ class Engine {
   /// Picoseconds a collective takes under CollectiveTiming::FROZEN (0 for fewer than two
   /// ranks, no bytes, or the IDEAL network); memoised per distinct request.
   SimTime frozen_time(const CollectiveRequest& request);
+  /// Picoseconds EngineOptions::collective_override gives `request` (see there), nullopt when
+  /// there is no override or it has no data for the request.
+  std::optional<SimTime> measured_time(const CollectiveRequest& request) const;
   /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks.
   TaskId add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps = {});
   /// Makes compute tasks on `victim` run `slowdown` (>= 1) times slower while any task runs

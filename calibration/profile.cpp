@@ -1,0 +1,198 @@
+#include "calibration/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <tuple>
+
+#include "common/document.hpp"
+#include "common/error.hpp"
+#include "common/json_util.hpp"
+
+namespace loom::calibration {
+
+namespace {
+
+constexpr const char* FORMAT_NAME = "loom-calibration";
+constexpr double US = 1e-6;  // the file keeps nccl-tests' microseconds
+
+auto key_of(const CollectiveTable& t) {
+  return std::make_tuple(t.op, t.group_size, t.nodes);
+}
+
+std::string describe(const CollectiveTable& t) {
+  return fmt::format("{} on {} ranks over {} node{}", sim::to_string(t.op), t.group_size, t.nodes,
+                     t.nodes == 1 ? "" : "s");
+}
+
+CollectivePoint read_point(ObjectReader r) {
+  CollectivePoint p;
+  p.bytes = static_cast<double>(r.get_positive_int("bytes"));
+  const double time_us = r.get_number("time_us");
+  if (!(time_us > 0) || !std::isfinite(time_us))
+    r.fail("time_us", fmt::format("{}", time_us), "a time > 0");
+  p.seconds = time_us * US;
+  if (r.has("out_of_place_us")) p.out_of_place_seconds = r.get_number("out_of_place_us") * US;
+  if (r.has("in_place_us")) p.in_place_seconds = r.get_number("in_place_us") * US;
+  p.source = r.get_string_or("source", "");
+  r.finish();
+  return p;
+}
+
+CollectiveTable read_table(ObjectReader r, const std::string& file) {
+  CollectiveTable t;
+  t.op = sim::parse_collective_op(r.get_string("op"), r.pointer_of("op"));
+  t.group_size = static_cast<int>(r.get_int_in_range("group_size", 1, 1 << 24));
+  t.nodes = static_cast<int>(r.get_int_in_range("nodes", 1, t.group_size));
+  t.gpu = r.get_string_or("gpu", "");
+  t.program = r.get_string_or("program", "");
+  t.source = r.get_string_or("source", "");
+  const auto& points = r.raw("points");
+  const std::string pointer = r.pointer_of("points");
+  if (!points.is_array() || points.empty()) {
+    throw ConfigError::bad_value(file, pointer, points.dump(), "a non-empty array of points");
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    CollectivePoint p = read_point(ObjectReader(points[i], file, fmt::format("{}/{}", pointer, i)));
+    if (!t.points.empty() && !(p.bytes > t.points.back().bytes)) {
+      throw ConfigError::bad_value(file, fmt::format("{}/{}/bytes", pointer, i),
+                                   fmt::format("{:.0f}", p.bytes),
+                                   "sizes in increasing order, each once");
+    }
+    t.points.push_back(std::move(p));
+  }
+  r.finish();
+  return t;
+}
+
+}  // namespace
+
+void add_table(Profile& profile, CollectiveTable table) {
+  std::sort(table.points.begin(), table.points.end(),
+            [](const CollectivePoint& a, const CollectivePoint& b) { return a.bytes < b.bytes; });
+  for (CollectiveTable& have : profile.collectives) {
+    if (key_of(have) != key_of(table)) continue;
+    for (const CollectivePoint& p : table.points) {
+      for (const CollectivePoint& q : have.points) {
+        if (p.bytes == q.bytes) {
+          throw CalibrationError(fmt::format(
+              "{} and {} both measure {} at {:.0f} B; import one of them (or average them "
+              "yourself)",
+              q.source, p.source, describe(table), p.bytes));
+        }
+      }
+    }
+    have.points.insert(have.points.end(), table.points.begin(), table.points.end());
+    std::sort(have.points.begin(), have.points.end(),
+              [](const CollectivePoint& a, const CollectivePoint& b) { return a.bytes < b.bytes; });
+    if (have.source != table.source) have.source += ", " + table.source;
+    return;
+  }
+  auto at = std::upper_bound(
+      profile.collectives.begin(), profile.collectives.end(), table,
+      [](const CollectiveTable& a, const CollectiveTable& b) { return key_of(a) < key_of(b); });
+  profile.collectives.insert(at, std::move(table));
+}
+
+std::string profile_to_json(const Profile& profile) {
+  OrderedJson doc;
+  doc["format"] = FORMAT_NAME;
+  doc["version"] = PROFILE_VERSION;
+  OrderedJson tables = OrderedJson::array();
+  for (const CollectiveTable& t : profile.collectives) {
+    OrderedJson j;
+    j["op"] = sim::to_string(t.op);
+    j["group_size"] = t.group_size;
+    j["nodes"] = t.nodes;
+    j["gpu"] = t.gpu;
+    j["program"] = t.program;
+    j["source"] = t.source;
+    OrderedJson points = OrderedJson::array();
+    for (const CollectivePoint& p : t.points) {
+      OrderedJson q;
+      q["bytes"] = static_cast<std::int64_t>(p.bytes);
+      q["time_us"] = p.seconds / US;
+      if (p.out_of_place_seconds) q["out_of_place_us"] = *p.out_of_place_seconds / US;
+      if (p.in_place_seconds) q["in_place_us"] = *p.in_place_seconds / US;
+      q["source"] = p.source;
+      points.push_back(q);
+    }
+    j["points"] = points;
+    tables.push_back(j);
+  }
+  doc["collectives"] = tables;
+  return doc.dump(2) + "\n";
+}
+
+void write_profile(const Profile& profile, const std::string& path) {
+  std::ofstream out(path);
+  out << profile_to_json(profile);
+  out.close();
+  if (!out) {
+    throw CalibrationError(
+        fmt::format("{}: cannot write the profile; check the folder exists and is writable", path));
+  }
+}
+
+Profile read_profile(const std::string& path) {
+  const nlohmann::json json = load_json_file(path, "calibration profile");
+  ObjectReader r(json, path, "");
+  const std::string format = r.get_string("format");
+  if (format != FORMAT_NAME) r.fail("format", "\"" + format + "\"", "\"loom-calibration\"");
+  const std::int64_t version = r.get_int_in_range("version", 1, 1 << 20);
+  if (version != PROFILE_VERSION) {
+    r.fail("version", std::to_string(version),
+           fmt::format("{} (this loom reads version {} profiles; re-import the measurements)",
+                       PROFILE_VERSION, PROFILE_VERSION));
+  }
+  Profile profile;
+  const auto& tables = r.raw("collectives");
+  if (!tables.is_array()) {
+    throw ConfigError::bad_value(path, "/collectives", tables.dump(), "an array of tables");
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    CollectiveTable t =
+        read_table(ObjectReader(tables[i], path, fmt::format("/collectives/{}", i)), path);
+    for (const CollectiveTable& have : profile.collectives) {
+      if (key_of(have) == key_of(t)) {
+        throw ConfigError::bad_value(path, fmt::format("/collectives/{}", i), describe(t),
+                                     "one table per (op, group_size, nodes)");
+      }
+    }
+    profile.collectives.push_back(std::move(t));
+  }
+  r.finish();
+  return profile;
+}
+
+std::optional<double> interpolate(const CollectiveTable& table, double bytes) {
+  const auto& pts = table.points;
+  if (pts.empty() || !(bytes >= pts.front().bytes) || !(bytes <= pts.back().bytes)) {
+    return std::nullopt;
+  }
+  auto hi = std::lower_bound(pts.begin(), pts.end(), bytes,
+                             [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  if (hi->bytes == bytes) return hi->seconds;
+  auto lo = hi - 1;
+  // Power law between neighbours: straight in log-log, as a bandwidth curve looks.
+  const double f = std::log(bytes / lo->bytes) / std::log(hi->bytes / lo->bytes);
+  return std::exp(std::log(lo->seconds) + f * std::log(hi->seconds / lo->seconds));
+}
+
+const CollectiveTable* MeasuredCollectives::find(sim::CollectiveOp op, int group_size,
+                                                 int nodes) const {
+  for (const CollectiveTable& t : profile_.collectives) {
+    if (t.op == op && t.group_size == group_size && t.nodes == nodes) return &t;
+  }
+  return nullptr;
+}
+
+std::optional<double> MeasuredCollectives::seconds(sim::CollectiveOp op, int group_size, int nodes,
+                                                   double bytes) const {
+  const CollectiveTable* table = find(op, group_size, nodes);
+  return table ? interpolate(*table, bytes) : std::nullopt;
+}
+
+}  // namespace loom::calibration

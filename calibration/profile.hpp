@@ -1,0 +1,76 @@
+#pragma once
+// A calibration profile: measured figures that replace datasheet coefficients where they
+// exist, each with the place it came from. This slice holds collective times by (op, group
+// size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp). The file
+// format is versioned JSON (docs/calibration.md); MeasuredCollectives feeds the table to
+// the engine through sim's CollectiveTimeOverride hook.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/collectives.hpp"
+#include "sim/engine.hpp"
+
+namespace loom::calibration {
+
+/// The profile format version this build reads and writes.
+inline constexpr int PROFILE_VERSION = 1;
+
+/// One measured size of a collective.
+struct CollectivePoint {
+  double bytes = 0;    ///< nccl-tests "size" (total buffer bytes), bytes
+  double seconds = 0;  ///< the time loom uses: mean of out-of-place and in-place, seconds
+  std::optional<double> out_of_place_seconds;  ///< as measured, seconds
+  std::optional<double> in_place_seconds;      ///< as measured, seconds
+  std::string source;                          ///< "file:line" of the row
+};
+
+/// One collective measured on one group: its sizes in increasing order.
+struct CollectiveTable {
+  sim::CollectiveOp op = sim::CollectiveOp::ALL_REDUCE;
+  int group_size = 0;   ///< ranks in the communicator
+  int nodes = 0;        ///< distinct hosts among them
+  std::string gpu;      ///< device name as the log printed it
+  std::string program;  ///< the measuring program ("all_reduce_perf")
+  std::string source;   ///< the file it was imported from
+  std::vector<CollectivePoint> points;
+};
+
+/// What a profile holds.
+struct Profile {
+  std::vector<CollectiveTable> collectives;
+};
+
+/// Adds `table` to `profile`, sorted by (op, group size, nodes). Throws CalibrationError when
+/// the profile already measures one of its sizes for the same (op, group size, nodes).
+void add_table(Profile& profile, CollectiveTable table);
+
+/// The profile as JSON text (docs/calibration.md), two-space indent, trailing newline.
+std::string profile_to_json(const Profile& profile);
+/// Writes the profile to `path`; throws CalibrationError when the file cannot be written.
+void write_profile(const Profile& profile, const std::string& path);
+/// Reads a profile file; throws ConfigError naming the file and JSON pointer on a missing,
+/// malformed or other-version file.
+Profile read_profile(const std::string& path);
+
+/// The time of `bytes` on `table` interpolated linearly in (log size, log time) between the
+/// two measured sizes around it, seconds; nullopt outside the measured range.
+std::optional<double> interpolate(const CollectiveTable& table, double bytes);
+
+/// A profile's collective tables as the engine's override: a request the profile measures
+/// for its (op, group size, nodes), within the measured sizes, gets the interpolated time.
+class MeasuredCollectives : public sim::CollectiveTimeOverride {
+ public:
+  explicit MeasuredCollectives(Profile profile) : profile_(std::move(profile)) {}
+  /// See sim::CollectiveTimeOverride; seconds.
+  std::optional<double> seconds(sim::CollectiveOp op, int group_size, int nodes,
+                                double bytes) const override;
+  /// The table for (op, group size, nodes), or nullptr.
+  const CollectiveTable* find(sim::CollectiveOp op, int group_size, int nodes) const;
+  const Profile& profile() const { return profile_; }
+
+ private:
+  Profile profile_;
+};
+
+}  // namespace loom::calibration

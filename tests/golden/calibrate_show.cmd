@@ -1,0 +1,1 @@
+calibrate show tests/calibration/data/sample_profile.json
