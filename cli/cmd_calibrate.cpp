@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "calibration/nccl_tests.hpp"
-#include "calibration/profile.hpp"
 #include "cli/commands.hpp"
 #include "common/table.hpp"
+#include "sim/calibration/nccl_tests.hpp"
+#include "sim/calibration/profile.hpp"
 #include "sim/collectives.hpp"
 
 namespace loom::cli {

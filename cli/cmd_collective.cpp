@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "calibration/profile.hpp"
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
@@ -20,6 +19,7 @@
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
+#include "sim/calibration/profile.hpp"
 #include "sim/engine.hpp"
 #include "sim/nccl_constants.hpp"
 

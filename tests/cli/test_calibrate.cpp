@@ -1,6 +1,6 @@
 // `loom calibrate import` then `loom collective --calibration`: the CLI reproduces an
 // imported nccl-tests table (a test input written to the nccl-tests format, see
-// tests/calibration/data/README.md) within 2% at the measured sizes and interpolates
+// tests/sim/calibration_data/README.md) within 2% at the measured sizes and interpolates
 // smoothly between them. Runs the loom binary.
 #include <doctest/doctest.h>
 
@@ -33,7 +33,7 @@ TEST_CASE("cli::Calibrate: collective --calibration reproduces the imported tabl
   const loom::testing::TempDir dir("calibrate");
   const std::string profile = dir.file("p.json");
   const std::string log =
-      std::string(LOOM_SOURCE_DIR) + "/tests/calibration/data/all_reduce_1node_noisy.txt";
+      std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/all_reduce_1node_noisy.txt";
   run("calibrate import " + log + " -o " + profile + " > /dev/null");
   const auto table = nlohmann::json::parse(std::ifstream(profile))["collectives"][0]["points"];
   REQUIRE(table.size() == 25);

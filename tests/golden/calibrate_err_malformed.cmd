@@ -1,2 +1,2 @@
-calibrate import tests/calibration/data/broadcast_malformed.txt -o /dev/null
+calibrate import tests/sim/calibration_data/broadcast_malformed.txt -o /dev/null
 exit: 2

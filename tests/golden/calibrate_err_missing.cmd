@@ -1,2 +1,2 @@
-calibrate import tests/calibration/data/no_such_log.txt -o /dev/null
+calibrate import tests/sim/calibration_data/no_such_log.txt -o /dev/null
 exit: 2

@@ -1,1 +1,1 @@
-calibrate show tests/calibration/data/sample_profile.json
+calibrate show tests/sim/calibration_data/sample_profile.json

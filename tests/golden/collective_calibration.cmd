@@ -1,1 +1,1 @@
-collective --cluster dgx-h100 --op all_reduce -b 4M -e 512M --calibration tests/calibration/data/sample_profile.json
+collective --cluster dgx-h100 --op all_reduce -b 4M -e 512M --calibration tests/sim/calibration_data/sample_profile.json

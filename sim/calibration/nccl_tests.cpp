@@ -1,4 +1,4 @@
-#include "calibration/nccl_tests.hpp"
+#include "sim/calibration/nccl_tests.hpp"
 
 #include <fmt/format.h>
 

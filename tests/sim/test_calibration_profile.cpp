@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "calibration/nccl_tests.hpp"
-#include "calibration/profile.hpp"
 #include "common/error.hpp"
+#include "sim/calibration/nccl_tests.hpp"
+#include "sim/calibration/profile.hpp"
 #include "sim/engine.hpp"
 #include "tests/temp_dir.hpp"
 #include "topologies/cluster_presets.hpp"
@@ -19,7 +19,7 @@ using namespace loom::calibration;
 namespace {
 
 std::string data(const char* name) {
-  return std::string(LOOM_SOURCE_DIR) + "/tests/calibration/data/" + name;
+  return std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/" + name;
 }
 
 Profile imported(const char* name) {

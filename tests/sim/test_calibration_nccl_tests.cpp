@@ -1,18 +1,18 @@
 // The nccl-tests importer on test inputs written to the nccl-tests format
-// (tests/calibration/data/README.md): op, group size, nodes, rows, noise, truncation, errors.
+// (tests/sim/calibration_data/README.md): op, group size, nodes, rows, noise, truncation, errors.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "calibration/nccl_tests.hpp"
 #include "common/error.hpp"
+#include "sim/calibration/nccl_tests.hpp"
 
 using namespace loom;
 using namespace loom::calibration;
 
 namespace {
 std::string data(const char* name) {
-  return std::string(LOOM_SOURCE_DIR) + "/tests/calibration/data/" + name;
+  return std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/" + name;
 }
 }  // namespace
 

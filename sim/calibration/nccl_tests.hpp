@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "calibration/profile.hpp"
+#include "sim/calibration/profile.hpp"
 
 namespace loom::calibration {
 

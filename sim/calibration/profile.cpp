@@ -1,4 +1,4 @@
-#include "calibration/profile.hpp"
+#include "sim/calibration/profile.hpp"
 
 #include <fmt/format.h>
 
