@@ -45,7 +45,8 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
-  module not modelled; SFT rows scored as pre-training steps of the same shape.
+  module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
+  the 25.11 "w/o MTP" rows (--mtp off); SFT rows scored as pre-training steps of the same shape.
   Skipped: NVFP4 (no such precision), models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
@@ -398,6 +399,8 @@ def mbridge_jobs(runs, families, tmp):
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
             megatron_style_args(p, layers, model)
+        if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
+            args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
     return jobs

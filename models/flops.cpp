@@ -455,9 +455,12 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
   return ops;
 }
 
-std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
-  const Ctx c(model, plan);
-  std::vector<OpCost> ops;
+namespace {
+
+// The final norm (transformers), the LM head (or classifier) and its cross-entropy.
+void push_lm_head(const Ctx& c, bool shares_weights, std::vector<OpCost>& ops) {
+  const ModelSpec& model = c.m;
+  const TrainingPlan& plan = c.p;
   const double h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
   const bool mlp = model.kind == ModelKind::MLP;
   const double div = mlp ? 1 : c.seq_div;
@@ -468,7 +471,7 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   // Transformer Engine covers the layers' linears only; Megatron's output layer is a plain
   // ColumnParallelLinear, so it runs 16-bit under --fp8.
   head.fp8_linear = false;
-  if (!mlp && model.tied_embeddings && plan.pp == 1) head.params = 0;  // shares the embedding
+  if (shares_weights) head.params = 0;
   ops.push_back(head);
   // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live
   // for one micro-batch only (the loss backward runs right after the forward).
@@ -479,6 +482,48 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
     loss.comm_bytes = 3 * 4 * c.T;  // max, sum of exponentials, target logit (fp32)
   }
   ops.push_back(loss);
+}
+
+// DeepSeek-V3's multi-token-prediction modules (report Sec 2.2, Fig. 3; Megatron-core
+// transformer/multi_token_prediction.py MultiTokenPredictionLayer), run on the last pipeline
+// stage after the main model: per depth, the embedding of the tokens shifted by one (the
+// shared embedding), RMSNorm of it and of the previous hidden state (enorm, hnorm), the
+// 2h -> h projection of their concatenation (eh_proj, a column-parallel TE linear), one
+// transformer layer built like the model's last (MoE) layer, and the shared output head with
+// its cross-entropy. With pp > 1 the last stage holds its own copy of the embedding (Megatron
+// GPTModel builds `embedding` when mtp_process); the head is the main model's.
+void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
+  const ModelSpec& m = c.m;
+  const double h = static_cast<double>(m.hidden);
+  for (int d = 0; d < m.mtp_layers; ++d) {
+    std::vector<OpCost> mtp = embedding_ops(m, c.p);
+    if (c.p.pp == 1 || d > 0) mtp.front().params = 0;  // the first stage's table, shared
+    mtp.push_back(norm(c, "enorm", c.T / c.seq_div, h));
+    mtp.push_back(norm(c, "hnorm", c.T / c.seq_div, h));
+    OpCost eh = linear(c, "eh_proj", c.T, 2 * h, h, Parallel::COLUMN, false,
+                       2 * c.act * c.T * h / c.seq_div, c.wbytes);
+    if (c.p.sp && c.p.tp > 1) {  // the concatenation is gathered before the column linear
+      eh.comm = CommKind::TP_ALL_GATHER;
+      eh.comm_bytes = 2 * c.act * c.T * h;
+    }
+    mtp.push_back(eh);
+    for (OpCost& op : layer_ops(m, c.p, m.layers - 1)) mtp.push_back(std::move(op));
+    push_lm_head(c, true, mtp);
+    for (OpCost& op : mtp) {
+      op.name = "mtp_" + op.name;
+      ops.push_back(std::move(op));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
+  const Ctx c(model, plan);
+  std::vector<OpCost> ops;
+  const bool mlp = model.kind == ModelKind::MLP;
+  push_lm_head(c, !mlp && model.tied_embeddings && plan.pp == 1, ops);  // shares the embedding
+  if (!mlp && plan.mtp) push_mtp(c, ops);
   return ops;
 }
 
@@ -517,56 +562,6 @@ double model_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
 double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
                                FlopConvention convention) {
   return step_flops(model, plan, convention).hardware();
-}
-
-std::string to_string(OpKind value) {
-  switch (value) {
-    case OpKind::MATMUL:
-      return "matmul";
-    case OpKind::ATTENTION:
-      return "attention";
-    case OpKind::ELEMENTWISE:
-      return "elementwise";
-    case OpKind::EMBEDDING:
-      return "embedding";
-    case OpKind::LOSS:
-      return "loss";
-  }
-  return "?";
-}
-
-std::string to_string(CommKind value) {
-  switch (value) {
-    case CommKind::NONE:
-      return "none";
-    case CommKind::TP_ALL_REDUCE:
-      return "tp_all_reduce";
-    case CommKind::TP_ALL_GATHER:
-      return "tp_all_gather";
-    case CommKind::TP_REDUCE_SCATTER:
-      return "tp_reduce_scatter";
-    case CommKind::EP_ALL_TO_ALL:
-      return "ep_all_to_all";
-    case CommKind::CP_KV_EXCHANGE:
-      return "cp_kv_exchange";
-  }
-  return "?";
-}
-
-Dim comm_dim(CommKind value) {
-  switch (value) {
-    case CommKind::TP_ALL_REDUCE:
-    case CommKind::TP_ALL_GATHER:
-    case CommKind::TP_REDUCE_SCATTER:
-      return Dim::TP;
-    case CommKind::EP_ALL_TO_ALL:
-      return Dim::EP;
-    case CommKind::CP_KV_EXCHANGE:
-      return Dim::CP;
-    case CommKind::NONE:
-      break;
-  }
-  throw InternalError("comm_dim: an op without a collective has no dimension");
 }
 
 }  // namespace loom::models

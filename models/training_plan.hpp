@@ -61,6 +61,7 @@ struct TrainingPlan {
   AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
   bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)
   bool sp = false;           ///< sequence parallelism (with TP)
+  bool mtp = true;           ///< run the model's multi-token-prediction modules (if it has any)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
   Optimizer optimizer = Optimizer::ADAM;

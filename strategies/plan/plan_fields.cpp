@@ -227,6 +227,9 @@ void add_moe_rows(std::vector<PlanField>& t) {
                "expert tensor-parallel size: 1 or tp (etp x ep carved out of tp x dp x cp)", "tp",
                70, INT_SIZE_MAX, "--expert-tensor-parallel-size",
                [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.expert_tp()}; }));
+  t.push_back(row("mtp", FT::TOGGLE, "--mtp",
+                  "multi-token-prediction modules of models that have them (DeepSeek-V3): on|off",
+                  "on", 71, [](const TrainingPlan& p) -> PlanValue { return p.mtp; }));
 }
 
 std::vector<PlanField> build_table() {

@@ -160,6 +160,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);
   p.ds_prefetch_bucket = size_or(in, "stage3_prefetch_bucket_size", p.ds_prefetch_bucket);
   p.ds_reduce_bucket = size_or(in, "stage3_reduce_bucket_size", p.ds_reduce_bucket);
+  p.mtp = in.flag("mtp", p.mtp);
 }
 
 // Memory knobs and the pipeline split.

@@ -198,3 +198,39 @@ TEST_CASE("models::Flops: expert tensor parallelism 1 under tp 2 keeps experts w
   other.etp = 0;
   CHECK(model_flops_per_step(m, plan) == model_flops_per_step(m, other));
 }
+
+// DeepSeek-V3 report Sec 2.2 / Megatron-core multi_token_prediction.py: one MTP module after
+// the main loss: embedding of the shifted tokens, two RMSNorms, eh_proj (2h -> h), one
+// transformer layer like the last (MoE) layer, the shared LM head and its loss.
+TEST_CASE("models::Flops: DeepSeek-V3 MTP adds eh_proj, one MoE layer and a second LM head") {
+  const ModelSpec m = model_preset("deepseek-v3");
+  REQUIRE(m.mtp_layers == 1);
+  TrainingPlan plan;
+  plan.mbs = 1;
+  plan.seq = 4096;
+  const double T = 4096, h = 7168, V = 129280;
+  auto matmul_fwd = [](const std::vector<OpCost>& ops) {
+    double f = 0;
+    for (const OpCost& op : ops)
+      if (op.is_matmul()) f += op.fwd_flops;
+    return f;
+  };
+  const auto with = head_ops(m, plan);
+  plan.mtp = false;
+  const auto without = head_ops(m, plan);
+  const double layer = matmul_fwd(layer_ops(m, plan, 60));
+  // eh_proj: 2 T (2h) h; the shared head again: 2 T h V.
+  CHECK(matmul_fwd(with) - matmul_fwd(without) ==
+        doctest::Approx(layer + 2 * T * 2 * h * h + 2 * T * h * V));
+  int losses = 0;
+  for (const OpCost& op : with) losses += op.kind == OpKind::LOSS;
+  CHECK(losses == 2);
+  // On a single stage the MTP module shares the embedding and head: no new table.
+  double params_with = 0, params_without = 0;
+  for (const OpCost& op : with) params_with += op.expert ? 0 : op.params;
+  for (const OpCost& op : without) params_without += op.expert ? 0 : op.params;
+  double layer_dense = 0;
+  for (const OpCost& op : layer_ops(m, plan, 60)) layer_dense += op.expert ? 0 : op.params;
+  // + eh_proj 2h x h, enorm, hnorm, the MTP final norm (h each).
+  CHECK(params_with - params_without == doctest::Approx(layer_dense + 2 * h * h + 3 * h));
+}
