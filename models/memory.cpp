@@ -25,11 +25,15 @@ double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
 bool any_op(const OpCost&) {
   return true;
 }
-bool non_core_op(const OpCost& op) {
-  return !op.attention_core;
-}
-bool non_loss_op(const OpCost& op) {
-  return op.kind != OpKind::LOSS;
+// What the head keeps per micro-batch besides the loss buffers; a multi-token-prediction
+// layer in it follows Megatron's selective recompute modules like the model's layers.
+double head_saved_bytes(const TrainingPlan& p, const std::vector<OpCost>& head) {
+  const bool modules =
+      p.recompute == Recompute::SELECTIVE && p.selective_recompute == SelectiveRecompute::ATTENTION;
+  double total = 0;
+  for (const OpCost& op : head)
+    if (op.kind != OpKind::LOSS) total += modules ? selective_saved_bytes(p, op) : op.saved_bytes;
+  return total;
 }
 
 // What layer `layer` with op list `ops` keeps per micro-batch: everything unless it is
@@ -40,7 +44,9 @@ double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector
   if (!layer_recomputed(p, layer)) return sum_saved(ops, any_op);
   if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
   if (p.selective_recompute == SelectiveRecompute::OP) return op_selective_saved_bytes(m, p, ops);
-  return sum_saved(ops, non_core_op);
+  double total = 0;
+  for (const OpCost& op : ops) total += selective_saved_bytes(p, op);
+  return total;
 }
 
 // Elements of the logits one GPU holds per micro-batch (tokens x vocab / tp), summed over the
@@ -179,7 +185,7 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
   }
   double loss_peak = 0;
   if (last) {
-    s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
+    s.head_activation_bytes = head_saved_bytes(p, head) * s.inflight_microbatches;
     // The loss backward runs right after its forward, except under GPipe, where every
     // micro-batch's loss tensors wait until all forwards are done.
     const LossBytes per = loss_bytes_per_logit(p);
