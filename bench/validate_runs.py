@@ -45,7 +45,9 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
-  module not modelled; SFT rows scored as pre-training steps of the same shape.
+  module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
+  the 25.11 "w/o MTP" rows (--mtp off); DeepSeek-V3 with Megatron's selective recompute
+  modules of the Bridge workload base configs (deepseek_recompute_modules); SFT rows scored as pre-training steps of the same shape.
   Skipped: NVFP4 (no such precision), models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
@@ -183,6 +185,33 @@ def pipeline_args(layers, pp, vp):
 # (scripts/performance configs: BASE_DEEPSEEK_V3_CONFIG, BASE_QWEN3_235B_A22B_CONFIG,
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json"}
+
+
+def deepseek_recompute_modules(gpu, precision, p):
+    """Megatron-Bridge DeepSeek-V3 recompute_modules (--recompute-granularity selective) per
+    GPU and recipe: scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
+    (NVIDIA-NeMo/Megatron-Bridge@042641823051ce167c52b0ae289941a227c11535). An empty list
+    means no recompute. Precision: BF16, MX (FP8-MX / MXFP8 / MX granularity), else FP8-CS."""
+    prec = "bf16" if precision.startswith("BF16") else "mx" if "MX" in precision else "cs"
+    g = gpu.split()[0]
+    if g == "GB300":
+        return {"bf16": ["moe_act"], "mx": [], "cs": ["mla_up_proj"]}[prec]
+    if g == "GB200":
+        return {"bf16": ["mla_up_proj"], "mx": ["mla_up_proj"], "cs": ["mlp"]}[prec]
+    if g.startswith("B200") and prec == "mx" and p.get("pp") == 8:
+        return ["mla_up_proj", "mlp"]  # DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2 (pp 8, ep 32)
+    if g.startswith("H100"):
+        return ["mla_up_proj", "mlp"]
+    return ["mla_up_proj"]  # B200, B300
+
+
+def with_recompute_modules(args, modules):
+    """Replaces megatron_style_args' `--recompute none` with Megatron's selective modules."""
+    if not modules:
+        return args
+    i = args.index("--recompute")
+    return args[:i] + ["--recompute", "selective", "--selective-recompute", "attention",
+                       "--recompute-modules", ",".join(modules)] + args[i + 2:]
 
 
 def megatron_style_args(p, layers, model=None):
@@ -398,6 +427,11 @@ def mbridge_jobs(runs, families, tmp):
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
             megatron_style_args(p, layers, model)
+        if model == "deepseek-v3":
+            args = with_recompute_modules(
+                args, deepseek_recompute_modules(gpu, r["precision"], p))
+        if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
+            args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
     return jobs

@@ -34,6 +34,7 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
       case FieldType::CHOICE:
       case FieldType::BYTES:
       case FieldType::LAYER_LIST:
+      case FieldType::NAME_LIST:
         app.add_option(flags, f.texts[key], help);
         break;
       case FieldType::DERIVED:

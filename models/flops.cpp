@@ -1,6 +1,7 @@
 #include "models/flops.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "models/fused_ops.hpp"
@@ -78,6 +79,13 @@ OpCost linear(const Ctx& c, std::string name, double tokens, double in, double o
   return op;
 }
 
+// Marks `op` as re-run (rerun) and freed down to `kept` bytes (freed) by recompute module `m`.
+void tag(OpCost& op, RecomputeModule m, bool rerun, bool freed, double kept = 0) {
+  if (rerun) op.rerun_by |= module_bit(m);
+  if (freed) op.freed_by |= module_bit(m);
+  if (freed) op.kept_when_freed = kept;
+}
+
 OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
   // Normalisation keeps its input for backward; it runs on the sequence-parallel shard.
   double bytes = c.act * tokens * width;
@@ -148,6 +156,11 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
 void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
   const double h = static_cast<double>(c.m.hidden);
   OpCost ln = norm(c, name, c.T / c.seq_div, h);
+  // Megatron's "layernorm" recompute (transformer_layer.py recompute_input_layernorm /
+  // recompute_pre_mlp_layernorm) discards the norm's output, which the next linear saved
+  // as its input: one h-wide tensor on the sequence shard. The norm keeps its own input.
+  if (std::string_view(name) != "final_norm")
+    tag(ln, RecomputeModule::LAYERNORM, true, true, ln.saved_bytes - ln.output_bytes);
   if (c.p.sp && c.p.tp > 1) {
     ln.comm = CommKind::TP_ALL_GATHER;
     ln.comm_bytes = c.act * c.T * h;
@@ -172,7 +185,10 @@ void push_rope(const Ctx& c, std::vector<OpCost>& ops) {
     const double rope = static_cast<double>(m.mla.qk_rope_head_dim);
     width = m.heads * rope / c.t + rope;
   }
-  if (width > 0) ops.push_back(rope_op(c.act * c.T * width, c.fusion));
+  if (width <= 0) return;
+  ops.push_back(rope_op(c.act * c.T * width, c.fusion));
+  // MLA's up-projection checkpoint covers the rotary embedding of its outputs too.
+  if (m.attention == AttentionKind::MLA) tag(ops.back(), RecomputeModule::MLA_UP_PROJ, true, true);
 }
 
 void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
@@ -193,6 +209,7 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
       ops.push_back(norm(c, "q_norm", T, qr));
       ops.push_back(linear(c, "q_up", T, qr, qw, Parallel::COLUMN, false,
                            c.act * T * qr + c.act * T * qw / c.t, c.wbytes));
+      tag(ops.back(), RecomputeModule::MLA_UP_PROJ, true, true, c.act * T * qr);
     } else {
       ops.push_back(
           linear(c, "q_proj", T, h, qw, Parallel::COLUMN, false, c.act * T * qw / c.t, c.wbytes));
@@ -202,6 +219,10 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
     ops.push_back(norm(c, "kv_norm", T, kvr));
     OpCost up = linear(c, "kv_up", T, kvr, m.heads * (a.qk_nope_head_dim + a.v_head_dim),
                        Parallel::COLUMN, false, c.act * T * kvr + kv_local, c.wbytes);
+    // Megatron's "mla_up_proj" recompute (multi_latent_attention.py, qkv_up_checkpoint)
+    // keeps the compressed latents and discards the up-projected Q, K, V after the core
+    // attention's forward, re-running the up-projections before its backward.
+    tag(up, RecomputeModule::MLA_UP_PROJ, true, true, c.act * T * kvr);
     ops.push_back(up);
   } else {
     const bool bias = m.linear_bias || m.qkv_bias;
@@ -266,13 +287,30 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f,
   ops.push_back(down);
 }
 
+// Megatron's "moe" recompute checkpoints the whole MoE block from `first` (router, dispatch,
+// experts, combine, shared experts: moe_layer.py), keeping the router's input; "moe_act"
+// re-runs the routed experts' activation (experts.py TEGroupedMLP, activation_recompute),
+// freeing its output, which the down-projection saved.
+void tag_moe_recompute(double router_input, size_t first, std::vector<OpCost>& ops) {
+  for (size_t i = first; i < ops.size(); ++i) {
+    tag(ops[i], RecomputeModule::MOE, true, true, i == first ? router_input : 0);
+    if (ops[i].name == "expert_act") tag(ops[i], RecomputeModule::MOE_ACT, true, false);
+    if (ops[i].name == "expert_down") tag(ops[i], RecomputeModule::MOE_ACT, false, true);
+  }
+}
+
 void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
   push_pre_norm(c, "mlp_norm", ops);
+  const size_t first = ops.size();
   if (!m.is_moe_layer(layer_index)) {
     mlp_block(c, "mlp", T, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
+    // Megatron's "mlp" recompute checkpoints a dense layer's MLP (not an MoE layer's:
+    // transformer_layer.py `if not self.is_moe_layer`); the checkpoint keeps its input.
+    for (size_t i = first; i < ops.size(); ++i)
+      tag(ops[i], RecomputeModule::MLP, true, true, i == first ? seq_in : 0);
   } else {
     const double E = m.moe.experts, k = m.moe.top_k;
     const double local_tokens = T / c.seq_div;
@@ -317,38 +355,9 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       mlp_block(c, "shared_expert", T, static_cast<double>(m.moe.shared_experts * m.shared_ffn()),
                 m.linear_bias, seq_in, false, 1, ops);
     }
+    tag_moe_recompute(c.act * local_tokens * h, first, ops);
   }
   push_residual(c, "mlp_residual", ops);
-}
-
-// Bytes of the matmul outputs torchtitan's op policy recomputes (the even-numbered ones),
-// counting from `mm` matmuls already seen in the layer.
-double recomputed_parts(const OpCost& op, int& mm) {
-  double total = 0;
-  for (double part : op.output_parts) {
-    if (part <= 0) continue;
-    if (++mm % 2 == 0) total += part;
-  }
-  return total;
-}
-
-// Extra forward FLOPs of the recompute pass: full recomputes every op; Megatron selective the
-// attention core; torchtitan's op policy the even-numbered matmuls and the memory-bound ops.
-void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops) {
-  if (!layer_recomputed(plan, layer_index)) return;
-  int mm = 0;
-  for (OpCost& op : ops) {
-    if (plan.recompute == Recompute::FULL) {
-      op.recompute_flops = op.fwd_flops;
-    } else if (plan.selective_recompute == SelectiveRecompute::ATTENTION) {
-      if (op.attention_core) op.recompute_flops = op.fwd_flops;
-    } else if (op.kind == OpKind::MATMUL) {
-      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
-      if (out > 0) op.recompute_flops = op.fwd_flops * recomputed_parts(op, mm) / out;
-    } else if (op.kind != OpKind::ATTENTION) {
-      op.recompute_flops = op.fwd_flops;
-    }
-  }
 }
 
 }  // namespace
@@ -366,30 +375,6 @@ double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan) {
   const Ctx c(model, plan);
   const double div = model.kind == ModelKind::MLP ? 1 : c.seq_div;
   return c.act * c.T * static_cast<double>(model.hidden) / div;
-}
-
-bool layer_recomputed(const TrainingPlan& plan, int layer_index) {
-  if (plan.recompute == Recompute::NONE) return false;
-  return (layer_index + 1) % std::max(plan.recompute_every, 1) == 0;
-}
-
-double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
-                                const std::vector<OpCost>& ops) {
-  // torchtitan/models/llama3/parallelize.py (_save_list, _custom_policy): aten.mm and the
-  // SDPA kernels are saved "except every second mm"; checkpoint() keeps the block input.
-  double saved = layer_input_bytes(model, plan), attention_out = 0;
-  int mm = 0;
-  for (const OpCost& op : ops) {
-    if (op.kind == OpKind::MATMUL) {
-      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
-      saved += out - recomputed_parts(op, mm);
-    } else if (op.attention_core && op.kind == OpKind::ATTENTION) {
-      attention_out = op.output_bytes;  // the last one is attention x V: SDPA's output
-    } else if (op.attention_core) {
-      saved += op.saved_bytes;  // the softmax statistics (flash: fp32 log-sum-exp)
-    }
-  }
-  return saved + attention_out;
 }
 
 std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& plan) {
@@ -427,7 +412,10 @@ namespace {
 void keep_fp8_linear_inputs(const Ctx& c, std::vector<OpCost>& ops) {
   if (c.p.precision != Precision::FP8) return;
   for (OpCost& op : ops) {
-    if (op.kind == OpKind::MATMUL && op.fp8_linear) op.saved_bytes /= c.act;
+    if (op.kind == OpKind::MATMUL && op.fp8_linear) {
+      op.saved_bytes /= c.act;
+      op.kept_when_freed /= c.act;
+    }
   }
 }
 
@@ -450,14 +438,19 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
     attention_ops(c, ops);
     mlp_ops(c, layer_index, ops);
   }
+  for (OpCost& op : ops)
+    if (op.attention_core) tag(op, RecomputeModule::CORE_ATTN, true, true);
   keep_fp8_linear_inputs(c, ops);
   apply_recompute(plan, layer_index, ops);
   return ops;
 }
 
-std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
-  const Ctx c(model, plan);
-  std::vector<OpCost> ops;
+namespace {
+
+// The final norm (transformers), the LM head (or classifier) and its cross-entropy.
+void push_lm_head(const Ctx& c, bool shares_weights, std::vector<OpCost>& ops) {
+  const ModelSpec& model = c.m;
+  const TrainingPlan& plan = c.p;
   const double h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
   const bool mlp = model.kind == ModelKind::MLP;
   const double div = mlp ? 1 : c.seq_div;
@@ -468,7 +461,7 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   // Transformer Engine covers the layers' linears only; Megatron's output layer is a plain
   // ColumnParallelLinear, so it runs 16-bit under --fp8.
   head.fp8_linear = false;
-  if (!mlp && model.tied_embeddings && plan.pp == 1) head.params = 0;  // shares the embedding
+  if (shares_weights) head.params = 0;
   ops.push_back(head);
   // Logits (16-bit) plus the fp32 copy vocab-parallel cross-entropy computes in; both live
   // for one micro-batch only (the loss backward runs right after the forward).
@@ -479,6 +472,48 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
     loss.comm_bytes = 3 * 4 * c.T;  // max, sum of exponentials, target logit (fp32)
   }
   ops.push_back(loss);
+}
+
+// DeepSeek-V3's multi-token-prediction modules (report Sec 2.2, Fig. 3; Megatron-core
+// transformer/multi_token_prediction.py MultiTokenPredictionLayer), run on the last pipeline
+// stage after the main model: per depth, the embedding of the tokens shifted by one (the
+// shared embedding), RMSNorm of it and of the previous hidden state (enorm, hnorm), the
+// 2h -> h projection of their concatenation (eh_proj, a column-parallel TE linear), one
+// transformer layer built like the model's last (MoE) layer, and the shared output head with
+// its cross-entropy. With pp > 1 the last stage holds its own copy of the embedding (Megatron
+// GPTModel builds `embedding` when mtp_process); the head is the main model's.
+void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
+  const ModelSpec& m = c.m;
+  const double h = static_cast<double>(m.hidden);
+  for (int d = 0; d < m.mtp_layers; ++d) {
+    std::vector<OpCost> mtp = embedding_ops(m, c.p);
+    if (c.p.pp == 1 || d > 0) mtp.front().params = 0;  // the first stage's table, shared
+    mtp.push_back(norm(c, "enorm", c.T / c.seq_div, h));
+    mtp.push_back(norm(c, "hnorm", c.T / c.seq_div, h));
+    OpCost eh = linear(c, "eh_proj", c.T, 2 * h, h, Parallel::COLUMN, false,
+                       2 * c.act * c.T * h / c.seq_div, c.wbytes);
+    if (c.p.sp && c.p.tp > 1) {  // the concatenation is gathered before the column linear
+      eh.comm = CommKind::TP_ALL_GATHER;
+      eh.comm_bytes = 2 * c.act * c.T * h;
+    }
+    mtp.push_back(eh);
+    for (OpCost& op : layer_ops(m, c.p, m.layers - 1)) mtp.push_back(std::move(op));
+    push_lm_head(c, true, mtp);
+    for (OpCost& op : mtp) {
+      op.name = "mtp_" + op.name;
+      ops.push_back(std::move(op));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
+  const Ctx c(model, plan);
+  std::vector<OpCost> ops;
+  const bool mlp = model.kind == ModelKind::MLP;
+  push_lm_head(c, !mlp && model.tied_embeddings && plan.pp == 1, ops);  // shares the embedding
+  if (!mlp && plan.mtp) push_mtp(c, ops);
   return ops;
 }
 
@@ -517,56 +552,6 @@ double model_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
 double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
                                FlopConvention convention) {
   return step_flops(model, plan, convention).hardware();
-}
-
-std::string to_string(OpKind value) {
-  switch (value) {
-    case OpKind::MATMUL:
-      return "matmul";
-    case OpKind::ATTENTION:
-      return "attention";
-    case OpKind::ELEMENTWISE:
-      return "elementwise";
-    case OpKind::EMBEDDING:
-      return "embedding";
-    case OpKind::LOSS:
-      return "loss";
-  }
-  return "?";
-}
-
-std::string to_string(CommKind value) {
-  switch (value) {
-    case CommKind::NONE:
-      return "none";
-    case CommKind::TP_ALL_REDUCE:
-      return "tp_all_reduce";
-    case CommKind::TP_ALL_GATHER:
-      return "tp_all_gather";
-    case CommKind::TP_REDUCE_SCATTER:
-      return "tp_reduce_scatter";
-    case CommKind::EP_ALL_TO_ALL:
-      return "ep_all_to_all";
-    case CommKind::CP_KV_EXCHANGE:
-      return "cp_kv_exchange";
-  }
-  return "?";
-}
-
-Dim comm_dim(CommKind value) {
-  switch (value) {
-    case CommKind::TP_ALL_REDUCE:
-    case CommKind::TP_ALL_GATHER:
-    case CommKind::TP_REDUCE_SCATTER:
-      return Dim::TP;
-    case CommKind::EP_ALL_TO_ALL:
-      return Dim::EP;
-    case CommKind::CP_KV_EXCHANGE:
-      return Dim::CP;
-    case CommKind::NONE:
-      break;
-  }
-  throw InternalError("comm_dim: an op without a collective has no dimension");
 }
 
 }  // namespace loom::models

@@ -90,6 +90,12 @@ struct OpCost {
   double params = 0;            ///< parameters this op holds on this GPU
   bool expert = false;          ///< params are routed-expert weights (sharded over EP)
   bool attention_core = false;  ///< recomputed by selective recompute
+  /// Megatron recompute modules (module_bit set) whose recompute re-runs this op's forward.
+  RecomputeModules rerun_by = 0;
+  /// Modules whose recompute frees this op's saved activations down to `kept_when_freed`.
+  RecomputeModules freed_by = 0;
+  /// Bytes this op keeps when a module in `freed_by` is recomputed (the checkpoint input).
+  double kept_when_freed = 0;
   /// A transformer-layer linear (projections, MLP, experts) that FP8 recipes run in FP8:
   /// Transformer Engine's Linear / LayerNormLinear / LayerNormMLP / GroupedLinear. The LM
   /// head, the router and the attention core stay 16-bit.
@@ -118,6 +124,10 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
 /// stage, as Megatron keeps).
 std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan);
 
+/// Sets the extra forward FLOPs (recompute_flops) of layer `layer_index`'s ops when it is
+/// recomputed: full re-runs every op; Megatron selective the ops of plan.recompute_modules;
+/// torchtitan's op policy the even-numbered matmuls and the memory-bound ops.
+void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops);
 /// Whether layer `layer_index` is recomputed: plan.recompute is not none and
 /// (layer_index + 1) is a multiple of plan.recompute_every (torchtitan's every-k-th layer).
 bool layer_recomputed(const TrainingPlan& plan, int layer_index);
@@ -126,6 +136,14 @@ bool layer_recomputed(const TrainingPlan& plan, int layer_index);
 /// counted per layer) and the attention output with its log-sum-exp.
 double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
                                 const std::vector<OpCost>& ops);
+
+/// Whether selective recompute re-runs `op`: a module of plan.recompute_modules in
+/// op.rerun_by (Megatron), or the attention core (torchtitan's op policy re-runs memory-bound
+/// ops too, counted in recompute_flops only).
+bool selective_reruns(const TrainingPlan& plan, const OpCost& op);
+/// Activation bytes `op` keeps for backward under Megatron's selective recompute of
+/// plan.recompute_modules: op.kept_when_freed when one of its freeing modules is chosen.
+double selective_saved_bytes(const TrainingPlan& plan, const OpCost& op);
 
 /// Activation bytes a layer keeps when fully recomputed: its input (divided by tp with SP).
 double layer_input_bytes(const ModelSpec& model, const TrainingPlan& plan);

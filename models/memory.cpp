@@ -25,11 +25,15 @@ double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
 bool any_op(const OpCost&) {
   return true;
 }
-bool non_core_op(const OpCost& op) {
-  return !op.attention_core;
-}
-bool non_loss_op(const OpCost& op) {
-  return op.kind != OpKind::LOSS;
+// What the head keeps per micro-batch besides the loss buffers; a multi-token-prediction
+// layer in it follows Megatron's selective recompute modules like the model's layers.
+double head_saved_bytes(const TrainingPlan& p, const std::vector<OpCost>& head) {
+  const bool modules =
+      p.recompute == Recompute::SELECTIVE && p.selective_recompute == SelectiveRecompute::ATTENTION;
+  double total = 0;
+  for (const OpCost& op : head)
+    if (op.kind != OpKind::LOSS) total += modules ? selective_saved_bytes(p, op) : op.saved_bytes;
+  return total;
 }
 
 // What layer `layer` with op list `ops` keeps per micro-batch: everything unless it is
@@ -40,14 +44,28 @@ double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector
   if (!layer_recomputed(p, layer)) return sum_saved(ops, any_op);
   if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
   if (p.selective_recompute == SelectiveRecompute::OP) return op_selective_saved_bytes(m, p, ops);
-  return sum_saved(ops, non_core_op);
+  double total = 0;
+  for (const OpCost& op : ops) total += selective_saved_bytes(p, op);
+  return total;
 }
 
-// Elements of the logits one GPU holds per micro-batch (tokens x vocab / tp).
+// Elements of the logits one GPU holds per micro-batch (tokens x vocab / tp), summed over the
+// losses of the head: the main one and each multi-token-prediction module's, whose buffers
+// all wait for the backward (Megatron computes the MTP losses in the same forward).
 double logit_elements(const TrainingPlan& p, const std::vector<OpCost>& head) {
+  double total = 0;
   for (const OpCost& op : head)
-    if (op.kind == OpKind::LOSS) return op.input_bytes / activation_element_bytes(p);
-  return 0;
+    if (op.kind == OpKind::LOSS) total += op.input_bytes / activation_element_bytes(p);
+  return total;
+}
+
+// Elements of the largest single logit tensor of the head (one loss's).
+double largest_logit_elements(const TrainingPlan& p, const std::vector<OpCost>& head) {
+  double largest = 0;
+  for (const OpCost& op : head)
+    if (op.kind == OpKind::LOSS)
+      largest = std::max(largest, op.input_bytes / activation_element_bytes(p));
+  return largest;
 }
 
 // Bytes per logit element the loss keeps from its forward to its backward, and at its peak.
@@ -150,7 +168,8 @@ namespace {
 double allocator_gap_bytes(const TrainingPlan& p, const std::vector<OpCost>& head, bool last,
                            double widest_layer_tensor, double gathered_unit_bytes) {
   double largest = std::max(widest_layer_tensor, gathered_unit_bytes);
-  if (last) largest = std::max(largest, 4 * logit_elements(p, head));  // one fp32 logit buffer
+  if (last)
+    largest = std::max(largest, 4 * largest_logit_elements(p, head));  // one fp32 logit buffer
   return largest;
 }
 
@@ -166,7 +185,7 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
   }
   double loss_peak = 0;
   if (last) {
-    s.head_activation_bytes = sum_saved(head, non_loss_op) * s.inflight_microbatches;
+    s.head_activation_bytes = head_saved_bytes(p, head) * s.inflight_microbatches;
     // The loss backward runs right after its forward, except under GPipe, where every
     // micro-batch's loss tensors wait until all forwards are done.
     const LossBytes per = loss_bytes_per_logit(p);
@@ -228,7 +247,11 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       for (const OpCost& op : ops) widest_tensor = std::max(widest_tensor, op.output_bytes);
     }
     if (first) edge_params.dense += sum_params(embed).dense;
-    if (last) edge_params.dense += sum_params(head).dense;
+    if (last) {  // the head, with any multi-token-prediction layer (its experts included)
+      const OpParams hp = sum_params(head);
+      edge_params.dense += hp.dense;
+      layer_params.expert += hp.expert;
+    }
     s.expert_parameters = layer_params.expert;
     s.parameters = layer_params.dense + layer_params.expert + edge_params.dense;
     const double dense = layer_params.dense + edge_params.dense;

@@ -77,6 +77,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   m.qk_norm = r.get_bool_or("qk_norm", m.qk_norm);
   m.dropout = r.get_bool_or("dropout", m.dropout);
   m.max_position_embeddings = r.get_count_or("max_position_embeddings", m.max_position_embeddings);
+  m.mtp_layers = to_int(r.get_count_or("mtp_layers", m.mtp_layers), r, "mtp_layers");
   m.default_seq = r.get_positive_int_or("seq", m.default_seq);
   if (r.has("mla")) {
     ObjectReader a = r.child("mla");
@@ -221,6 +222,7 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.moe.shared_experts = r.small_or("n_shared_experts", 0, 0);
     m.moe.first_k_dense = r.small_or("first_k_dense_replace", 0, 0);
     m.moe.router_bias = r.string_or("topk_method", "") == "noaux_tc";
+    m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
   }
   validate_model(m);
   return m;

@@ -77,6 +77,8 @@ ModelSpec deepseek_v3() {
   m.moe.shared_experts = 1;
   m.moe.first_k_dense = 3;
   m.moe.router_bias = true;
+  // One MTP module: HF config num_nextn_predict_layers 1; DeepSeek-V3 report Sec 2.2 (D = 1).
+  m.mtp_layers = 1;
   return m;
 }
 

@@ -99,6 +99,9 @@ void validate_model(const ModelSpec& m) {
   require_at_most(m.moe.expert_ffn, MAX_MODEL_WIDTH, "model.moe.expert_ffn");
   require_at_most(m.moe.shared_experts, MAX_MODEL_HEADS, "model.moe.shared_experts");
   require_at_most(m.moe.shared_ffn, MAX_MODEL_WIDTH, "model.moe.shared_ffn");
+  require_at_most(m.mtp_layers, MAX_MODEL_LAYERS, "model.mtp_layers");
+  if (m.mtp_layers < 0)
+    throw ValidationError::not_positive("model.mtp_layers", std::to_string(m.mtp_layers));
   if (m.max_position_embeddings < 0)
     throw ValidationError::not_positive("model.max_position_embeddings",
                                         std::to_string(m.max_position_embeddings));

@@ -67,6 +67,9 @@ struct ModelSpec {
   MlaSpec mla;
   MoeSpec moe;
   std::int64_t default_seq = 2048;  ///< sequence length the model was trained with, tokens
+  /// Multi-token-prediction depth (DeepSeek-V3 report Sec 2.2; HF `num_nextn_predict_layers`):
+  /// MTP modules after the main loss on the last pipeline stage, each one transformer layer.
+  int mtp_layers = 0;
 
   bool is_moe() const { return moe.experts > 0; }
   /// True when layer `layer_index` (0-based) uses routed experts.

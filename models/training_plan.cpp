@@ -27,6 +27,21 @@ const std::vector<std::string>& selective_recompute_names() {
   static const std::vector<std::string> names = {"attention", "op"};
   return names;
 }
+const std::vector<std::string>& recompute_module_names() {
+  static const std::vector<std::string> names = {"core_attn", "mla_up_proj", "mlp",
+                                                 "moe_act",   "moe",         "layernorm"};
+  return names;
+}
+std::string recompute_modules_text(RecomputeModules modules) {
+  std::string text;
+  const auto& names = recompute_module_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!(modules & module_bit(static_cast<RecomputeModule>(i)))) continue;
+    if (!text.empty()) text += ",";
+    text += names[i];
+  }
+  return text;
+}
 const std::vector<std::string>& cross_entropy_names() {
   static const std::vector<std::string> names = {"fused", "eager"};
   return names;

@@ -18,6 +18,17 @@ enum class GradDtype { FP32, BF16 };
 /// What `--recompute selective` recomputes: Megatron's attention core, or torchtitan's
 /// op-level policy (keeps every other matmul output and the attention output).
 enum class SelectiveRecompute { ATTENTION, OP };
+/// The modules Megatron's selective recompute can re-run (`--recompute-modules`,
+/// megatron/core/transformer/transformer_config.py `recompute_modules`): the attention core,
+/// MLA's up-projections (and RoPE), a dense layer's MLP, the routed experts' activation, a
+/// whole MoE block, the two pre-norms.
+enum class RecomputeModule { CORE_ATTN, MLA_UP_PROJ, MLP, MOE_ACT, MOE, LAYERNORM };
+/// A set of RecomputeModule values as bits (1 << module).
+using RecomputeModules = std::uint32_t;
+/// The bit of `m` in a RecomputeModules set.
+constexpr RecomputeModules module_bit(RecomputeModule m) {
+  return RecomputeModules{1} << static_cast<unsigned>(m);
+}
 /// How the loss runs: Megatron's fused vocab-parallel cross-entropy (in-place fp32), or
 /// torch's F.cross_entropy on an fp32 upcast of the logits (torchtitan).
 enum class CrossEntropy { FUSED, EAGER };
@@ -56,11 +67,15 @@ struct TrainingPlan {
   Recompute recompute = Recompute::NONE;
   SelectiveRecompute selective_recompute = SelectiveRecompute::ATTENTION;
   int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
+  /// What `--recompute selective --selective-recompute attention` re-runs (Megatron's
+  /// --recompute-modules; its default is core_attn).
+  RecomputeModules recompute_modules = module_bit(RecomputeModule::CORE_ATTN);
   CrossEntropy cross_entropy = CrossEntropy::FUSED;
   Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
   AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
   bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)
   bool sp = false;           ///< sequence parallelism (with TP)
+  bool mtp = true;           ///< run the model's multi-token-prediction modules (if it has any)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
   Optimizer optimizer = Optimizer::ADAM;
@@ -111,6 +126,10 @@ const std::vector<std::string>& recompute_names();
 const std::vector<std::string>& schedule_names();
 const std::vector<std::string>& grad_dtype_names();
 const std::vector<std::string>& selective_recompute_names();
+/// RecomputeModule names as Megatron spells them ("core_attn", "mla_up_proj", ...).
+const std::vector<std::string>& recompute_module_names();
+/// A RecomputeModules set as a comma list in RecomputeModule order ("" when empty).
+std::string recompute_modules_text(RecomputeModules modules);
 const std::vector<std::string>& cross_entropy_names();
 const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();

@@ -220,13 +220,24 @@ void add_fsdp_rows(std::vector<PlanField>& t) {
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
 }
 
-// Mixture-of-experts layout and model options (issue 9 MoE mapping; one block).
+// Mixture-of-experts layout, model options and module recompute (issue 9 MoE mapping; one
+// block).
 void add_moe_rows(std::vector<PlanField>& t) {
   t.push_back(
       size_row("etp", "--etp,--expert-tensor-parallel-size",
                "expert tensor-parallel size: 1 or tp (etp x ep carved out of tp x dp x cp)", "tp",
                70, INT_SIZE_MAX, "--expert-tensor-parallel-size",
                [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.expert_tp()}; }));
+  t.push_back(row("mtp", FT::TOGGLE, "--mtp",
+                  "multi-token-prediction modules of models that have them (DeepSeek-V3): on|off",
+                  "on", 71, [](const TrainingPlan& p) -> PlanValue { return p.mtp; }));
+  t.push_back(row("recompute_modules", FT::NAME_LIST, "--recompute-modules",
+                  "what selective recompute (attention) re-runs, comma list of core_attn, "
+                  "mla_up_proj, mlp, moe_act, moe, layernorm (Megatron --recompute-modules)",
+                  "core_attn", 72, [](const TrainingPlan& p) -> PlanValue {
+                    return models::recompute_modules_text(p.recompute_modules);
+                  }));
+  t.back().names = &models::recompute_module_names();
 }
 
 std::vector<PlanField> build_table() {

@@ -26,6 +26,7 @@ enum class FieldType {
   BYTES,       ///< a size with its unit ("160MB")
   PERCENT,     ///< a percentage in [0, 100)
   LAYER_LIST,  ///< layer counts per pipeline stage ("20,20" / [20, 20])
+  NAME_LIST,   ///< a set of names ("mla_up_proj,mlp" / ["mla_up_proj", "mlp"]; "" / [] empty)
   DERIVED,     ///< written for the reader's benefit; read back only to check it agrees
 };
 
@@ -42,7 +43,8 @@ struct PlanField {
   std::string_view fallback;  ///< the default, as docs/plans.md states it
   std::int64_t min = 1;       ///< SIZE/STAGE: smallest allowed value
   std::int64_t max = 0;       ///< SIZE/STAGE: largest allowed value; 0 means no bound
-  const std::vector<std::string>* names = nullptr;  ///< CHOICE: the valid names, in order
+  const std::vector<std::string>* names =
+      nullptr;                  ///< CHOICE, NAME_LIST: the valid names, in order
   std::string_view megatron;    ///< the Megatron-LM flag that sets it directly, if any
   std::string_view deepspeed;   ///< the DeepSpeed JSON pointer that sets it directly, if any
   std::string_view supersedes;  ///< a field a source's value for this one clears (gbs/grad_accum)

@@ -26,6 +26,25 @@ std::vector<std::string> layer_list(ObjectReader& r, std::string_view key) {
   return parts;
 }
 
+// A list of names (an array of strings, or one comma-separated string) as a comma list.
+std::string name_list(ObjectReader& r, std::string_view key) {
+  const auto& v = r.raw(key);
+  if (v.is_string()) return v.get<std::string>();
+  std::vector<std::string> parts;
+  bool ok = v.is_array();
+  if (ok) {
+    for (const auto& x : v) {
+      if (!x.is_string()) {
+        ok = false;
+        break;
+      }
+      parts.push_back(x.get<std::string>());
+    }
+  }
+  if (!ok) r.fail(key, v.dump(), "an array of names, e.g. [\"mla_up_proj\", \"mlp\"]");
+  return join(parts, ",");
+}
+
 // The value of `field` in `r` as the table's type says, or nothing when a switch is off or
 // a layer list is empty (both mean the default).
 std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
@@ -47,6 +66,8 @@ std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
       return bytes_text(r.get_quantity(key, Unit::BYTES));
     case FieldType::PERCENT:
       return r.get_number(key);
+    case FieldType::NAME_LIST:
+      return name_list(r, key);
     case FieldType::LAYER_LIST: {
       const auto parts = layer_list(r, key);
       if (parts.empty()) return std::nullopt;  // what the writer prints for an even split

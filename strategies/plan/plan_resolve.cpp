@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "common/units.hpp"
@@ -30,6 +31,26 @@ Enum choice(const PlanInput& in, std::string_view key, Enum fallback) {
     if (names[i] == *text) return static_cast<Enum>(i);
   fail_field(in.sources(), key,
              ValidationError::unknown_name(in.sources().where(key), *text, names).what());
+}
+
+// A comma list of RecomputeModule names ("" is the empty set).
+models::RecomputeModules modules_or(const PlanInput& in, std::string_view key,
+                                    models::RecomputeModules fallback) {
+  const auto text = in.text(key);
+  if (!text) return fallback;
+  const auto& names = *plan_field(key).names;
+  models::RecomputeModules set = 0;
+  std::stringstream list(*text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const auto it = std::find(names.begin(), names.end(), item);
+    if (it == names.end()) {
+      fail_field(in.sources(), key,
+                 ValidationError::unknown_name(in.sources().where(key), item, names).what());
+    }
+    set |= models::module_bit(static_cast<models::RecomputeModule>(it - names.begin()));
+  }
+  return set;
 }
 
 double bytes_or(const PlanInput& in, std::string_view key, double fallback) {
@@ -160,6 +181,8 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);
   p.ds_prefetch_bucket = size_or(in, "stage3_prefetch_bucket_size", p.ds_prefetch_bucket);
   p.ds_reduce_bucket = size_or(in, "stage3_reduce_bucket_size", p.ds_reduce_bucket);
+  p.mtp = in.flag("mtp", p.mtp);
+  p.recompute_modules = modules_or(in, "recompute_modules", p.recompute_modules);
 }
 
 // Memory knobs and the pipeline split.

@@ -147,14 +147,14 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
     c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
-    if (full || (plan.recompute == models::Recompute::SELECTIVE && op.attention_core))
-      c.recompute_s += t.forward;
+    const bool rerun = full || models::selective_reruns(plan, op);
+    if (rerun) c.recompute_s += t.forward;
     c.params += op.params;
     if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
       c.fwd_comm.push_back(fwd);
       c.bwd_comm.push_back(bwd);
-      if (full) c.recompute_comm.push_back(fwd);
+      if (rerun) c.recompute_comm.push_back(fwd);  // e.g. the MoE all-to-alls under "moe"
     }
   }
   return c;

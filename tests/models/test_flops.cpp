@@ -198,3 +198,92 @@ TEST_CASE("models::Flops: expert tensor parallelism 1 under tp 2 keeps experts w
   other.etp = 0;
   CHECK(model_flops_per_step(m, plan) == model_flops_per_step(m, other));
 }
+
+// DeepSeek-V3 report Sec 2.2 / Megatron-core multi_token_prediction.py: one MTP module after
+// the main loss: embedding of the shifted tokens, two RMSNorms, eh_proj (2h -> h), one
+// transformer layer like the last (MoE) layer, the shared LM head and its loss.
+TEST_CASE("models::Flops: DeepSeek-V3 MTP adds eh_proj, one MoE layer and a second LM head") {
+  const ModelSpec m = model_preset("deepseek-v3");
+  REQUIRE(m.mtp_layers == 1);
+  TrainingPlan plan;
+  plan.mbs = 1;
+  plan.seq = 4096;
+  const double T = 4096, h = 7168, V = 129280;
+  auto matmul_fwd = [](const std::vector<OpCost>& ops) {
+    double f = 0;
+    for (const OpCost& op : ops)
+      if (op.is_matmul()) f += op.fwd_flops;
+    return f;
+  };
+  const auto with = head_ops(m, plan);
+  plan.mtp = false;
+  const auto without = head_ops(m, plan);
+  const double layer = matmul_fwd(layer_ops(m, plan, 60));
+  // eh_proj: 2 T (2h) h; the shared head again: 2 T h V.
+  CHECK(matmul_fwd(with) - matmul_fwd(without) ==
+        doctest::Approx(layer + 2 * T * 2 * h * h + 2 * T * h * V));
+  int losses = 0;
+  for (const OpCost& op : with) losses += op.kind == OpKind::LOSS;
+  CHECK(losses == 2);
+  // On a single stage the MTP module shares the embedding and head: no new table.
+  double params_with = 0, params_without = 0;
+  for (const OpCost& op : with) params_with += op.expert ? 0 : op.params;
+  for (const OpCost& op : without) params_without += op.expert ? 0 : op.params;
+  double layer_dense = 0;
+  for (const OpCost& op : layer_ops(m, plan, 60)) layer_dense += op.expert ? 0 : op.params;
+  // + eh_proj 2h x h, enorm, hnorm, the MTP final norm (h each).
+  CHECK(params_with - params_without == doctest::Approx(layer_dense + 2 * h * h + 3 * h));
+}
+
+// Megatron --recompute-modules (transformer_config.py recompute_modules): "mla_up_proj"
+// re-runs MLA's q/kv up-projections (+ RoPE, no FLOPs counted) and frees Q, K, V; "mlp" a
+// dense layer's MLP; "moe" an MoE layer's whole MLP block. Shapes: DeepSeek-V3 config
+// (q_lora_rank 1536, kv_lora_rank 512, 128 heads, nope 128 + rope 64, v 128, ffn 18432).
+TEST_CASE("models::Flops: Megatron recompute modules re-run their ops by hand") {
+  const ModelSpec m = model_preset("deepseek-v3");
+  TrainingPlan plan;
+  plan.mbs = 1;
+  plan.seq = 4096;
+  plan.recompute = Recompute::SELECTIVE;
+  const double T = 4096, h = 7168, f = 18432;
+  auto recompute = [&](int layer) {
+    double r = 0;
+    for (const OpCost& op : layer_ops(m, plan, layer))
+      if (op.is_matmul()) r += op.recompute_flops;
+    return r;
+  };
+  plan.recompute_modules = module_bit(RecomputeModule::MLA_UP_PROJ);
+  const double q_up = 2 * T * 1536 * (128 * 192.0), kv_up = 2 * T * 512 * (128 * 256.0);
+  CHECK(recompute(0) == doctest::Approx(q_up + kv_up));
+  plan.recompute_modules = module_bit(RecomputeModule::MLP);
+  CHECK(recompute(0) == doctest::Approx(3 * 2 * T * h * f));  // gate, up, down
+  CHECK(recompute(3) == 0);                                   // MoE layer: "mlp" does not apply
+  // The default (core_attn) is the attention core: scores + attention x V, 2 T s heads d.
+  plan.recompute_modules = module_bit(RecomputeModule::CORE_ATTN);
+  CHECK(recompute(0) == doctest::Approx(2 * T * 4096 * 128 * (192.0 + 128)));
+  plan.recompute_modules = module_bit(RecomputeModule::MOE);
+  double mlp_part = 0;
+  bool in_mlp = false;
+  for (const OpCost& op : layer_ops(m, plan, 3)) {
+    in_mlp = in_mlp || op.name == "router";
+    if (in_mlp && op.is_matmul()) mlp_part += op.fwd_flops;
+  }
+  CHECK(recompute(3) == doctest::Approx(mlp_part));
+}
+
+// Stored activations under "mla_up_proj": Q (T x 128 x 192), K (T x 128 x 192) and
+// V (T x 128 x 128) in bf16 are freed, and the RoPE's saved bytes (none: it keeps nothing).
+TEST_CASE("models::Flops: mla_up_proj recompute frees the up-projected Q, K, V") {
+  const ModelSpec m = model_preset("deepseek-v3");
+  TrainingPlan plan;
+  plan.mbs = 1;
+  plan.seq = 4096;
+  plan.recompute = Recompute::SELECTIVE;
+  plan.recompute_modules = 0;
+  double none = 0, up = 0;
+  for (const OpCost& op : layer_ops(m, plan, 0)) none += selective_saved_bytes(plan, op);
+  plan.recompute_modules = module_bit(RecomputeModule::MLA_UP_PROJ);
+  for (const OpCost& op : layer_ops(m, plan, 0)) up += selective_saved_bytes(plan, op);
+  const double T = 4096;
+  CHECK(none - up == doctest::Approx(2 * T * 128 * (192.0 + 192 + 128)));
+}

@@ -379,3 +379,28 @@ TEST_CASE("models::Memory: MoE combine keeps fp32 probs, FP8 linears keep 1-byte
   CHECK(saved(fp8, "expert_act") == doctest::Approx(saved(bf16, "expert_act")));
   CHECK(saved(fp8, "router") == doctest::Approx(saved(bf16, "router")));
 }
+
+// Megatron GPTModel builds an embedding on the last stage when it holds the MTP module
+// (mtp_process); the MTP loss's logits wait for the backward like the main loss's.
+TEST_CASE("models::Memory: DeepSeek-V3 MTP on the last stage: embedding copy and second logits") {
+  const ModelSpec m = model_preset("deepseek-v3");
+  TrainingPlan plan;
+  plan.pp = 2;
+  plan.ep = 1;
+  plan.mbs = 1;
+  plan.seq = 4096;
+  plan.pipeline_split = {31, 30};
+  const std::vector<double> in_flight = {2, 1};
+  const MemoryReport with = estimate_memory(m, plan, in_flight);
+  plan.mtp = false;
+  const MemoryReport without = estimate_memory(m, plan, in_flight);
+  CHECK(with.stages[0].total_bytes == doctest::Approx(without.stages[0].total_bytes));
+  // Logit elements per micro-batch double: 2 x T x V (tp 1).
+  CHECK(with.stages[1].logits_bytes == doctest::Approx(2 * without.stages[1].logits_bytes));
+  // Parameters: + the MTP layer (like layer 60), eh_proj, three norms, the embedding copy.
+  double layer = 0;
+  for (const OpCost& op : layer_ops(m, plan, 60)) layer += op.params;
+  const double h = 7168, V = 129280;
+  CHECK(with.stages[1].parameters - without.stages[1].parameters ==
+        doctest::Approx(layer + 2 * h * h + 3 * h + V * h));
+}

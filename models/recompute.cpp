@@ -1,0 +1,76 @@
+// Recompute: which layers and ops a plan re-runs (Megatron full, selective modules,
+// torchtitan's op-level policy and every-k-th layer), their extra forward FLOPs and what
+// selective recompute keeps (declared in models/flops.hpp).
+#include <algorithm>
+
+#include "models/flops.hpp"
+
+namespace loom::models {
+namespace {
+
+// Bytes of the matmul outputs torchtitan's op policy recomputes (the even-numbered ones),
+// counting from `mm` matmuls already seen in the layer.
+double recomputed_parts(const OpCost& op, int& mm) {
+  double total = 0;
+  for (double part : op.output_parts) {
+    if (part <= 0) continue;
+    if (++mm % 2 == 0) total += part;
+  }
+  return total;
+}
+
+}  // namespace
+
+void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops) {
+  if (!layer_recomputed(plan, layer_index)) return;
+  int mm = 0;
+  for (OpCost& op : ops) {
+    if (plan.recompute == Recompute::FULL) {
+      op.recompute_flops = op.fwd_flops;
+    } else if (plan.selective_recompute == SelectiveRecompute::ATTENTION) {
+      if (op.rerun_by & plan.recompute_modules) op.recompute_flops = op.fwd_flops;
+    } else if (op.kind == OpKind::MATMUL) {
+      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
+      if (out > 0) op.recompute_flops = op.fwd_flops * recomputed_parts(op, mm) / out;
+    } else if (op.kind != OpKind::ATTENTION) {
+      op.recompute_flops = op.fwd_flops;
+    }
+  }
+}
+
+bool layer_recomputed(const TrainingPlan& plan, int layer_index) {
+  if (plan.recompute == Recompute::NONE) return false;
+  return (layer_index + 1) % std::max(plan.recompute_every, 1) == 0;
+}
+
+bool selective_reruns(const TrainingPlan& plan, const OpCost& op) {
+  if (plan.recompute != Recompute::SELECTIVE) return false;
+  if (plan.selective_recompute == SelectiveRecompute::OP) return op.attention_core;
+  return (op.rerun_by & plan.recompute_modules) != 0;
+}
+
+double selective_saved_bytes(const TrainingPlan& plan, const OpCost& op) {
+  if (!(op.freed_by & plan.recompute_modules)) return op.saved_bytes;
+  return std::min(op.kept_when_freed, op.saved_bytes);
+}
+
+double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
+                                const std::vector<OpCost>& ops) {
+  // torchtitan/models/llama3/parallelize.py (_save_list, _custom_policy): aten.mm and the
+  // SDPA kernels are saved "except every second mm"; checkpoint() keeps the block input.
+  double saved = layer_input_bytes(model, plan), attention_out = 0;
+  int mm = 0;
+  for (const OpCost& op : ops) {
+    if (op.kind == OpKind::MATMUL) {
+      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
+      saved += out - recomputed_parts(op, mm);
+    } else if (op.attention_core && op.kind == OpKind::ATTENTION) {
+      attention_out = op.output_bytes;  // the last one is attention x V: SDPA's output
+    } else if (op.attention_core) {
+      saved += op.saved_bytes;  // the softmax statistics (flash: fp32 log-sum-exp)
+    }
+  }
+  return saved + attention_out;
+}
+
+}  // namespace loom::models
