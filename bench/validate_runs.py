@@ -550,7 +550,7 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="write the table as JSON (- = stdout)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a family misses its target")
     ap.add_argument("--thresholds", default=os.path.join(BENCH, "validation_targets.json"),
-                    help="JSON: {\"targets\": {family: max MAPE %}, \"guards\": {family: max MAPE %}}")
+                    help="JSON: {\"targets\": {family: max MAPE %%}, \"guards\": {family: max MAPE %%}}")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     if not os.path.isdir(a.reference):
