@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cmd_calibrate_fit.hpp"
 #include "cli/commands.hpp"
 #include "common/table.hpp"
 #include "sim/calibration/nccl_tests.hpp"
@@ -73,6 +74,7 @@ int run_show(const CalibrateFlags& f) {
     }
     std::cout << table.render();
   }
+  if (profile.factors) std::cout << "\nfitted factors\n" << render_factors(*profile.factors);
   return 0;
 }
 
@@ -91,10 +93,12 @@ Command add_calibrate_command(CLI::App& root) {
   CLI::App* show =
       app->add_subcommand("show", "print what a profile holds and where each figure came from");
   show->add_option("profile", flags->profile, "profile file")->required();
+  const Command fit = add_calibrate_fit(*app);
   command.app = app;
-  command.run = [flags, import, show]() {
+  command.run = [flags, import, show, fit]() {
     if (import->parsed()) return run_import(*flags);
     if (show->parsed()) return run_show(*flags);
+    if (fit.app->parsed()) return fit.run();
     return 2;
   };
   return command;

@@ -15,6 +15,8 @@
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
+#include "sim/calibration/profile.hpp"
+#include "strategies/calibration/factor_fit.hpp"
 #include "strategies/plan/plan_json.hpp"
 #include "strategies/plan/plan_rules.hpp"
 #include "strategies/step_simulator.hpp"
@@ -30,6 +32,7 @@ struct SimulateFlags {
   bool full = false;
   std::string format;
   std::string trace;
+  std::string calibration;  // profile path; empty: the model alone
 };
 
 std::string pct(double x) {
@@ -44,6 +47,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
                      model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name, f.network,
                      f.full ? "full" : "symmetric", r.simulated_gpus,
                      r.simulated_gpus == 1 ? "" : "s");
+  if (!f.calibration.empty()) out += fmt::format("calibration profile {}\n", f.calibration);
   out += fmt::format(
       "plan: tp {} pp {} dp {} cp {}{}{}; mbs {} gbs {} ({} micro-batches) seq {}; {} zero {} "
       "recompute {} schedule {}\n\n",
@@ -165,6 +169,18 @@ void write_trace(const std::string& path, const strategies::StepReport& r) {
   out << doc.dump() << "\n";
 }
 
+// `options` with the profile's measured collectives and fitted factors.
+strategies::SimulateOptions calibrated(strategies::SimulateOptions options, const std::string& path,
+                                       const topo::Cluster& cluster) {
+  calibration::Profile profile = calibration::read_profile(path);
+  if (profile.factors) options = strategies::with_factors(options, *profile.factors, cluster);
+  if (!profile.collectives.empty()) {
+    options.collective_override =
+        std::make_shared<calibration::MeasuredCollectives>(std::move(profile));
+  }
+  return options;
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& root) {
@@ -182,6 +198,9 @@ Command add_simulate_command(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--full", flags->full, "simulate every GPU (default: one per pipeline stage)");
   app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE");
+  app->add_option("--calibration", flags->calibration,
+                  "calibration profile: measured collective times and fitted factors "
+                  "(docs/calibration.md)");
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;
@@ -198,6 +217,7 @@ Command add_simulate_command(CLI::App& root) {
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
     options.keep_timeline = !f.trace.empty();
+    if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
     if (!f.trace.empty()) write_trace(f.trace, r);
     if (parse_format(f.format) == Format::JSON) {
@@ -208,6 +228,7 @@ Command add_simulate_command(CLI::App& root) {
       context["network"] = f.network;
       context["mode"] = f.full ? "full" : "symmetric";
       context["plan"] = strategies::plan_to_json(plan);
+      if (!f.calibration.empty()) context["calibration"] = f.calibration;
       std::cout << render_document(
           make_document(context, render_results(r, cluster.gpu.hbm_bytes)));
     } else {

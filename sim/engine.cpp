@@ -33,6 +33,11 @@ Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
       fabric_(std::make_unique<Fabric>(cluster, options.link_efficiency)),
       host_(std::make_unique<Host>(*this)),
       network_(make_network(options.network, *fabric_, *host_)) {
+  if (!(options.collective_time_scale > 0) || !std::isfinite(options.collective_time_scale)) {
+    throw ValidationError("collective_time_scale",
+                          fmt::format("collective time scale {} is not a finite number > 0",
+                                      options.collective_time_scale));
+  }
   network_->set_check_capacity(options.check_capacity);
   network_->set_memo(options.memo);
   network_->set_incremental(options.incremental_rates);
@@ -139,7 +144,8 @@ std::pair<TaskId, TaskId> Engine::add_collective_sequence(const std::vector<Coll
 TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
   check_streams(spec);
   const std::optional<SimTime> measured = measured_time(spec.request);
-  if (!measured && options_.collective_timing == CollectiveTiming::FLOWS)
+  if (!measured && options_.collective_timing == CollectiveTiming::FLOWS &&
+      options_.collective_time_scale == 1.0)
     return add_flow_collective(spec, deps);
   const SimTime duration = measured ? *measured : frozen_time(spec.request);
   const TaskId id = add_task(spec.streams, deps);
@@ -182,8 +188,10 @@ SimTime Engine::frozen_time(const CollectiveRequest& req) {
                                     req.concurrent_groups[i].end());
   auto it = frozen_.find(key);
   if (it != frozen_.end()) return it->second;
-  const SimTime t = estimate_schedule(
+  SimTime t = estimate_schedule(
       *fabric_, plan_collective(*fabric_, req, options_.cost, options_.field_names));
+  if (options_.collective_time_scale != 1.0)
+    t = static_cast<SimTime>(std::llround(static_cast<double>(t) * options_.collective_time_scale));
   frozen_.emplace(key, t);
   return t;
 }

@@ -86,6 +86,10 @@ struct EngineOptions {
   /// AUTO, no concurrent groups, contention 1: what a measurement of the group alone shows)
   /// holds its streams for the measured time instead of running flows or a frozen estimate.
   const CollectiveTimeOverride* collective_override = nullptr;
+  /// Multiplies the modelled time of every collective (a fitted communication factor,
+  /// `loom calibrate fit`); measured times and point-to-point transfers keep theirs. Not 1:
+  /// collectives are timed FROZEN (a scaled time cannot run as flows).
+  double collective_time_scale = 1.0;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).

@@ -18,6 +18,7 @@
 #include "models/model_spec.hpp"
 #include "models/parallel_dim.hpp"
 #include "models/training_plan.hpp"
+#include "sim/engine.hpp"
 #include "sim/network.hpp"
 #include "strategies/schedule.hpp"
 #include "topologies/cluster.hpp"
@@ -46,6 +47,12 @@ struct SimulateOptions {
   /// Run every collective as live flows on the network (sim::CollectiveTiming::FLOWS)
   /// instead of its frozen flow-level cost (FROZEN, the default: fast at 16k GPUs).
   bool live_collectives = false;
+  /// Measured collective times (a calibration profile) the engine uses where they cover a
+  /// collective (sim::EngineOptions::collective_override); null: the model alone.
+  std::shared_ptr<const sim::CollectiveTimeOverride> collective_override;
+  /// Multiplies every modelled collective's time (a fitted factor; see
+  /// sim::EngineOptions::collective_time_scale).
+  double collective_time_scale = 1.0;
 };
 
 /// One executed slice, for the Chrome trace.

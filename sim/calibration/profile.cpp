@@ -67,7 +67,67 @@ CollectiveTable read_table(ObjectReader r, const std::string& file) {
   return t;
 }
 
+constexpr topo::DType DTYPES[] = {topo::DType::FP32, topo::DType::TF32, topo::DType::BF16,
+                                  topo::DType::FP16, topo::DType::FP8};
+
+double read_factor(ObjectReader& r, std::string_view key) {
+  const double x = r.get_number(key);
+  if (!(x > 0) || !std::isfinite(x)) r.fail(key, fmt::format("{}", x), "a factor > 0");
+  return x;
+}
+
+FitFactors read_factors(ObjectReader r) {
+  FitFactors f;
+  if (r.has("compute_efficiency")) {
+    ObjectReader c = r.child("compute_efficiency");
+    for (topo::DType d : DTYPES) {
+      if (c.has(topo::to_string(d)))
+        f.compute_efficiency[topo::dtype_index(d)] = read_factor(c, topo::to_string(d));
+    }
+    c.finish();
+  }
+  if (r.has("memory_bound_time")) f.memory_bound_time = read_factor(r, "memory_bound_time");
+  if (r.has("collective_time")) f.collective_time = read_factor(r, "collective_time");
+  if (r.has("fit")) {
+    ObjectReader fit = r.child("fit");
+    f.runs = fit.get_string_or("runs", "");
+    f.run_count = static_cast<int>(fit.get_count_or("run_count", 0));
+    f.mape_pct = fit.get_number_or("mape_pct", 0);
+    if (fit.has("loo_mape_pct")) f.loo_mape_pct = fit.get_number("loo_mape_pct");
+    fit.finish();
+  }
+  r.finish();
+  return f;
+}
+
+OrderedJson factors_json(const FitFactors& f) {
+  OrderedJson j;
+  OrderedJson compute = OrderedJson::object();
+  for (topo::DType d : DTYPES) {
+    if (const auto& x = f.compute_efficiency[topo::dtype_index(d)])
+      compute[topo::to_string(d)] = *x;
+  }
+  if (!compute.empty()) j["compute_efficiency"] = compute;
+  if (f.memory_bound_time) j["memory_bound_time"] = *f.memory_bound_time;
+  if (f.collective_time) j["collective_time"] = *f.collective_time;
+  OrderedJson fit;
+  fit["runs"] = f.runs;
+  fit["run_count"] = f.run_count;
+  fit["mape_pct"] = f.mape_pct;
+  if (f.loo_mape_pct) fit["loo_mape_pct"] = *f.loo_mape_pct;
+  j["fit"] = fit;
+  return j;
+}
+
 }  // namespace
+
+topo::KernelScales kernel_scales(const FitFactors& factors) {
+  topo::KernelScales s;
+  for (size_t i = 0; i < s.compute.size(); ++i)
+    s.compute[i] = factors.compute_efficiency[i].value_or(1.0);
+  s.memory_bound = factors.memory_bound_time.value_or(1.0);
+  return s;
+}
 
 void add_table(Profile& profile, CollectiveTable table) {
   std::sort(table.points.begin(), table.points.end(),
@@ -123,6 +183,7 @@ std::string profile_to_json(const Profile& profile) {
     tables.push_back(j);
   }
   doc["collectives"] = tables;
+  if (profile.factors) doc["factors"] = factors_json(*profile.factors);
   return doc.dump(2) + "\n";
 }
 
@@ -163,6 +224,7 @@ Profile read_profile(const std::string& path) {
     }
     profile.collectives.push_back(std::move(t));
   }
+  if (r.has("factors")) profile.factors = read_factors(r.child("factors"));
   r.finish();
   return profile;
 }

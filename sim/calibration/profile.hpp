@@ -3,13 +3,16 @@
 // exist, each with the place it came from. This slice holds collective times by (op, group
 // size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp). The file
 // format is versioned JSON (docs/calibration.md); MeasuredCollectives feeds the table to
-// the engine through sim's CollectiveTimeOverride hook.
+// the engine through sim's CollectiveTimeOverride hook. A profile may also hold factors
+// fitted to measured runs (FitFactors), which scale the kernel model and collectives.
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
+#include "topologies/scaled_kernel_model.hpp"
 
 namespace loom::calibration {
 
@@ -36,9 +39,26 @@ struct CollectiveTable {
   std::vector<CollectivePoint> points;
 };
 
+/// Physical factors fitted to measured runs (`loom calibrate fit`); an unset factor is 1.
+struct FitFactors {
+  /// Matmul (GEMM, attention) efficiency relative to the kernel model, by tensor-core dtype
+  /// (topo::dtype_index).
+  std::array<std::optional<double>, topo::DTYPE_COUNT> compute_efficiency;
+  std::optional<double> memory_bound_time;  ///< memory-bound kernel time multiplier
+  std::optional<double> collective_time;    ///< modelled collective time multiplier
+  std::string runs;                         ///< the runs file they were fitted to
+  int run_count = 0;                        ///< runs used
+  double mape_pct = 0;                      ///< mean |error| of step time over the runs, %
+  std::optional<double> loo_mape_pct;       ///< leave-one-out mean |error|, %
+};
+
+/// The kernel-model scales of `factors` (unset ones 1).
+topo::KernelScales kernel_scales(const FitFactors& factors);
+
 /// What a profile holds.
 struct Profile {
   std::vector<CollectiveTable> collectives;
+  std::optional<FitFactors> factors;  ///< fitted factors, when `calibrate fit` wrote them
 };
 
 /// Adds `table` to `profile`, sorted by (op, group size, nodes). Throws CalibrationError when

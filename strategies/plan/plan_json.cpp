@@ -87,16 +87,21 @@ PlanInput read_plan_json(const std::string& path) {
   outer.allow({"$schema", "comment"});
   ObjectReader r = wrapped ? outer.child("plan") : outer;
   if (wrapped) r.allow({"comment"});
+  PlanInput input = read_plan_fields(r);
+  if (wrapped) outer.finish();
+  return input;
+}
+
+PlanInput read_plan_fields(ObjectReader& r) {
   PlanInput input;
   for (const PlanField& field : plan_fields()) {
     if (!r.has(field.key)) continue;
     std::optional<PlanValue> value = read_field(r, field);
     if (!value) continue;
     input.set(field.key, std::move(*value),
-              file_source(path, r.pointer_of(field.key), std::string(field.key)));
+              file_source(r.file(), r.pointer_of(field.key), std::string(field.key)));
   }
   r.finish();
-  if (wrapped) outer.finish();
   return input;
 }
 

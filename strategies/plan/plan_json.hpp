@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/document.hpp"
+#include "common/json_util.hpp"
 #include "models/training_plan.hpp"
 #include "strategies/plan/plan_input.hpp"
 
@@ -17,6 +18,10 @@ namespace loom::strategies {
 /// records its source as "FILE#/pointer". Throws ConfigError (missing file, malformed
 /// JSON with line/column, unknown key with did-you-mean, a value of the wrong type).
 PlanInput read_plan_json(const std::string& path);
+
+/// Reads the plan keys of the JSON object `r` reads (a plan object inside another file);
+/// sources "FILE#/pointer". Throws ConfigError as read_plan_json does.
+PlanInput read_plan_fields(ObjectReader& r);
 
 /// The resolved plan as the JSON "plan" object (every field, defaults and derived keys
 /// included, in table order).

@@ -17,6 +17,8 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
       o.live_collectives ? sim::CollectiveTiming::FLOWS : sim::CollectiveTiming::FROZEN;
   // The ideal network is for analysis: no protocol latencies either.
   if (o.network == sim::NetworkMode::IDEAL) e.cost.nccl_overheads = false;
+  e.collective_override = o.collective_override.get();
+  e.collective_time_scale = o.collective_time_scale;
   return e;
 }
 

@@ -1,0 +1,2 @@
+calibrate fit --runs examples/calibration/runs_synthetic.json -o /dev/null
+exit: 2

@@ -1,0 +1,1 @@
+calibrate show examples/calibration/fitted_synthetic.json
