@@ -38,10 +38,15 @@ strategies::FitOptions fit_options(const FitFlags& f) {
   o.compute = o.memory = o.collective = false;
   std::istringstream list(f.factors);
   for (std::string name; std::getline(list, name, ',');) {
-    if (name == "compute") o.compute = true;
-    else if (name == "memory") o.memory = true;
-    else if (name == "collective") o.collective = true;
-    else throw ValidationError::bad_value("--factors", name, "compute, memory, collective (comma-separated)");
+    if (name == "compute")
+      o.compute = true;
+    else if (name == "memory")
+      o.memory = true;
+    else if (name == "collective")
+      o.collective = true;
+    else
+      throw ValidationError::bad_value("--factors", name,
+                                       "compute, memory, collective (comma-separated)");
   }
   o.simulate.network = sim::parse_network_mode(f.network, "--network");
   return o;
@@ -52,24 +57,28 @@ Table factor_table(const calibration::FitFactors& x) {
   factors.align_left(0);
   for (int d = 0; d < topo::DTYPE_COUNT; ++d)
     if (x.compute_efficiency[d])
-      factors.add_row({fmt::format("compute efficiency {}", topo::to_string(static_cast<topo::DType>(d))),
-                       fmt::format("{:.4f}", *x.compute_efficiency[d])});
-  if (x.memory_bound_time) factors.add_row({"memory-bound time", fmt::format("{:.4f}", *x.memory_bound_time)});
-  if (x.collective_time) factors.add_row({"collective time", fmt::format("{:.4f}", *x.collective_time)});
+      factors.add_row(
+          {fmt::format("compute efficiency {}", topo::to_string(static_cast<topo::DType>(d))),
+           fmt::format("{:.4f}", *x.compute_efficiency[d])});
+  if (x.memory_bound_time)
+    factors.add_row({"memory-bound time", fmt::format("{:.4f}", *x.memory_bound_time)});
+  if (x.collective_time)
+    factors.add_row({"collective time", fmt::format("{:.4f}", *x.collective_time)});
   return factors;
 }
 
 void print_fit(const strategies::FitResult& fit, const FitFlags& f) {
-  std::cout << fmt::format("# loom calibrate fit: {} runs from {}, network {}\n\n",
-                           fit.runs.size(), f.runs, f.network);
+  std::cout << fmt::format("# loom calibrate fit: {} runs from {}, network {}\n\n", fit.runs.size(),
+                           f.runs, f.network);
   const auto& x = fit.factors;
   std::cout << factor_table(x).render() << "\n";
-  Table runs({"run", "measured", "datasheet", "error", "fitted", "error", "leave-one-out", "error"});
+  Table runs(
+      {"run", "measured", "datasheet", "error", "fitted", "error", "leave-one-out", "error"});
   runs.align_left(0);
   for (const auto& r : fit.runs) {
-    runs.add_row({r.id, format_time(r.measured_s), format_time(r.model_s), signed_pct(r.model_s / r.measured_s),
-                  format_time(r.fitted_s), signed_pct(r.fitted_s / r.measured_s),
-                  r.loo_s > 0 ? format_time(r.loo_s) : "-",
+    runs.add_row({r.id, format_time(r.measured_s), format_time(r.model_s),
+                  signed_pct(r.model_s / r.measured_s), format_time(r.fitted_s),
+                  signed_pct(r.fitted_s / r.measured_s), r.loo_s > 0 ? format_time(r.loo_s) : "-",
                   r.loo_s > 0 ? signed_pct(r.loo_s / r.measured_s) : "-"});
   }
   std::cout << runs.render();
@@ -115,9 +124,12 @@ Command add_calibrate_fit(CLI::App& calibrate) {
   auto flags = std::make_shared<FitFlags>();
   CLI::App* app = calibrate.add_subcommand(
       "fit", "fit compute, memory-bound and collective factors to measured runs into a profile");
-  app->add_option("--runs", flags->runs, "measured runs (JSON records, docs/calibration.md)")->required();
-  app->add_option("--cluster", flags->cluster, "cluster preset or JSON for runs without loom.cluster");
-  app->add_option("-o,--output", flags->output, "profile to write (kept collective tables if it exists)")
+  app->add_option("--runs", flags->runs, "measured runs (JSON records, docs/calibration.md)")
+      ->required();
+  app->add_option("--cluster", flags->cluster,
+                  "cluster preset or JSON for runs without loom.cluster");
+  app->add_option("-o,--output", flags->output,
+                  "profile to write (kept collective tables if it exists)")
       ->required();
   app->add_option("--factors", flags->factors, "factors to fit: compute,memory,collective")
       ->capture_default_str();

@@ -8,11 +8,16 @@ namespace loom::topo {
 
 const char* to_string(DType dtype) {
   switch (dtype) {
-    case DType::FP32: return "fp32";
-    case DType::TF32: return "tf32";
-    case DType::BF16: return "bf16";
-    case DType::FP16: return "fp16";
-    case DType::FP8: return "fp8";
+    case DType::FP32:
+      return "fp32";
+    case DType::TF32:
+      return "tf32";
+    case DType::BF16:
+      return "bf16";
+    case DType::FP16:
+      return "fp16";
+    case DType::FP8:
+      return "fp8";
   }
   return "?";
 }
@@ -34,7 +39,8 @@ double ScaledKernelModel::seconds(const KernelOp& op, KernelPass pass, DType mat
       return t / scales_.compute[static_cast<size_t>(dtype_index(tensor_core_dtype(math)))];
     case KernelKind::MEMORY_BOUND:
     case KernelKind::OPTIMIZER:
-    case KernelKind::FP8_CAST: return t * scales_.memory_bound;
+    case KernelKind::FP8_CAST:
+      return t * scales_.memory_bound;
   }
   return t;
 }

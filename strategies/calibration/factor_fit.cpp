@@ -25,11 +25,15 @@ struct Factor {
 // The tensor-core dtype a run's matmuls compute in.
 topo::DType run_dtype(const MeasuredRun& run) {
   switch (models::compute_dtype(run.plan.precision)) {
-    case DType::FP8: return topo::DType::FP8;
-    case DType::FP16: return topo::DType::FP16;
+    case DType::FP8:
+      return topo::DType::FP8;
+    case DType::FP16:
+      return topo::DType::FP16;
     case DType::TF32:
-    case DType::FP32: return topo::DType::TF32;
-    default: return topo::DType::BF16;
+    case DType::FP32:
+      return topo::DType::TF32;
+    default:
+      return topo::DType::BF16;
   }
 }
 
@@ -39,9 +43,15 @@ calibration::FitFactors factors_of(const std::vector<Factor>& factors,
   for (size_t i = 0; i < factors.size(); ++i) {
     const double x = std::exp(theta[i]);
     switch (factors[i].kind) {
-      case FactorKind::COMPUTE: f.compute_efficiency[topo::dtype_index(factors[i].dtype)] = x; break;
-      case FactorKind::MEMORY: f.memory_bound_time = x; break;
-      case FactorKind::COLLECTIVE: f.collective_time = x; break;
+      case FactorKind::COMPUTE:
+        f.compute_efficiency[topo::dtype_index(factors[i].dtype)] = x;
+        break;
+      case FactorKind::MEMORY:
+        f.memory_bound_time = x;
+        break;
+      case FactorKind::COLLECTIVE:
+        f.collective_time = x;
+        break;
     }
   }
   return f;
@@ -75,8 +85,11 @@ std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double
 class Fitter {
  public:
   Fitter(const std::vector<MeasuredRun>& runs, std::vector<Factor> factors, const FitOptions& o)
-      : runs_(runs), factors_(std::move(factors)), options_(o),
-        lo_(std::log(o.min_factor)), hi_(std::log(o.max_factor)) {}
+      : runs_(runs),
+        factors_(std::move(factors)),
+        options_(o),
+        lo_(std::log(o.min_factor)),
+        hi_(std::log(o.max_factor)) {}
 
   // Simulated step time of run `i` under log-factors `theta`, seconds.
   double step(size_t i, const std::vector<double>& theta) {
@@ -170,7 +183,8 @@ std::vector<Factor> requested_factors(const std::vector<MeasuredRun>& runs, cons
   if (o.compute) {
     std::set<int> seen;
     for (const MeasuredRun& r : runs)
-      if (seen.insert(topo::dtype_index(run_dtype(r))).second) out.push_back({FactorKind::COMPUTE, run_dtype(r)});
+      if (seen.insert(topo::dtype_index(run_dtype(r))).second)
+        out.push_back({FactorKind::COMPUTE, run_dtype(r)});
     std::sort(out.begin(), out.end(), [](const Factor& a, const Factor& b) {
       return topo::dtype_index(a.dtype) < topo::dtype_index(b.dtype);
     });
@@ -182,9 +196,12 @@ std::vector<Factor> requested_factors(const std::vector<MeasuredRun>& runs, cons
 
 std::string factor_name(const Factor& f) {
   switch (f.kind) {
-    case FactorKind::COMPUTE: return fmt::format("compute efficiency {}", topo::to_string(f.dtype));
-    case FactorKind::MEMORY: return "memory-bound time";
-    case FactorKind::COLLECTIVE: return "collective time";
+    case FactorKind::COMPUTE:
+      return fmt::format("compute efficiency {}", topo::to_string(f.dtype));
+    case FactorKind::MEMORY:
+      return "memory-bound time";
+    case FactorKind::COLLECTIVE:
+      return "collective time";
   }
   return "?";
 }

@@ -43,7 +43,8 @@ std::optional<std::int64_t> stated_int(const Json& obj, const char* key, const s
   const Json* v = stated(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer() || v->get<std::int64_t>() < 0)
-    fail(file, pointer + "/" + key, fmt::format("invalid value {}; allowed: an integer >= 0 or null", v->dump()));
+    fail(file, pointer + "/" + key,
+         fmt::format("invalid value {}; allowed: an integer >= 0 or null", v->dump()));
   return v->get<std::int64_t>();
 }
 
@@ -58,7 +59,8 @@ models::ModelSpec record_model(const Json& rec, const std::string& file, const s
     return models::load_model(arg, file + "#" + at + "/loom/model");
   }
   const Json* m = stated(rec, "model");
-  if (!m || !m->is_object()) fail(file, at + "/model", "missing model; give the record's model or loom.model");
+  if (!m || !m->is_object())
+    fail(file, at + "/model", "missing model; give the record's model or loom.model");
   if (const Json* name = stated(*m, "name")) {
     const auto names = models::model_preset_names();
     if (name->is_string() && std::count(names.begin(), names.end(), name->get<std::string>()))
@@ -67,8 +69,8 @@ models::ModelSpec record_model(const Json& rec, const std::string& file, const s
   Json hf;
   hf["model_type"] = "llama";
   const std::pair<const char*, const char*> keys[] = {
-      {"num_layers", "num_hidden_layers"}, {"hidden_size", "hidden_size"},
-      {"num_heads", "num_attention_heads"}, {"num_kv_heads", "num_key_value_heads"},
+      {"num_layers", "num_hidden_layers"},      {"hidden_size", "hidden_size"},
+      {"num_heads", "num_attention_heads"},     {"num_kv_heads", "num_key_value_heads"},
       {"ffn_hidden_size", "intermediate_size"}, {"vocab_size", "vocab_size"}};
   for (const auto& [ours, theirs] : keys) {
     const auto v = stated_int(*m, ours, file, at + "/model");
@@ -78,7 +80,8 @@ models::ModelSpec record_model(const Json& rec, const std::string& file, const s
     }
     hf[theirs] = *v;
   }
-  if (stated(*m, "moe")) fail(file, at + "/model/moe", "a MoE architecture needs loom.model (a preset or model file)");
+  if (stated(*m, "moe"))
+    fail(file, at + "/model/moe", "a MoE architecture needs loom.model (a preset or model file)");
   return models::import_hf_config(hf.dump(), file + "#" + at + "/model");
 }
 
@@ -99,7 +102,8 @@ PlanInput record_plan(const Json& rec, const std::string& file, const std::strin
     in.set("zero", *z, file_source(file, pp + "/zero_stage", "zero"));
   } else if (const Json* f = stated(par, "fsdp"); f && f->is_boolean() && f->get<bool>()) {
     in.set("zero", std::int64_t{3}, file_source(file, pp + "/fsdp", "zero"));
-  } else if (const Json* d = stated(par, "distributed_optimizer"); d && d->is_boolean() && d->get<bool>()) {
+  } else if (const Json* d = stated(par, "distributed_optimizer");
+             d && d->is_boolean() && d->get<bool>()) {
     in.set("zero", std::int64_t{1}, file_source(file, pp + "/distributed_optimizer", "zero"));
   }
   if (const Json* sp = stated(par, "sequence_parallel"); sp && sp->is_boolean() && sp->get<bool>())
@@ -136,21 +140,22 @@ double record_step(const Json& rec, const models::TrainingPlan& plan, int gpus,
     const Json* v = m ? stated(*m, key) : nullptr;
     if (!v) return std::nullopt;
     if (!v->is_number() || !(v->get<double>() > 0))
-      fail(file, at + "/measured/" + key, fmt::format("invalid value {}; allowed: a number > 0", v->dump()));
+      fail(file, at + "/measured/" + key,
+           fmt::format("invalid value {}; allowed: a number > 0", v->dump()));
     return v->get<double>();
   };
   if (auto t = positive("iteration_time_s")) return *t;
   if (auto tps = positive("tokens_per_sec_per_gpu")) {
-    return static_cast<double>(plan.global_batch()) * static_cast<double>(plan.seq) /
-           (*tps * gpus);
+    return static_cast<double>(plan.global_batch()) * static_cast<double>(plan.seq) / (*tps * gpus);
   }
   fail(file, at + "/measured",
        "no measurement loom can fit to; give iteration_time_s or tokens_per_sec_per_gpu");
 }
 
-MeasuredRun read_record(const Json& rec, const std::string& file, const std::string& at,
-                        const std::optional<std::string>& default_cluster,
-                        std::map<std::pair<std::string, int>, std::shared_ptr<const topo::Cluster>>& clusters) {
+MeasuredRun read_record(
+    const Json& rec, const std::string& file, const std::string& at,
+    const std::optional<std::string>& default_cluster,
+    std::map<std::pair<std::string, int>, std::shared_ptr<const topo::Cluster>>& clusters) {
   if (!rec.is_object()) fail(file, at, "a run record must be a JSON object");
   MeasuredRun run;
   run.where = file + "#" + at;
@@ -163,7 +168,8 @@ MeasuredRun read_record(const Json& rec, const std::string& file, const std::str
   if (!cluster) fail(file, at, "no cluster for this run; give --cluster or set loom.cluster");
   const Json& hw = stated(rec, "hardware") ? rec["hardware"] : Json::object();
   const auto gpus = stated_int(hw, "num_gpus", file, at + "/hardware");
-  if (!gpus || *gpus < 1) fail(file, at + "/hardware/num_gpus", "not stated; loom needs the run's GPU count");
+  if (!gpus || *gpus < 1)
+    fail(file, at + "/hardware/num_gpus", "not stated; loom needs the run's GPU count");
   auto& c = clusters[{*cluster, static_cast<int>(*gpus)}];
   if (!c) {
     c = std::make_shared<const topo::Cluster>(
@@ -191,11 +197,13 @@ std::vector<MeasuredRun> read_runs(const std::string& path,
   const Json& runs = wrapped ? doc["runs"] : doc;
   const std::string base = wrapped ? "/runs" : "";
   if (!runs.is_array() || runs.empty())
-    fail(path, wrapped ? "/runs" : "", "expected a non-empty array of run records (or {\"runs\": [...]})");
+    fail(path, wrapped ? "/runs" : "",
+         "expected a non-empty array of run records (or {\"runs\": [...]})");
   std::map<std::pair<std::string, int>, std::shared_ptr<const topo::Cluster>> clusters;
   std::vector<MeasuredRun> out;
   for (size_t i = 0; i < runs.size(); ++i)
-    out.push_back(read_record(runs[i], path, fmt::format("{}/{}", base, i), default_cluster, clusters));
+    out.push_back(
+        read_record(runs[i], path, fmt::format("{}/{}", base, i), default_cluster, clusters));
   return out;
 }
 

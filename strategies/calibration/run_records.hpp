@@ -17,8 +17,8 @@ namespace loom::strategies {
 
 /// One measured run, ready to simulate.
 struct MeasuredRun {
-  std::string id;      ///< the record's id
-  std::string where;   ///< "FILE#/runs/3": where messages point
+  std::string id;     ///< the record's id
+  std::string where;  ///< "FILE#/runs/3": where messages point
   models::ModelSpec model;
   models::TrainingPlan plan;
   std::shared_ptr<const topo::Cluster> cluster;

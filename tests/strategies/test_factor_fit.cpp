@@ -47,10 +47,10 @@ TEST_CASE("strategies::FactorFit: recovers compute 0.85 and collective 1.3 from 
   const auto one = dgx_h100(1);
   const auto two = dgx_h100(2);
   std::vector<MeasuredRun> runs = {
-      run_of(one, 1, 1, 8, 1, 2048, 2),  run_of(one, 2, 1, 4, 1, 4096, 2),
-      run_of(one, 4, 1, 2, 2, 2048, 2),  run_of(one, 8, 1, 1, 1, 8192, 2),
-      run_of(two, 8, 1, 2, 1, 4096, 2),  run_of(two, 4, 2, 2, 1, 2048, 4),
-      run_of(two, 2, 1, 8, 1, 1024, 1),  run_of(one, 1, 2, 4, 4, 512, 4),
+      run_of(one, 1, 1, 8, 1, 2048, 2), run_of(one, 2, 1, 4, 1, 4096, 2),
+      run_of(one, 4, 1, 2, 2, 2048, 2), run_of(one, 8, 1, 1, 1, 8192, 2),
+      run_of(two, 8, 1, 2, 1, 4096, 2), run_of(two, 4, 2, 2, 1, 2048, 4),
+      run_of(two, 2, 1, 8, 1, 1024, 1), run_of(one, 1, 2, 4, 4, 512, 4),
   };
   // The "measurements": loom with matmuls at 0.85 of its kernel model and collectives 1.3x
   // slower, through the same mechanism the fit adjusts.
@@ -58,15 +58,16 @@ TEST_CASE("strategies::FactorFit: recovers compute 0.85 and collective 1.3 from 
   truth.compute_efficiency[topo::dtype_index(topo::DType::BF16)] = 0.85;
   truth.collective_time = 1.3;
   for (MeasuredRun& r : runs) {
-    r.step_s = simulate_step(r.model, r.plan, *r.cluster, with_factors({}, truth, *r.cluster))
-                   .step_time_s;
+    r.step_s =
+        simulate_step(r.model, r.plan, *r.cluster, with_factors({}, truth, *r.cluster)).step_time_s;
   }
   const FitResult fit = fit_factors(runs);
   const auto& f = fit.factors;
   REQUIRE(f.compute_efficiency[topo::dtype_index(topo::DType::BF16)].has_value());
   REQUIRE(f.memory_bound_time.has_value());
   REQUIRE(f.collective_time.has_value());
-  CHECK(*f.compute_efficiency[topo::dtype_index(topo::DType::BF16)] == doctest::Approx(0.85).epsilon(0.02));
+  CHECK(*f.compute_efficiency[topo::dtype_index(topo::DType::BF16)] ==
+        doctest::Approx(0.85).epsilon(0.02));
   CHECK(*f.memory_bound_time == doctest::Approx(1.0).epsilon(0.02));
   CHECK(*f.collective_time == doctest::Approx(1.3).epsilon(0.02));
   CHECK(f.mape_pct < 0.5);
@@ -81,7 +82,8 @@ TEST_CASE("strategies::FactorFit: recovers compute 0.85 and collective 1.3 from 
 
 TEST_CASE("strategies::FactorFit: fewer runs than factors is refused") {
   const auto one = dgx_h100(1);
-  std::vector<MeasuredRun> runs = {run_of(one, 1, 1, 8, 1, 2048, 1), run_of(one, 2, 1, 4, 1, 2048, 1)};
+  std::vector<MeasuredRun> runs = {run_of(one, 1, 1, 8, 1, 2048, 1),
+                                   run_of(one, 2, 1, 4, 1, 2048, 1)};
   for (MeasuredRun& r : runs) r.step_s = simulate_step(r.model, r.plan, *r.cluster).step_time_s;
   CHECK_THROWS_AS(fit_factors(runs), ValidationError);
   FitOptions o;
@@ -119,7 +121,8 @@ double model_all_reduce(const topo::Cluster& cluster, double bytes) {
 
 }  // namespace
 
-TEST_CASE("strategies::StepSimulator: a profile measuring TP all-reduces 2x slower doubles TP comm") {
+TEST_CASE(
+    "strategies::StepSimulator: a profile measuring TP all-reduces 2x slower doubles TP comm") {
   const auto cluster = dgx_h100(1);
   MeasuredRun r = run_of(cluster, 8, 1, 1, 1, 2048, 2);
   r.plan.sp = false;  // TP as all-reduces only
