@@ -1,13 +1,15 @@
 #pragma once
 // A calibration profile: measured figures that replace datasheet coefficients where they
 // exist, each with the place it came from. This slice holds collective times by (op, group
-// size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp). The file
+// size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp), and
+// per-class summaries of profiler traces of real runs (calibration/kineto.hpp). The file
 // format is versioned JSON (docs/calibration.md); MeasuredCollectives feeds the table to
 // the engine through sim's CollectiveTimeOverride hook.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/calibration/trace_summary.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 
@@ -39,6 +41,7 @@ struct CollectiveTable {
 /// What a profile holds.
 struct Profile {
   std::vector<CollectiveTable> collectives;
+  std::vector<TraceSummary> traces;  ///< profiler traces of real runs (calibration/kineto.hpp)
 };
 
 /// Adds `table` to `profile`, sorted by (op, group size, nodes). Throws CalibrationError when
