@@ -13,6 +13,8 @@
 #include "common/error.hpp"
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
+#include "sim/calibration/gzip.hpp"
+#include "sim/calibration/kineto.hpp"
 
 namespace loom::calibration {
 
@@ -346,12 +348,17 @@ ImportResult parse_nccl_tests(std::string_view text, const std::string& file) {
 ImportResult import_files(const std::vector<std::string>& files) {
   ImportResult all;
   for (const std::string& file : files) {
-    const std::string text = read_text_file(file, "measurement");
+    std::string text = read_text_file(file, "measurement");
+    if (is_gzip(text)) text = gunzip(text, file);
+    if (looks_like_kineto(text)) {
+      all.traces.push_back(parse_kineto(text, file, all.notes));
+      continue;
+    }
     if (!looks_like_nccl_tests(text)) {
       throw CalibrationError(fmt::format(
           "{}:1: not a format loom imports; `loom calibrate import` reads nccl-tests output "
           "(all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, "
-          "sendrecv_perf, broadcast_perf, ...)",
+          "sendrecv_perf, broadcast_perf, ...) and PyTorch profiler traces (.json, .json.gz)",
           file));
     }
     ImportResult one = parse_nccl_tests(text, file);

@@ -12,9 +12,11 @@
 
 namespace loom::calibration {
 
-/// What one file gave: its tables and remarks worth showing (skipped rows, a cut-off tail).
+/// What the files gave: collective tables, trace summaries and remarks worth showing
+/// (skipped rows, a cut-off tail, kernels without shapes).
 struct ImportResult {
   std::vector<CollectiveTable> tables;
+  std::vector<TraceSummary> traces;
   std::vector<std::string> notes;
 };
 
@@ -28,9 +30,10 @@ bool looks_like_nccl_tests(std::string_view text);
 /// row or device line, a table without device lines or program name, or no table at all.
 ImportResult parse_nccl_tests(std::string_view text, const std::string& file);
 
-/// Reads each file and imports it by its content (nccl-tests output is the one format this
-/// build knows). Throws ConfigError for a missing file and CalibrationError naming file and
-/// line for an unrecognised or malformed one.
+/// Reads each file and imports it by its content: nccl-tests output, or a PyTorch profiler
+/// (Kineto) Chrome trace, plain or gzipped (calibration/kineto.hpp). Throws ConfigError for a
+/// missing file and CalibrationError naming file and line for an unrecognised or malformed
+/// one.
 ImportResult import_files(const std::vector<std::string>& files);
 
 }  // namespace loom::calibration

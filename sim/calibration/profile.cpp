@@ -10,6 +10,7 @@
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/json_util.hpp"
+#include "sim/calibration/trace_summary_json.hpp"
 
 namespace loom::calibration {
 
@@ -183,6 +184,12 @@ std::string profile_to_json(const Profile& profile) {
     tables.push_back(j);
   }
   doc["collectives"] = tables;
+  // Only when there are any: a profile of nccl-tests logs alone reads as it always did.
+  if (!profile.traces.empty()) {
+    OrderedJson traces = OrderedJson::array();
+    for (const TraceSummary& t : profile.traces) traces.push_back(trace_summary_to_json(t));
+    doc["trace_summaries"] = traces;
+  }
   if (profile.factors) doc["factors"] = factors_json(*profile.factors);
   return doc.dump(2) + "\n";
 }
@@ -223,6 +230,17 @@ Profile read_profile(const std::string& path) {
       }
     }
     profile.collectives.push_back(std::move(t));
+  }
+  if (r.has("trace_summaries")) {
+    const auto& traces = r.raw("trace_summaries");
+    if (!traces.is_array()) {
+      throw ConfigError::bad_value(path, "/trace_summaries", traces.dump(),
+                                   "an array of summaries");
+    }
+    for (size_t i = 0; i < traces.size(); ++i) {
+      profile.traces.push_back(
+          trace_summary_from_json(traces[i], path, fmt::format("/trace_summaries/{}", i)));
+    }
   }
   if (r.has("factors")) profile.factors = read_factors(r.child("factors"));
   r.finish();

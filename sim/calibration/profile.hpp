@@ -1,7 +1,8 @@
 #pragma once
 // A calibration profile: measured figures that replace datasheet coefficients where they
 // exist, each with the place it came from. This slice holds collective times by (op, group
-// size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp). The file
+// size, nodes, bytes), imported from nccl-tests logs (calibration/nccl_tests.hpp), and
+// per-class summaries of profiler traces of real runs (calibration/kineto.hpp). The file
 // format is versioned JSON (docs/calibration.md); MeasuredCollectives feeds the table to
 // the engine through sim's CollectiveTimeOverride hook. A profile may also hold factors
 // fitted to measured runs (FitFactors), which scale the kernel model and collectives.
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibration/trace_summary.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "topologies/scaled_kernel_model.hpp"
@@ -58,6 +60,7 @@ topo::KernelScales kernel_scales(const FitFactors& factors);
 /// What a profile holds.
 struct Profile {
   std::vector<CollectiveTable> collectives;
+  std::vector<TraceSummary> traces;   ///< profiler traces of real runs (calibration/kineto.hpp)
   std::optional<FitFactors> factors;  ///< fitted factors, when `calibrate fit` wrote them
 };
 
