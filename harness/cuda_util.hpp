@@ -15,14 +15,14 @@ namespace loom::harness {
 inline void check_cuda(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   if (status == cudaErrorMemoryAllocation) {
-    throw DeviceError(fmt::format(
-        "{}: too little GPU memory ({}); lower -e, use smaller shapes, or free the GPU", what,
-        cudaGetErrorString(status)));
+    throw DeviceError(
+        fmt::format("{}: too little GPU memory ({}); lower -e, use smaller shapes, or free the GPU",
+                    what, cudaGetErrorString(status)));
   }
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
-    throw DeviceError(fmt::format(
-        "no CUDA device: run loom-harness on a machine with an NVIDIA GPU ({}: {})", what,
-        cudaGetErrorString(status)));
+    throw DeviceError(
+        fmt::format("no CUDA device: run loom-harness on a machine with an NVIDIA GPU ({}: {})",
+                    what, cudaGetErrorString(status)));
   }
   throw DeviceError(fmt::format("{}: {}", what, cudaGetErrorString(status)));
 }

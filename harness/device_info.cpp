@@ -12,7 +12,9 @@ namespace loom::harness {
 
 namespace {
 
-std::string cuda_version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+std::string cuda_version_text(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
 
 // The enforced power limit of the GPU at `pci_bus_id` through NVML, watts; 0 when NVML or the
 // query is unavailable. Signatures from NVML's nvml.h (nvmlReturn_t is an int, 0 = success).
@@ -71,7 +73,8 @@ DeviceInfo query_device() {
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   info.memory_bytes = static_cast<std::int64_t>(total_bytes);
   char bus[32] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) == cudaSuccess) info.power_limit_w = power_limit_w(bus);
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) == cudaSuccess)
+    info.power_limit_w = power_limit_w(bus);
   int driver = 0, runtime = 0, nccl = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);

@@ -16,7 +16,8 @@ constexpr size_t WORKSPACE_BYTES = size_t{32} << 20;
 void check_lt(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   if (status == CUBLAS_STATUS_ALLOC_FAILED) {
-    throw DeviceError(fmt::format("{}: too little GPU memory for cuBLASLt; use smaller shapes", what));
+    throw DeviceError(
+        fmt::format("{}: too little GPU memory for cuBLASLt; use smaller shapes", what));
   }
   throw DeviceError(fmt::format("{}: {}", what, cublasLtGetStatusString(status)));
 }
@@ -80,10 +81,10 @@ GemmResult time_gemm(cublasLtHandle_t lt, const GemmShape& s, const std::string&
   if (found > 0) {
     const float alpha = 1.0f, beta = 0.0f;
     auto launch = [&] {
-      check_lt(cublasLtMatmul(lt, desc, &alpha, a.get(), la, b.get(), lb, &beta, d.get(), ld,
-                              d.get(), ld, &heuristic.algo, workspace.get(), WORKSPACE_BYTES,
-                              stream),
-               "cublasLtMatmul");
+      check_lt(
+          cublasLtMatmul(lt, desc, &alpha, a.get(), la, b.get(), lb, &beta, d.get(), ld, d.get(),
+                         ld, &heuristic.algo, workspace.get(), WORKSPACE_BYTES, stream),
+          "cublasLtMatmul");
     };
     r.time = summarize(time_runs(launch, stream, options));
     int id = 0;
@@ -112,8 +113,8 @@ std::vector<GemmResult> measure_gemm(const std::vector<GemmShape>& shapes, const
     for (const GemmShape& s : shapes) {
       GemmResult r = time_gemm(lt, s, dtype, options, stream);
       if (r.algorithm.empty()) {
-        fmt::print(stderr, "gemm {} {}x{}x{}: cuBLASLt has no kernel on this GPU; skipped\n",
-                   dtype, s.m, s.n, s.k);
+        fmt::print(stderr, "gemm {} {}x{}x{}: cuBLASLt has no kernel on this GPU; skipped\n", dtype,
+                   s.m, s.n, s.k);
         continue;
       }
       fmt::print("gemm {:4} m {:6} n {:6} k {:6}  {:10.2f} us  spread {:5.1f}%  {:8.1f} TFLOP/s\n",

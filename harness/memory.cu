@@ -18,13 +18,15 @@ namespace {
 constexpr int THREADS = 256;
 
 __global__ void copy_kernel(const float* __restrict__ in, float* __restrict__ out, size_t n) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
     out[i] = in[i];
 }
 
 __global__ void axpb_kernel(const float* __restrict__ x, const float* __restrict__ b,
                             float* __restrict__ out, float a, size_t n) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
     out[i] = a * x[i] + b[i];
 }
 
@@ -32,7 +34,8 @@ __global__ void axpb_kernel(const float* __restrict__ x, const float* __restrict
 __global__ void sum_kernel(const float* __restrict__ in, float* out, size_t n) {
   __shared__ float partial[THREADS];
   float sum = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
     sum += in[i];
   partial[threadIdx.x] = sum;
   __syncthreads();
@@ -54,7 +57,8 @@ __device__ float hashed(size_t i) {
 
 template <typename T>
 __global__ void fill_kernel(T* data, size_t n) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
     data[i] = T(hashed(i));
 }
 
@@ -117,9 +121,12 @@ std::vector<MemoryResult> measure_memory(const Options& options) {
       const size_t n = std::max<size_t>(1, static_cast<size_t>(bytes) / sizeof(float));
       const int blocks = blocks_for(n);
       auto launch = [&] {
-        if (kernel == "copy") copy_kernel<<<blocks, THREADS, 0, stream>>>(xs, os, n);
-        else if (kernel == "elementwise") axpb_kernel<<<blocks, THREADS, 0, stream>>>(xs, ys, os, 0.5f, n);
-        else sum_kernel<<<blocks, THREADS, 0, stream>>>(xs, os, n);
+        if (kernel == "copy")
+          copy_kernel<<<blocks, THREADS, 0, stream>>>(xs, os, n);
+        else if (kernel == "elementwise")
+          axpb_kernel<<<blocks, THREADS, 0, stream>>>(xs, ys, os, 0.5f, n);
+        else
+          sum_kernel<<<blocks, THREADS, 0, stream>>>(xs, os, n);
       };
       MemoryResult r{kernel, static_cast<std::int64_t>(n) * bytes_per_element(kernel), {}};
       r.time = summarize(time_runs(launch, stream, options));

@@ -46,8 +46,8 @@ void launch(const std::string& op, std::vector<Rank>& ranks, size_t count, bool 
     } else if (op == "all_gather") {
       ncclAllGather(in_place ? recv + r * count : send, recv, count, ncclFloat, k.comm, k.stream);
     } else if (op == "reduce_scatter") {
-      ncclReduceScatter(send, in_place ? send + r * count : recv, count, ncclFloat, ncclSum,
-                        k.comm, k.stream);
+      ncclReduceScatter(send, in_place ? send + r * count : recv, count, ncclFloat, ncclSum, k.comm,
+                        k.stream);
     } else if (op == "broadcast") {
       ncclBroadcast(send, in_place ? send : recv, count, ncclFloat, 0, k.comm, k.stream);
     } else if (op == "all_to_all") {
@@ -79,11 +79,15 @@ std::vector<CollectiveResult> measure_group(std::vector<Rank>& ranks, const Opti
       const size_t count = count_for(op, bytes, g);
       if (count == 0) continue;
       const bool split = op == "all_gather" || op == "reduce_scatter" || op == "all_to_all";
-      CollectiveResult r{op, g, static_cast<std::int64_t>(count * (split ? g : 1) * sizeof(float)),
-                         static_cast<std::int64_t>(count), {}, {}};
+      CollectiveResult r{op,
+                         g,
+                         static_cast<std::int64_t>(count * (split ? g : 1) * sizeof(float)),
+                         static_cast<std::int64_t>(count),
+                         {},
+                         {}};
       cudaSetDevice(ranks[0].device);
-      r.out_of_place = summarize(
-          time_runs([&] { launch(op, ranks, count, false); }, ranks[0].stream, options));
+      r.out_of_place =
+          summarize(time_runs([&] { launch(op, ranks, count, false); }, ranks[0].stream, options));
       const bool has_in_place = op != "all_to_all" && op != "send_recv";
       r.in_place = has_in_place ? summarize(time_runs([&] { launch(op, ranks, count, true); },
                                                       ranks[0].stream, options))

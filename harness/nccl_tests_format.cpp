@@ -10,8 +10,9 @@ namespace {
 
 // nccl-tests' time column: two decimals while it fits in 7 characters.
 std::string time_text(double us) {
-  return us < 1e4 ? fmt::format("{:7.2f}", us) : us < 1e6 ? fmt::format("{:7.1f}", us)
-                                                           : fmt::format("{:7.0f}", us);
+  return us < 1e4   ? fmt::format("{:7.2f}", us)
+         : us < 1e6 ? fmt::format("{:7.1f}", us)
+                    : fmt::format("{:7.0f}", us);
 }
 
 std::string half_row(double seconds, double bytes, double factor) {
@@ -48,16 +49,16 @@ std::string nccl_tests_text(const std::string& op, int group_size,
                             const std::vector<CollectiveResult>& rows,
                             const std::vector<std::string>& gpu_names, const std::string& host,
                             const Options& options) {
-  std::string out = fmt::format("# Collective test starting: {} (loom-harness nccl)\n",
-                                nccl_tests_program(op));
+  std::string out =
+      fmt::format("# Collective test starting: {} (loom-harness nccl)\n", nccl_tests_program(op));
   out += fmt::format(
       "# nThread 1 nGpus {} minBytes {} maxBytes {} step: 2(factor) warmup iters: {} iters: {} "
       "agg iters: 1 validation: 0 graph: 0\n#\n# Using devices\n",
       group_size, options.min_bytes, options.max_bytes, options.warmup, options.iterations);
   for (int rank = 0; rank < group_size; ++rank) {
     const std::string& name = gpu_names.at(static_cast<size_t>(rank));
-    out += fmt::format("#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [0x00] {}\n", rank,
-                       0, host, rank, name);
+    out += fmt::format("#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [0x00] {}\n", rank, 0,
+                       host, rank, name);
   }
   out +=
       "#\n"
@@ -96,8 +97,9 @@ std::string nccl_tests_report(const std::vector<CollectiveResult>& rows,
     std::vector<CollectiveResult> table;
     for (const CollectiveResult& r : rows)
       if (r.op == op && r.group_size == group) table.push_back(r);
-    std::sort(table.begin(), table.end(),
-              [](const CollectiveResult& a, const CollectiveResult& b) { return a.bytes < b.bytes; });
+    std::sort(table.begin(), table.end(), [](const CollectiveResult& a, const CollectiveResult& b) {
+      return a.bytes < b.bytes;
+    });
     out += nccl_tests_text(op, group, table, gpu_names, host, options);
   }
   return out;

@@ -71,17 +71,28 @@ bool takes(Command command, const std::string& flag) {
 }
 
 void set_flag(Options& o, const std::string& flag, const std::string& value) {
-  if (flag == "-o") o.output = value;
-  else if (flag == "-w") o.warmup = parse_count(value, flag, 0);
-  else if (flag == "-n") o.iterations = parse_count(value, flag, 1);
-  else if (flag == "--shapes") o.shapes_file = value;
-  else if (flag == "--dtype") o.dtypes = parse_list(value, flag, ALL_DTYPES);
-  else if (flag == "--kernel") o.kernels = parse_list(value, flag, ALL_KERNELS);
-  else if (flag == "--op") o.ops = parse_list(value, flag, ALL_OPS);
-  else if (flag == "-b") o.min_bytes = parse_size(value, flag);
-  else if (flag == "-e") o.max_bytes = parse_size(value, flag);
-  else if (flag == "-g") o.gpus = parse_count(value, flag, 1);
-  else if (flag == "--nccl-tests-out") o.nccl_tests_output = value;
+  if (flag == "-o")
+    o.output = value;
+  else if (flag == "-w")
+    o.warmup = parse_count(value, flag, 0);
+  else if (flag == "-n")
+    o.iterations = parse_count(value, flag, 1);
+  else if (flag == "--shapes")
+    o.shapes_file = value;
+  else if (flag == "--dtype")
+    o.dtypes = parse_list(value, flag, ALL_DTYPES);
+  else if (flag == "--kernel")
+    o.kernels = parse_list(value, flag, ALL_KERNELS);
+  else if (flag == "--op")
+    o.ops = parse_list(value, flag, ALL_OPS);
+  else if (flag == "-b")
+    o.min_bytes = parse_size(value, flag);
+  else if (flag == "-e")
+    o.max_bytes = parse_size(value, flag);
+  else if (flag == "-g")
+    o.gpus = parse_count(value, flag, 1);
+  else if (flag == "--nccl-tests-out")
+    o.nccl_tests_output = value;
 }
 
 }  // namespace
@@ -113,7 +124,8 @@ Options parse_options(const std::vector<std::string>& args) {
     const std::string& flag = args[i];
     if (flag == "--help" || flag == "-h") return Options{};
     if (!takes(o.command, flag)) {
-      throw UsageError(fmt::format("{} {}: unknown option (see loom-harness --help)", args[0], flag));
+      throw UsageError(
+          fmt::format("{} {}: unknown option (see loom-harness --help)", args[0], flag));
     }
     if (i + 1 == args.size()) throw UsageError(fmt::format("{}: needs a value", flag));
     set_flag(o, flag, args[++i]);

@@ -31,8 +31,8 @@ Json device_json(const DeviceInfo& d) {
   Json j;
   j["name"] = d.name;
   j["device_count"] = d.device_count;
-  j["compute_capability"] = fmt::format("{}.{}", d.compute_capability / 10,
-                                        d.compute_capability % 10);
+  j["compute_capability"] =
+      fmt::format("{}.{}", d.compute_capability / 10, d.compute_capability % 10);
   j["sm_count"] = d.sm_count;
   j["sm_clock_mhz"] = d.sm_clock_mhz;
   j["memory_clock_mhz"] = d.memory_clock_mhz;
@@ -53,8 +53,9 @@ Json collectives_json(const HarnessProfile& p) {
   for (const CollectiveResult& r : p.collectives) tables[{r.op, r.group_size}].push_back(&r);
   Json out = Json::array();
   for (auto& [key, rows] : tables) {
-    std::sort(rows.begin(), rows.end(),
-              [](const CollectiveResult* a, const CollectiveResult* b) { return a->bytes < b->bytes; });
+    std::sort(rows.begin(), rows.end(), [](const CollectiveResult* a, const CollectiveResult* b) {
+      return a->bytes < b->bytes;
+    });
     Json t;
     t["op"] = key.first;
     t["group_size"] = key.second;

@@ -12,26 +12,26 @@ namespace loom::harness {
 
 /// The GPU and software the measurements ran on (`loom-harness info`).
 struct DeviceInfo {
-  std::string name;                 ///< "NVIDIA H100 80GB HBM3"
-  int device_count = 0;             ///< GPUs visible to the process
-  int compute_capability = 0;       ///< major*10 + minor (90 = sm_90)
+  std::string name;            ///< "NVIDIA H100 80GB HBM3"
+  int device_count = 0;        ///< GPUs visible to the process
+  int compute_capability = 0;  ///< major*10 + minor (90 = sm_90)
   int sm_count = 0;
-  double sm_clock_mhz = 0;          ///< maximum SM clock, MHz
-  double memory_clock_mhz = 0;      ///< maximum memory clock, MHz
-  int memory_bus_bits = 0;          ///< memory bus width, bits
-  std::int64_t memory_bytes = 0;    ///< total device memory, bytes
-  double power_limit_w = 0;         ///< enforced power limit, watts (0 = unknown)
-  std::string driver_version;       ///< "13.0" (the CUDA version the driver supports)
-  std::string runtime_version;      ///< CUDA runtime, "13.0"
-  std::string cublas_version;       ///< cuBLASLt, "13.0.0"
-  std::string nccl_version;         ///< "2.27.7"
+  double sm_clock_mhz = 0;        ///< maximum SM clock, MHz
+  double memory_clock_mhz = 0;    ///< maximum memory clock, MHz
+  int memory_bus_bits = 0;        ///< memory bus width, bits
+  std::int64_t memory_bytes = 0;  ///< total device memory, bytes
+  double power_limit_w = 0;       ///< enforced power limit, watts (0 = unknown)
+  std::string driver_version;     ///< "13.0" (the CUDA version the driver supports)
+  std::string runtime_version;    ///< CUDA runtime, "13.0"
+  std::string cublas_version;     ///< cuBLASLt, "13.0.0"
+  std::string nccl_version;       ///< "2.27.7"
 };
 
 /// One GEMM shape in one dtype: D[m,n] = A[m,k] * B[k,n].
 struct GemmResult {
   std::string dtype;  ///< bf16, fp16, tf32, fp8
   std::int64_t m = 0, n = 0, k = 0;
-  Timing time;        ///< seconds
+  Timing time;            ///< seconds
   std::string algorithm;  ///< what cuBLASLt's heuristic picked, for the record
 };
 

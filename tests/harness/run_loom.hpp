@@ -3,9 +3,9 @@
 // harness writes; returns stdout and the exit status.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace loom::testing {
 

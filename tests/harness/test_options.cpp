@@ -16,15 +16,16 @@ TEST_CASE("harness::Options: defaults and no arguments give help") {
 }
 
 TEST_CASE("harness::Options: subcommands take their flags") {
-  const Options g = parse_options({"gemm", "--dtype", "bf16,fp8", "--shapes", "s.txt", "-o", "p.json",
-                                   "-w", "2", "-n", "50"});
+  const Options g = parse_options(
+      {"gemm", "--dtype", "bf16,fp8", "--shapes", "s.txt", "-o", "p.json", "-w", "2", "-n", "50"});
   CHECK(g.command == Command::GEMM);
   CHECK(g.dtypes == std::vector<std::string>{"bf16", "fp8"});
   CHECK(g.shapes_file == "s.txt");
   CHECK(g.output == "p.json");
   CHECK(g.warmup == 2);
   CHECK(g.iterations == 50);
-  const Options n = parse_options({"nccl", "-b", "1K", "-e", "64M", "-g", "4", "--op", "all_reduce"});
+  const Options n =
+      parse_options({"nccl", "-b", "1K", "-e", "64M", "-g", "4", "--op", "all_reduce"});
   CHECK(n.command == Command::NCCL);
   CHECK(n.min_bytes == 1024);
   CHECK(n.max_bytes == 64 << 20);

@@ -17,7 +17,9 @@ using namespace loom::harness;
 
 namespace {
 
-Timing fixed(double seconds) { return summarize({seconds, seconds, seconds}); }
+Timing fixed(double seconds) {
+  return summarize({seconds, seconds, seconds});
+}
 
 HarnessProfile sample() {
   HarnessProfile p;
@@ -91,8 +93,8 @@ TEST_CASE("harness::NcclTests: the table follows nccl-tests' layout and bus band
 TEST_CASE("harness::NcclTests: loom calibrate import reads the table back") {
   const loom::testing::TempDir dir("harness_nccl");
   const HarnessProfile p = sample();
-  std::ofstream(dir.file("t.txt")) << nccl_tests_report(
-      p.collectives, {p.device.name, p.device.name}, "node1", Options{});
+  std::ofstream(dir.file("t.txt"))
+      << nccl_tests_report(p.collectives, {p.device.name, p.device.name}, "node1", Options{});
   const auto run = loom::testing::run_loom("calibrate import " + dir.file("t.txt") + " -o " +
                                            dir.file("p.json"));
   REQUIRE(run.status == 0);

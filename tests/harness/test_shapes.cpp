@@ -6,8 +6,8 @@
 using namespace loom::harness;
 
 TEST_CASE("harness::Shapes: a shapes file gives m n k per line with its note") {
-  const auto shapes = parse_shapes("# loom calibrate shapes\n\n4096 6144 4096 qkv x32\n8 8 8\n",
-                                   "s.txt");
+  const auto shapes =
+      parse_shapes("# loom calibrate shapes\n\n4096 6144 4096 qkv x32\n8 8 8\n", "s.txt");
   REQUIRE(shapes.size() == 2);
   CHECK(shapes[0].m == 4096);
   CHECK(shapes[0].n == 6144);
