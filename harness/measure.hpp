@@ -1,0 +1,29 @@
+#pragma once
+// The measurements, one function per subcommand. Declared without CUDA types so main.cpp
+// reads as plain C++; defined in device_info.cpp, gemm.cpp, memory.cu and nccl.cpp, which
+// need the CUDA toolkit. Each throws DeviceError (exit 2) when the machine cannot measure.
+#include <string>
+#include <vector>
+
+#include "harness/options.hpp"
+#include "harness/profile.hpp"
+#include "harness/shapes.hpp"
+
+namespace loom::harness {
+
+/// GPU 0 and the software stack; throws DeviceError when no CUDA device is visible.
+DeviceInfo query_device();
+/// The name of every visible GPU, by CUDA device index.
+std::vector<std::string> gpu_names();
+
+/// cuBLASLt GEMMs of `shapes` in each of `options.dtypes`, on GPU 0.
+std::vector<GemmResult> measure_gemm(const std::vector<GemmShape>& shapes, const Options& options);
+
+/// Copy, elementwise and reduction kernels over sizes options.min_bytes .. max_bytes, GPU 0.
+std::vector<MemoryResult> measure_memory(const Options& options);
+
+/// NCCL collectives of `options.ops` on the first options.gpus GPUs (all when 0), one
+/// process; group sizes 1 .. N in powers of two, and N itself.
+std::vector<CollectiveResult> measure_nccl(const Options& options);
+
+}  // namespace loom::harness
