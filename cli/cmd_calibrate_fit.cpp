@@ -58,7 +58,7 @@ Table factor_table(const calibration::FitFactors& x) {
   for (int d = 0; d < topo::DTYPE_COUNT; ++d)
     if (x.compute_efficiency[d])
       factors.add_row(
-          {fmt::format("compute efficiency {}", topo::to_string(static_cast<topo::DType>(d))),
+          {fmt::format("compute efficiency {}", loom::to_string(static_cast<loom::DType>(d))),
            fmt::format("{:.4f}", *x.compute_efficiency[d])});
   if (x.memory_bound_time)
     factors.add_row({"memory-bound time", fmt::format("{:.4f}", *x.memory_bound_time)});

@@ -10,12 +10,13 @@
 // models/: an op is described by its kind, forward GEMM shape, FLOPs per pass and bytes.
 #include <cstdint>
 
+#include "common/dtype.hpp"
 #include "topologies/gpu_catalog.hpp"
 
 namespace loom::topo {
 
-/// Element types a kernel computes in.
-enum class DType { FP32, TF32, BF16, FP16, FP8 };
+/// Element types a kernel computes in: the one dtype enum (common/dtype.hpp).
+using DType = loom::DType;
 
 /// The fused-attention implementation: the vendor's (cuDNN through Transformer Engine, at the
 /// architecture's fraction) or FlashAttention-2 (PyTorch SDPA's flash backend).

@@ -6,22 +6,6 @@
 
 namespace loom::topo {
 
-const char* to_string(DType dtype) {
-  switch (dtype) {
-    case DType::FP32:
-      return "fp32";
-    case DType::TF32:
-      return "tf32";
-    case DType::BF16:
-      return "bf16";
-    case DType::FP16:
-      return "fp16";
-    case DType::FP8:
-      return "fp8";
-  }
-  return "?";
-}
-
 ScaledKernelModel::ScaledKernelModel(std::shared_ptr<const KernelTimeModel> inner,
                                      KernelScales scales)
     : inner_(std::move(inner)), scales_(scales) {

@@ -16,9 +16,6 @@ inline constexpr int DTYPE_COUNT = 5;
 constexpr int dtype_index(DType dtype) {
   return static_cast<int>(dtype);
 }
-/// "fp32", "tf32", "bf16", "fp16", "fp8".
-const char* to_string(DType dtype);
-
 /// Fitted scales; 1 leaves the wrapped model as it is.
 struct KernelScales {
   /// Matmul efficiency relative to the model, per tensor-core dtype (tensor_core_dtype of

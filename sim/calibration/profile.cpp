@@ -82,8 +82,9 @@ FitFactors read_factors(ObjectReader r) {
   if (r.has("compute_efficiency")) {
     ObjectReader c = r.child("compute_efficiency");
     for (topo::DType d : DTYPES) {
-      if (c.has(topo::to_string(d)))
-        f.compute_efficiency[topo::dtype_index(d)] = read_factor(c, topo::to_string(d));
+      if (c.has(std::string(loom::to_string(d))))
+        f.compute_efficiency[topo::dtype_index(d)] =
+            read_factor(c, std::string(loom::to_string(d)));
     }
     c.finish();
   }
@@ -106,7 +107,7 @@ OrderedJson factors_json(const FitFactors& f) {
   OrderedJson compute = OrderedJson::object();
   for (topo::DType d : DTYPES) {
     if (const auto& x = f.compute_efficiency[topo::dtype_index(d)])
-      compute[topo::to_string(d)] = *x;
+      compute[std::string(loom::to_string(d))] = *x;
   }
   if (!compute.empty()) j["compute_efficiency"] = compute;
   if (f.memory_bound_time) j["memory_bound_time"] = *f.memory_bound_time;

@@ -197,7 +197,7 @@ std::vector<Factor> requested_factors(const std::vector<MeasuredRun>& runs, cons
 std::string factor_name(const Factor& f) {
   switch (f.kind) {
     case FactorKind::COMPUTE:
-      return fmt::format("compute efficiency {}", topo::to_string(f.dtype));
+      return fmt::format("compute efficiency {}", loom::to_string(f.dtype));
     case FactorKind::MEMORY:
       return "memory-bound time";
     case FactorKind::COLLECTIVE:
