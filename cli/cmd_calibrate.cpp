@@ -122,7 +122,7 @@ void print_kernel_measurements(const calibration::Profile& profile) {
       return s ? fmt::format("{:.2f}", *s * 1e6) : std::string("-");
     };
     for (const auto& g : profile.gemms) {
-      gemms.add_row({topo::to_string(g.dtype), std::to_string(g.m), std::to_string(g.n),
+      gemms.add_row({std::string(to_string(g.dtype)), std::to_string(g.m), std::to_string(g.n),
                      std::to_string(g.k), fmt::format("{:.2f}", g.seconds * 1e6), us(g.min_seconds),
                      us(g.max_seconds), g.spread ? fmt::format("{:.3f}", *g.spread) : "-",
                      g.samples ? std::to_string(*g.samples) : "-",

@@ -2,13 +2,12 @@
 // The GPU kernel-time model: how long one op of a model's op list takes on one GPU, for one
 // pass (forward, input gradient, weight gradient) and one math dtype. KernelTimeModel is the
 // interface the step planner asks; DatasheetKernelModel times from the GPU's datasheet
-// (topologies/gpu_catalog.hpp) and named efficiency coefficients (GpuEfficiency);
-// MeasuredKernelModel (measured_kernel_model.hpp) is a second, from a calibrated profile. The model
-// owns every derivation a planner would otherwise repeat: the transposed shapes of backward GEMMs,
-// the causal skip and backward rate of fused attention, non-fused attention as GEMMs, the
-// memory-bound backward factor, the per-kernel overhead and the tensor-core dtype of fp32 math
-// (TF32). It knows nothing of models/: an op is described by its kind, forward GEMM shape, FLOPs
-// per pass and bytes.
+// (topologies/gpu_catalog.hpp) and named efficiency coefficients (GpuEfficiency); a calibrated
+// profile is a second (MeasuredKernelModel). The model owns every derivation a planner would
+// otherwise repeat: the transposed shapes of backward GEMMs, the causal skip and backward rate
+// of fused attention, non-fused attention as GEMMs, the memory-bound backward factor, the
+// per-kernel overhead and the tensor-core dtype of fp32 math (TF32). It knows nothing of
+// models/: an op is described by its kind, forward GEMM shape, FLOPs per pass and bytes.
 #include <cstdint>
 
 #include "topologies/gpu_catalog.hpp"

@@ -162,7 +162,7 @@ GemmPoint read_gemm(ObjectReader r) {
   GemmPoint g;
   const std::string dtype = r.get_enum("dtype", {"bf16", "fp16", "tf32", "fp8"});
   for (topo::DType d : DTYPES) {
-    if (dtype == topo::to_string(d)) g.dtype = d;
+    if (dtype == to_string(d)) g.dtype = d;
   }
   g.m = r.get_positive_int("m");
   g.n = r.get_positive_int("n");
@@ -201,7 +201,8 @@ void put_harness_sections(OrderedJson& doc, const Profile& profile) {
   if (!profile.gemms.empty()) {
     OrderedJson rows = OrderedJson::array();
     for (const GemmPoint& g : profile.gemms) {
-      OrderedJson j = {{"dtype", topo::to_string(g.dtype)}, {"m", g.m}, {"n", g.n}, {"k", g.k}};
+      OrderedJson j = {
+          {"dtype", std::string(to_string(g.dtype))}, {"m", g.m}, {"n", g.n}, {"k", g.k}};
       put_timing(j, g);
       j["tflops"] = g.flops_per_second() / 1e12;
       j["algorithm"] = g.algorithm;
