@@ -348,6 +348,18 @@ Profile read_profile(const std::string& path) {
   if (r.has("harness")) profile.harness_json = r.raw("harness").dump();
   if (r.has("device")) profile.device_json = r.raw("device").dump();
   if (r.has("gemm")) profile.gemms = read_array<GemmPoint>(r, path, "gemm", read_gemm);
+  for (size_t i = 0; i < profile.gemms.size(); ++i) {
+    const GemmPoint& g = profile.gemms[i];
+    for (size_t j = 0; j < i; ++j) {
+      const GemmPoint& h = profile.gemms[j];
+      if (g.dtype == h.dtype && g.m == h.m && g.n == h.n && g.k == h.k) {
+        throw ConfigError::bad_value(
+            path, fmt::format("/gemm/{}", i),
+            fmt::format("{} {}x{}x{} (also /gemm/{})", to_string(g.dtype), g.m, g.n, g.k, j),
+            "one row per (dtype, m, n, k)");
+      }
+    }
+  }
   if (r.has("memory")) profile.memory = read_array<MemoryPoint>(r, path, "memory", read_memory);
   const auto& tables = r.raw("collectives");
   if (!tables.is_array()) {
