@@ -37,6 +37,10 @@ std::string contents(const calibration::Profile& profile) {
     text += ", " + plural(static_cast<int>(profile.traces.size()), "trace summary");
     if (profile.traces.size() != 1) text.replace(text.size() - 1, 1, "ies");
   }
+  if (!profile.gemms.empty())
+    text += ", " + plural(static_cast<int>(profile.gemms.size()), "GEMM shape");
+  if (!profile.memory.empty())
+    text += ", " + plural(static_cast<int>(profile.memory.size()), "memory size");
   return text;
 }
 
@@ -106,6 +110,45 @@ void print_trace_rates(const calibration::TraceSummary& t) {
   }
 }
 
+// The loom-harness GEMM and memory tables, with what the kernel model takes from them.
+void print_kernel_measurements(const calibration::Profile& profile) {
+  if (!profile.gemms.empty()) {
+    std::cout << "\nGEMMs (loom-harness)\n";
+    Table gemms({"dtype", "m", "n", "k", "time(us)", "min(us)", "max(us)", "spread", "samples",
+                 "TFLOP/s", "algorithm"});
+    gemms.align_left(0);
+    gemms.align_left(10);
+    const auto us = [](const std::optional<double>& s) {
+      return s ? fmt::format("{:.2f}", *s * 1e6) : std::string("-");
+    };
+    for (const auto& g : profile.gemms) {
+      gemms.add_row({std::string(to_string(g.dtype)), std::to_string(g.m), std::to_string(g.n),
+                     std::to_string(g.k), fmt::format("{:.2f}", g.seconds * 1e6), us(g.min_seconds),
+                     us(g.max_seconds), g.spread ? fmt::format("{:.3f}", *g.spread) : "-",
+                     g.samples ? std::to_string(*g.samples) : "-",
+                     fmt::format("{:.1f}", g.flops_per_second() / 1e12),
+                     g.algorithm.empty() ? "-" : g.algorithm});
+    }
+    std::cout << gemms.render();
+  }
+  if (!profile.memory.empty()) {
+    std::cout << "\nmemory kernels (loom-harness)\n";
+    Table memory({"kernel", "bytes", "time(us)", "spread", "GB/s"});
+    memory.align_left(0);
+    for (const auto& m : profile.memory) {
+      memory.add_row({m.kernel, fmt::format("{:.0f}", m.bytes),
+                      fmt::format("{:.2f}", m.seconds * 1e6),
+                      m.spread ? fmt::format("{:.3f}", *m.spread) : "-",
+                      fmt::format("{:.2f}", m.bytes_per_second() / 1e9)});
+    }
+    std::cout << memory.render();
+    if (const auto bw = calibration::measured_kernels(profile).memory_Bps) {
+      std::cout << fmt::format("memory-bound kernels stream at {:.2f} GB/s (largest size)\n",
+                               *bw / 1e9);
+    }
+  }
+}
+
 int run_import(const CalibrateFlags& f) {
   calibration::ImportResult imported = calibration::import_files(f.files);
   calibration::Profile profile;
@@ -157,6 +200,7 @@ int run_show(const CalibrateFlags& f) {
     print_trace_steps(trace);
     print_trace_rates(trace);
   }
+  print_kernel_measurements(profile);
   if (profile.factors) std::cout << "\nfitted factors\n" << render_factors(*profile.factors);
   return 0;
 }

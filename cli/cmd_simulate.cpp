@@ -20,6 +20,7 @@
 #include "strategies/plan/plan_json.hpp"
 #include "strategies/plan/plan_rules.hpp"
 #include "strategies/step_simulator.hpp"
+#include "topologies/measured_kernel_model.hpp"
 
 namespace loom::cli {
 namespace {
@@ -169,10 +170,15 @@ void write_trace(const std::string& path, const strategies::StepReport& r) {
   out << doc.dump() << "\n";
 }
 
-// `options` with the profile's measured collectives and fitted factors.
+// `options` with the profile's measured kernels, collectives and fitted factors (the factors
+// scale the measured kernel model, as `calibrate fit` would fit them on top of it).
 strategies::SimulateOptions calibrated(strategies::SimulateOptions options, const std::string& path,
                                        const topo::Cluster& cluster) {
   calibration::Profile profile = calibration::read_profile(path);
+  if (calibration::has_kernel_measurements(profile)) {
+    options.kernels = std::make_shared<topo::MeasuredKernelModel>(
+        cluster.gpu, options.efficiency, calibration::measured_kernels(profile));
+  }
   if (profile.factors) options = strategies::with_factors(options, *profile.factors, cluster);
   if (!profile.collectives.empty()) {
     options.collective_override =
@@ -198,9 +204,11 @@ Command add_simulate_command(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--full", flags->full, "simulate every GPU (default: one per pipeline stage)");
   app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE");
-  app->add_option("--calibration", flags->calibration,
-                  "calibration profile: measured collective times and fitted factors "
-                  "(docs/calibration.md)");
+  app->add_option(
+      "--calibration", flags->calibration,
+      "calibration profile: measured GEMM times, memory bandwidth, collective times and "
+      "fitted factors "
+      "(docs/calibration.md)");
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;

@@ -3,7 +3,7 @@
 // pass (forward, input gradient, weight gradient) and one math dtype. KernelTimeModel is the
 // interface the step planner asks; DatasheetKernelModel times from the GPU's datasheet
 // (topologies/gpu_catalog.hpp) and named efficiency coefficients (GpuEfficiency); a calibrated
-// profile will be a second implementation. The model owns every derivation a planner would
+// profile is a second (MeasuredKernelModel). The model owns every derivation a planner would
 // otherwise repeat: the transposed shapes of backward GEMMs, the causal skip and backward rate
 // of fused attention, non-fused attention as GEMMs, the memory-bound backward factor, the
 // per-kernel overhead and the tensor-core dtype of fp32 math (TF32). It knows nothing of

@@ -121,7 +121,132 @@ OrderedJson factors_json(const FitFactors& f) {
   return j;
 }
 
+// The median, min, max, spread and samples of a harness row into the out-parameters.
+struct Timing {
+  double seconds = 0;
+  std::optional<double> min_seconds, max_seconds, spread;
+  std::optional<std::int64_t> samples;
+};
+
+Timing read_timing(ObjectReader& r) {
+  Timing t;
+  const double time_us = r.get_number("time_us");
+  if (!(time_us > 0) || !std::isfinite(time_us))
+    r.fail("time_us", fmt::format("{}", time_us), "a time > 0");
+  t.seconds = time_us * US;
+  if (r.has("min_us")) t.min_seconds = r.get_number("min_us") * US;
+  if (r.has("max_us")) t.max_seconds = r.get_number("max_us") * US;
+  if (r.has("spread")) t.spread = r.get_number("spread");
+  if (r.has("samples")) t.samples = r.get_count_or("samples", 0);
+  return t;
+}
+
+template <typename Point>
+void put_timing(OrderedJson& j, const Point& p) {
+  j["time_us"] = p.seconds / US;
+  if (p.min_seconds) j["min_us"] = *p.min_seconds / US;
+  if (p.max_seconds) j["max_us"] = *p.max_seconds / US;
+  if (p.spread) j["spread"] = *p.spread;
+  if (p.samples) j["samples"] = *p.samples;
+}
+
+template <typename Point>
+void set_timing(Point& p, const Timing& t) {
+  p.seconds = t.seconds;
+  p.min_seconds = t.min_seconds;
+  p.max_seconds = t.max_seconds;
+  p.spread = t.spread;
+  p.samples = t.samples;
+}
+
+GemmPoint read_gemm(ObjectReader r) {
+  GemmPoint g;
+  const std::string dtype = r.get_enum("dtype", {"bf16", "fp16", "tf32", "fp8"});
+  for (topo::DType d : DTYPES) {
+    if (dtype == to_string(d)) g.dtype = d;
+  }
+  g.m = r.get_positive_int("m");
+  g.n = r.get_positive_int("n");
+  g.k = r.get_positive_int("k");
+  set_timing(g, read_timing(r));
+  g.algorithm = r.get_string_or("algorithm", "");
+  r.allow({"tflops"});  // derived, for people reading the file
+  r.finish();
+  return g;
+}
+
+MemoryPoint read_memory(ObjectReader r) {
+  MemoryPoint m;
+  m.kernel = r.get_enum("kernel", {"copy", "elementwise", "reduction"});
+  m.bytes = static_cast<double>(r.get_positive_int("bytes"));
+  set_timing(m, read_timing(r));
+  r.allow({"gb_per_s"});  // derived
+  r.finish();
+  return m;
+}
+
+// The array at `key` of the profile, each element read by `read_one`.
+template <typename T, typename Read>
+std::vector<T> read_array(ObjectReader& r, const std::string& path, std::string_view key,
+                          Read read_one) {
+  std::vector<T> out;
+  const auto& rows = r.raw(key);
+  const std::string pointer = r.pointer_of(key);
+  if (!rows.is_array()) throw ConfigError::bad_value(path, pointer, rows.dump(), "an array");
+  for (size_t i = 0; i < rows.size(); ++i)
+    out.push_back(read_one(ObjectReader(rows[i], path, fmt::format("{}/{}", pointer, i))));
+  return out;
+}
+
+void put_harness_sections(OrderedJson& doc, const Profile& profile) {
+  if (!profile.gemms.empty()) {
+    OrderedJson rows = OrderedJson::array();
+    for (const GemmPoint& g : profile.gemms) {
+      OrderedJson j = {
+          {"dtype", std::string(to_string(g.dtype))}, {"m", g.m}, {"n", g.n}, {"k", g.k}};
+      put_timing(j, g);
+      j["tflops"] = g.flops_per_second() / 1e12;
+      j["algorithm"] = g.algorithm;
+      rows.push_back(j);
+    }
+    doc["gemm"] = rows;
+  }
+  if (!profile.memory.empty()) {
+    OrderedJson rows = OrderedJson::array();
+    for (const MemoryPoint& m : profile.memory) {
+      OrderedJson j = {{"kernel", m.kernel}, {"bytes", static_cast<std::int64_t>(m.bytes)}};
+      put_timing(j, m);
+      j["gb_per_s"] = m.bytes_per_second() / 1e9;
+      rows.push_back(j);
+    }
+    doc["memory"] = rows;
+  }
+}
+
 }  // namespace
+
+topo::MeasuredKernels measured_kernels(const Profile& profile) {
+  topo::MeasuredKernels out;
+  for (const GemmPoint& g : profile.gemms) out.gemms.push_back({g.dtype, g.m, g.n, g.k, g.seconds});
+  // The streaming plateau: the largest size of the elementwise kernel (read + write, as a
+  // model's elementwise ops are), else of the copy kernel.
+  for (const char* kernel : {"elementwise", "copy"}) {
+    const MemoryPoint* largest = nullptr;
+    for (const MemoryPoint& m : profile.memory) {
+      if (m.kernel == kernel && (!largest || m.bytes > largest->bytes)) largest = &m;
+    }
+    if (largest) {
+      out.memory_Bps = largest->bytes_per_second();
+      break;
+    }
+  }
+  return out;
+}
+
+bool has_kernel_measurements(const Profile& profile) {
+  const topo::MeasuredKernels k = measured_kernels(profile);
+  return !k.gemms.empty() || k.memory_Bps.has_value();
+}
 
 topo::KernelScales kernel_scales(const FitFactors& factors) {
   topo::KernelScales s;
@@ -162,6 +287,8 @@ std::string profile_to_json(const Profile& profile) {
   OrderedJson doc;
   doc["format"] = FORMAT_NAME;
   doc["version"] = PROFILE_VERSION;
+  if (!profile.harness_json.empty()) doc["harness"] = OrderedJson::parse(profile.harness_json);
+  if (!profile.device_json.empty()) doc["device"] = OrderedJson::parse(profile.device_json);
   OrderedJson tables = OrderedJson::array();
   for (const CollectiveTable& t : profile.collectives) {
     OrderedJson j;
@@ -191,6 +318,7 @@ std::string profile_to_json(const Profile& profile) {
     for (const TraceSummary& t : profile.traces) traces.push_back(trace_summary_to_json(t));
     doc["trace_summaries"] = traces;
   }
+  put_harness_sections(doc, profile);
   if (profile.factors) doc["factors"] = factors_json(*profile.factors);
   return doc.dump(2) + "\n";
 }
@@ -216,10 +344,24 @@ Profile read_profile(const std::string& path) {
            fmt::format("{} (this loom reads version {} profiles; re-import the measurements)",
                        PROFILE_VERSION, PROFILE_VERSION));
   }
-  // Sections loom-harness writes beside the collectives (docs/calibration.md) that this
-  // build does not use yet.
-  r.allow({"harness", "device", "gemm", "memory"});
   Profile profile;
+  // loom-harness's description of itself and the device: kept, not used.
+  if (r.has("harness")) profile.harness_json = r.raw("harness").dump();
+  if (r.has("device")) profile.device_json = r.raw("device").dump();
+  if (r.has("gemm")) profile.gemms = read_array<GemmPoint>(r, path, "gemm", read_gemm);
+  for (size_t i = 0; i < profile.gemms.size(); ++i) {
+    const GemmPoint& g = profile.gemms[i];
+    for (size_t j = 0; j < i; ++j) {
+      const GemmPoint& h = profile.gemms[j];
+      if (g.dtype == h.dtype && g.m == h.m && g.n == h.n && g.k == h.k) {
+        throw ConfigError::bad_value(
+            path, fmt::format("/gemm/{}", i),
+            fmt::format("{} {}x{}x{} (also /gemm/{})", to_string(g.dtype), g.m, g.n, g.k, j),
+            "one row per (dtype, m, n, k)");
+      }
+    }
+  }
+  if (r.has("memory")) profile.memory = read_array<MemoryPoint>(r, path, "memory", read_memory);
   const auto& tables = r.raw("collectives");
   if (!tables.is_array()) {
     throw ConfigError::bad_value(path, "/collectives", tables.dump(), "an array of tables");

@@ -14,6 +14,7 @@
 #include "sim/calibration/trace_summary.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
+#include "topologies/measured_kernel_model.hpp"
 #include "topologies/scaled_kernel_model.hpp"
 
 namespace loom::calibration {
@@ -57,12 +58,49 @@ struct FitFactors {
 /// The kernel-model scales of `factors` (unset ones 1).
 topo::KernelScales kernel_scales(const FitFactors& factors);
 
+/// One GEMM loom-harness timed (its `gemm[]` section): D[m x n] = A[m x k]·B[k x n].
+struct GemmPoint {
+  topo::DType dtype = topo::DType::BF16;  ///< the tensor-core dtype (bf16, fp16, tf32, fp8)
+  std::int64_t m = 0, n = 0, k = 0;
+  double seconds = 0;                              ///< median, seconds
+  std::optional<double> min_seconds, max_seconds;  ///< as measured, seconds
+  std::optional<double> spread;                    ///< interquartile range / median
+  std::optional<std::int64_t> samples;             ///< timed runs
+  std::string algorithm;                           ///< the library's algorithm, as reported
+  /// Achieved rate, FLOP/s (2mnk / median).
+  double flops_per_second() const { return 2.0 * double(m) * double(n) * double(k) / seconds; }
+};
+
+/// One memory kernel loom-harness timed (its `memory[]` section).
+struct MemoryPoint {
+  std::string kernel;                              ///< "copy", "elementwise" or "reduction"
+  double bytes = 0;                                ///< read + written per run, bytes
+  double seconds = 0;                              ///< median, seconds
+  std::optional<double> min_seconds, max_seconds;  ///< as measured, seconds
+  std::optional<double> spread;                    ///< interquartile range / median
+  std::optional<std::int64_t> samples;             ///< timed runs
+  /// Achieved bandwidth, bytes/s.
+  double bytes_per_second() const { return bytes / seconds; }
+};
+
 /// What a profile holds.
 struct Profile {
   std::vector<CollectiveTable> collectives;
+  std::vector<GemmPoint> gemms;     ///< loom-harness `gemm[]`, in file order
+  std::vector<MemoryPoint> memory;  ///< loom-harness `memory[]`, in file order
+  /// loom-harness `harness` and `device` objects, kept as JSON text (empty: absent) so a
+  /// profile read and written again keeps them.
+  std::string harness_json, device_json;
   std::vector<TraceSummary> traces;   ///< profiler traces of real runs (calibration/kineto.hpp)
   std::optional<FitFactors> factors;  ///< fitted factors, when `calibrate fit` wrote them
 };
+
+/// The kernel-model tables of `profile`'s GEMM and memory points (topo::MeasuredKernelModel):
+/// every GEMM point, and the bandwidth of the largest elementwise point (else the largest
+/// copy point); reduction points are not used.
+topo::MeasuredKernels measured_kernels(const Profile& profile);
+/// Whether `profile` has GEMM or memory points the kernel model would use.
+bool has_kernel_measurements(const Profile& profile);
 
 /// Adds `table` to `profile`, sorted by (op, group size, nodes). Throws CalibrationError when
 /// the profile already measures one of its sizes for the same (op, group size, nodes).

@@ -120,3 +120,56 @@ TEST_CASE("calibration::Profile: another version is refused") {
   std::ofstream(path) << R"({"format": "loom-calibration", "version": 2, "collectives": []})";
   CHECK_THROWS_WITH_AS(read_profile(path), doctest::Contains("/version"), ConfigError);
 }
+
+TEST_CASE("calibration::Profile: loom-harness GEMM and memory sections round trip") {
+  const Profile profile = read_profile(data("harness_synthetic.json"));
+  REQUIRE(profile.gemms.size() == 8);
+  REQUIRE(profile.memory.size() == 9);
+  CHECK(profile.gemms[0].dtype == topo::DType::BF16);
+  CHECK(profile.gemms[0].m == 2048);
+  // harness_synthetic.json: 2 x 2048^3 FLOP at 520 TFLOP/s = 33.038 us.
+  CHECK(profile.gemms[0].seconds == doctest::Approx(33.038e-6));
+  CHECK(profile.gemms[6].dtype == topo::DType::FP8);
+  CHECK(profile.memory[5].kernel == "elementwise");
+  const testing::TempDir dir("profile_harness");
+  const std::string path = dir.file("p.json");
+  write_profile(profile, path);
+  const Profile back = read_profile(path);
+  CHECK(profile_to_json(back) == profile_to_json(profile));
+  CHECK(back.device_json.find("H100") != std::string::npos);
+  REQUIRE(back.gemms.size() == profile.gemms.size());
+  for (size_t i = 0; i < back.gemms.size(); ++i) {
+    CHECK(back.gemms[i].seconds == doctest::Approx(profile.gemms[i].seconds).epsilon(1e-12));
+    CHECK(back.gemms[i].samples == profile.gemms[i].samples);
+    CHECK(back.gemms[i].algorithm == profile.gemms[i].algorithm);
+  }
+  REQUIRE(back.memory.size() == profile.memory.size());
+  for (size_t i = 0; i < back.memory.size(); ++i) {
+    CHECK(back.memory[i].bytes == profile.memory[i].bytes);
+    CHECK(back.memory[i].seconds == doctest::Approx(profile.memory[i].seconds).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("calibration::Profile: the kernel tables take every GEMM and the elementwise plateau") {
+  Profile profile = read_profile(data("harness_synthetic.json"));
+  topo::MeasuredKernels k = measured_kernels(profile);
+  CHECK(k.gemms.size() == 8);
+  // The largest elementwise size (1 GiB) streams at 2900 GB/s in harness_synthetic.json.
+  CHECK(k.memory_Bps.value() == doctest::Approx(2900e9).epsilon(1e-6));
+  // Without elementwise rows the largest copy (3000 GB/s); reductions are never used.
+  std::erase_if(profile.memory, [](const MemoryPoint& m) { return m.kernel == "elementwise"; });
+  CHECK(measured_kernels(profile).memory_Bps.value() == doctest::Approx(3000e9).epsilon(1e-6));
+  std::erase_if(profile.memory, [](const MemoryPoint& m) { return m.kernel == "copy"; });
+  CHECK_FALSE(measured_kernels(profile).memory_Bps.has_value());
+  profile.gemms.clear();
+  CHECK_FALSE(has_kernel_measurements(profile));
+}
+
+TEST_CASE("calibration::Profile: a bad GEMM row names its JSON pointer") {
+  const testing::TempDir dir("profile_gemm");
+  const std::string path = dir.file("bad.json");
+  std::ofstream(path) << R"({"format": "loom-calibration", "version": 1, "collectives": [],
+    "gemm": [{"dtype": "bf16", "m": 4096, "n": 4096, "k": 4096, "time_us": 200},
+             {"dtype": "int4", "m": 4096, "n": 4096, "k": 4096, "time_us": 200}]})";
+  CHECK_THROWS_WITH_AS(read_profile(path), doctest::Contains("/gemm/1/dtype"), ConfigError);
+}

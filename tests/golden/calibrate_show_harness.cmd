@@ -1,0 +1,1 @@
+calibrate show tests/sim/calibration_data/harness_synthetic.json

@@ -1,0 +1,2 @@
+simulate --model llama3-8b --cluster dgx-h100 --tp 8 --calibration tests/sim/calibration_data/harness_bad_gemm.json
+exit: 2
