@@ -1,20 +1,33 @@
 // `loom calibrate`: measured figures into a profile and back out. `import` reads measurement
 // files by their content (nccl-tests output, PyTorch profiler traces) into a versioned profile;
-// `show` prints what a profile holds and where each figure came from. Commands that accept
+// `show` prints what a profile holds and where each figure came from; `shapes` lists the GEMM
+// shapes a model under a plan runs, for `loom-harness gemm --shapes`. Commands that accept
 // `--calibration PROFILE` use it where it has data (docs/calibration.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/cmd_calibrate_fit.hpp"
 #include "cli/commands.hpp"
+#include "cli/plan_flags.hpp"
+#include "common/dtype.hpp"
 #include "common/table.hpp"
+#include "models/flops.hpp"
+#include "models/model_loader.hpp"
+#include "models/plan_dtypes.hpp"
 #include "sim/calibration/nccl_tests.hpp"
 #include "sim/calibration/profile.hpp"
 #include "sim/collectives.hpp"
+#include "strategies/plan/plan_json.hpp"
+#include "strategies/plan/plan_rules.hpp"
 
 namespace loom::cli {
 
@@ -24,6 +37,11 @@ struct CalibrateFlags {
   std::vector<std::string> files;
   std::string output;
   std::string profile;
+};
+
+struct ShapesFlags {
+  std::string model;
+  PlanFlags plan;
 };
 
 std::string plural(int n, const char* word) {
@@ -205,10 +223,98 @@ int run_show(const CalibrateFlags& f) {
   return 0;
 }
 
+// The GEMMs of one matmul op as the kernel model times them (topologies/kernel_model.cpp):
+// forward C = A·B at (m, n, k); input gradient dA = dC·Bᵀ at (m, k, n); weight gradient
+// dB = Aᵀ·dC at (k, n, m). Only passes with FLOPs run.
+struct PassShape {
+  const char* pass;
+  std::int64_t m, n, k;
+  double flops;
+};
+
+std::vector<PassShape> pass_shapes(const models::OpCost& op) {
+  const models::MatmulShape& s = op.shape;
+  std::vector<PassShape> passes = {{"fwd", s.m, s.n, s.k, op.fwd_flops},
+                                   {"dgrad", s.m, s.k, s.n, op.bwd_input_flops},
+                                   {"wgrad", s.k, s.n, s.m, op.bwd_weight_flops}};
+  std::erase_if(passes, [](const PassShape& p) { return p.flops <= 0; });
+  return passes;
+}
+
+// Every GEMM the model's ops run under the plan, deduplicated by (dtype, batch, m, n, k) in
+// first-seen order, each with the ops and passes that run it, as shapes-file lines
+// (harness/shapes.hpp): "m n k  dtype [xBATCH] op.pass ..."; adds each dtype to `dtypes`.
+std::vector<std::string> shape_lines(const models::ModelSpec& model,
+                                     const models::TrainingPlan& plan,
+                                     std::vector<std::string>& dtypes) {
+  std::vector<models::OpCost> ops = models::embedding_ops(model, plan);
+  for (int layer = 0; layer < model.layers; ++layer) {
+    for (auto& op : models::layer_ops(model, plan, layer)) ops.push_back(std::move(op));
+  }
+  for (auto& op : models::head_ops(model, plan)) ops.push_back(std::move(op));
+  using Key = std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<Key, size_t> index;
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;  // (shape, users)
+  for (const auto& op : ops) {
+    if (op.kind != models::OpKind::MATMUL) continue;
+    // FP8 plans run only Transformer Engine's linears in FP8 (strategies/step/pass_cost.cpp).
+    const DType compute = models::compute_dtype(plan.precision);
+    const DType dtype = compute == DType::FP8 && !op.fp8_linear ? DType::BF16 : compute;
+    for (const PassShape& p : pass_shapes(op)) {
+      const std::string name = std::string(to_string(dtype));
+      if (std::find(dtypes.begin(), dtypes.end(), name) == dtypes.end()) dtypes.push_back(name);
+      const Key key{name, op.shape.batch, p.m, p.n, p.k};
+      auto [it, added] = index.try_emplace(key, rows.size());
+      if (added) {
+        const std::string batch =
+            op.shape.batch > 1 ? fmt::format(" x{}", op.shape.batch) : std::string();
+        rows.push_back({fmt::format("{} {} {}  {}{}", p.m, p.n, p.k, name, batch), {}});
+      }
+      const std::string user = fmt::format("{}.{}", op.name, p.pass);
+      auto& users = rows[it->second].second;
+      if (std::find(users.begin(), users.end(), user) == users.end()) users.push_back(user);
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& [shape, users] : rows)
+    lines.push_back(fmt::format("{} {}", shape, fmt::join(users, " ")));
+  return lines;
+}
+
+int run_shapes(ShapesFlags& f) {
+  const models::ModelSpec model = models::load_model(f.model, "--model");
+  // The model's own sequence length unless the plan names one (as `loom memory`).
+  if (!f.plan.integers["seq"] && !f.plan.plan_file && !f.plan.megatron_args &&
+      !f.plan.deepspeed_file)
+    f.plan.integers["seq"] = model.default_seq;
+  const ResolvedPlan resolved = resolve_plan(f.plan, std::nullopt, model.layers);
+  const models::TrainingPlan& plan = resolved.plan;
+  if (f.plan.print_config) {
+    std::cout << strategies::render_plan_config(plan);
+    return 0;
+  }
+  strategies::validate_plan(model, plan, std::nullopt, resolved.sources);
+  std::vector<std::string> dtypes;
+  const std::vector<std::string> lines = shape_lines(model, plan, dtypes);
+  std::cout << fmt::format(
+      "# loom calibrate shapes: GEMMs of {} on one GPU, one micro-batch (tp {} pp {} cp {} ep "
+      "{}{}; mbs {} seq {}; {})\n",
+      model.name, plan.tp, plan.pp, plan.cp, plan.ep, plan.sp ? " +sp" : "", plan.mbs, plan.seq,
+      models::to_string(plan.precision));
+  std::cout << fmt::format(
+      "# measure: loom-harness gemm --shapes THIS_FILE --dtype {} -o gemm.json\n",
+      fmt::join(dtypes, ","));
+  std::cout << "# m n k  dtype [xBATCH: grouped GEMMs] op.pass (fwd: C = A.B; dgrad: dA = "
+               "dC.B^T; wgrad: dB = A^T.dC)\n";
+  for (const auto& line : lines) std::cout << line << "\n";
+  return 0;
+}
+
 }  // namespace
 
 Command add_calibrate_command(CLI::App& root) {
   auto flags = std::make_shared<CalibrateFlags>();
+  auto shapes_flags = std::make_shared<ShapesFlags>();
   Command command;
   CLI::App* app = root.add_subcommand(
       "calibrate",
@@ -223,11 +329,21 @@ Command add_calibrate_command(CLI::App& root) {
   CLI::App* show =
       app->add_subcommand("show", "print what a profile holds and where each figure came from");
   show->add_option("profile", flags->profile, "profile file")->required();
+  CLI::App* shapes = app->add_subcommand(
+      "shapes",
+      "the GEMM shapes (forward and both backward) a model runs under a plan, as a "
+      "`loom-harness gemm --shapes` file");
+  shapes
+      ->add_option("--model", shapes_flags->model,
+                   "preset (`loom presets models`), loom model JSON or HF config.json")
+      ->required();
+  add_plan_flags(*shapes, shapes_flags->plan);
   const Command fit = add_calibrate_fit(*app);
   command.app = app;
-  command.run = [flags, import, show, fit]() {
+  command.run = [flags, shapes_flags, import, show, shapes, fit]() {
     if (import->parsed()) return run_import(*flags);
     if (show->parsed()) return run_show(*flags);
+    if (shapes->parsed()) return run_shapes(*shapes_flags);
     if (fit.app->parsed()) return fit.run();
     return 2;
   };

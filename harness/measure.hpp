@@ -19,7 +19,8 @@ std::vector<std::string> gpu_names();
 /// cuBLASLt GEMMs of `shapes` in each of `options.dtypes`, on GPU 0.
 std::vector<GemmResult> measure_gemm(const std::vector<GemmShape>& shapes, const Options& options);
 
-/// Copy, elementwise and reduction kernels over sizes options.min_bytes .. max_bytes, GPU 0.
+/// Copy, elementwise and reduction kernels and d2d / h2d / d2h cudaMemcpyAsync copies (pinned
+/// host memory) over sizes options.min_bytes .. max_bytes, GPU 0.
 std::vector<MemoryResult> measure_memory(const Options& options);
 
 /// NCCL collectives of `options.ops` on the first options.gpus GPUs (all when 0), one

@@ -1,11 +1,16 @@
 // `loom-harness memory`: the bandwidth of memory-bound kernels, the kind of work loom's
 // elementwise / normalisation model covers. Three FP32 grid-stride kernels over N elements:
 // copy (reads N, writes N), elementwise d = a*x + b (reads 2N, writes N) and reduction
-// (sum of N, reads N). Bytes reported are bytes read plus written. Also fill_values, which
+// (sum of N, reads N). Bytes reported are bytes read plus written. Also the cudaMemcpyAsync
+// copies d2d (device to device), h2d and d2h (pinned host memory, over PCIe or C2C), whose
+// bytes are the bytes copied, as CUDA's bandwidthTest counts them. Also fill_values, which
 // gemm.cpp uses to give its inputs realistic bits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+
+#include <algorithm>
+#include <memory>
 
 #include "harness/cuda_util.hpp"
 #include "harness/kernels.hpp"
@@ -69,9 +74,36 @@ int blocks_for(size_t n) {
   return static_cast<int>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sms) * 16)));
 }
 
-// Bytes moved per element and buffers needed by each kernel.
+// Bytes counted per element by each kernel: read + written, or copied for the memcpys.
 int bytes_per_element(const std::string& kernel) {
   return kernel == "copy" ? 8 : kernel == "elementwise" ? 12 : 4;
+}
+
+bool is_memcpy(const std::string& kernel) {
+  return kernel == "d2d" || kernel == "h2d" || kernel == "d2h";
+}
+
+// Page-locked host memory, so host copies run asynchronously at the link's rate.
+class PinnedBuffer {
+ public:
+  /// Allocates `bytes` of pinned host memory; throws DeviceError when it cannot.
+  explicit PinnedBuffer(size_t bytes) {
+    check_cuda(cudaMallocHost(&ptr_, bytes), "cudaMallocHost (pinned host memory; lower -e)");
+  }
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// The kind of cudaMemcpyAsync a memcpy kernel name stands for.
+cudaMemcpyKind memcpy_kind(const std::string& kernel) {
+  return kernel == "d2d"   ? cudaMemcpyDeviceToDevice
+         : kernel == "h2d" ? cudaMemcpyHostToDevice
+                           : cudaMemcpyDeviceToHost;
 }
 
 }  // namespace
@@ -115,13 +147,22 @@ std::vector<MemoryResult> measure_memory(const Options& options) {
   const auto* xs = static_cast<const float*>(x.get());
   const auto* ys = static_cast<const float*>(y.get());
   auto* os = static_cast<float*>(out.get());
+  const bool host_copies = std::any_of(options.kernels.begin(), options.kernels.end(),
+                                       [](const std::string& k) { return k == "h2d" || k == "d2h"; });
+  std::unique_ptr<PinnedBuffer> host;
+  if (host_copies) host = std::make_unique<PinnedBuffer>(max_elements * sizeof(float));
   std::vector<MemoryResult> results;
   for (const std::string& kernel : options.kernels) {
     for (std::int64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
       const size_t n = std::max<size_t>(1, static_cast<size_t>(bytes) / sizeof(float));
       const int blocks = blocks_for(n);
       auto launch = [&] {
-        if (kernel == "copy")
+        if (is_memcpy(kernel)) {
+          const cudaMemcpyKind kind = memcpy_kind(kernel);
+          const void* from = kind == cudaMemcpyHostToDevice ? host->get() : xs;
+          void* to = kind == cudaMemcpyDeviceToHost ? host->get() : static_cast<void*>(os);
+          cudaMemcpyAsync(to, from, n * sizeof(float), kind, stream);
+        } else if (kernel == "copy")
           copy_kernel<<<blocks, THREADS, 0, stream>>>(xs, os, n);
         else if (kernel == "elementwise")
           axpb_kernel<<<blocks, THREADS, 0, stream>>>(xs, ys, os, 0.5f, n);
@@ -130,7 +171,7 @@ std::vector<MemoryResult> measure_memory(const Options& options) {
       };
       MemoryResult r{kernel, static_cast<std::int64_t>(n) * bytes_per_element(kernel), {}};
       r.time = summarize(time_runs(launch, stream, options));
-      check_cuda(cudaGetLastError(), "memory kernel");
+      check_cuda(cudaGetLastError(), is_memcpy(kernel) ? "cudaMemcpyAsync" : "memory kernel");
       fmt::print("memory {:11} {:12} B  {:10.2f} us  spread {:5.1f}%  {:8.1f} GB/s\n", kernel,
                  r.bytes, r.time.median * 1e6, r.time.spread * 100, bytes_per_second(r) / 1e9);
       results.push_back(std::move(r));

@@ -15,7 +15,8 @@ namespace {
 const std::vector<std::string> ALL_DTYPES = {"bf16", "fp16", "tf32", "fp8"};
 const std::vector<std::string> ALL_OPS = {"all_reduce", "all_gather", "reduce_scatter",
                                           "all_to_all", "broadcast",  "send_recv"};
-const std::vector<std::string> ALL_KERNELS = {"copy", "elementwise", "reduction"};
+const std::vector<std::string> ALL_KERNELS = {"copy", "elementwise", "reduction",
+                                              "d2d",  "h2d",         "d2h"};
 
 // A comma-separated list whose items must each be one of `allowed`.
 std::vector<std::string> parse_list(const std::string& text, const std::string& flag,
@@ -147,8 +148,9 @@ subcommands:
   gemm     cuBLASLt GEMM time and TFLOP/s per dtype over a grid of shapes
              --dtype LIST   bf16,fp16,tf32,fp8 (fp8 = E4M3 with scales; default: all)
              --shapes FILE  "m n k" lines, e.g. from `loom calibrate shapes` (default: a grid)
-  memory   copy, elementwise and reduction bandwidth over sizes
-             --kernel LIST  copy,elementwise,reduction (default: all)
+  memory   copy, elementwise and reduction kernel bandwidth, and cudaMemcpyAsync copies
+           device-to-device, host-to-device and device-to-host (pinned), over sizes
+             --kernel LIST  copy,elementwise,reduction,d2d,h2d,d2h (default: all)
              -b SIZE -e SIZE  smallest and largest buffer (default 8 .. 8G, doubling)
   nccl     NCCL collectives on the GPUs it sees, one process (ncclCommInitAll)
              --op LIST  all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,send_recv

@@ -18,11 +18,12 @@ struct Options {
   std::vector<std::string> dtypes = {"bf16", "fp16", "tf32", "fp8"};  ///< gemm --dtype
   std::vector<std::string> ops = {"all_reduce", "all_gather", "reduce_scatter",
                                   "all_to_all", "broadcast",  "send_recv"};  ///< nccl --op
-  std::vector<std::string> kernels = {"copy", "elementwise", "reduction"};   ///< memory --kernel
-  std::int64_t min_bytes = 8;                      ///< -b: smallest size, bytes
-  std::int64_t max_bytes = std::int64_t{8} << 30;  ///< -e: largest size, bytes
-  int gpus = 0;                                    ///< -g: GPUs to use (0 = all it sees)
-  int warmup = 5;                                  ///< -w: untimed runs before timing
+  std::vector<std::string> kernels = {"copy", "elementwise", "reduction",
+                                      "d2d",  "h2d",         "d2h"};  ///< memory --kernel
+  std::int64_t min_bytes = 8;                                         ///< -b: smallest size, bytes
+  std::int64_t max_bytes = std::int64_t{8} << 30;                     ///< -e: largest size, bytes
+  int gpus = 0;                   ///< -g: GPUs to use (0 = all it sees)
+  int warmup = 5;                 ///< -w: untimed runs before timing
   int iterations = 20;            ///< -n: timed runs; the median and spread are over these
   std::string nccl_tests_output;  ///< nccl --nccl-tests-out: also write that text to a file
 };

@@ -177,7 +177,8 @@ GemmPoint read_gemm(ObjectReader r) {
 
 MemoryPoint read_memory(ObjectReader r) {
   MemoryPoint m;
-  m.kernel = r.get_enum("kernel", {"copy", "elementwise", "reduction"});
+  // d2d, h2d, d2h: cudaMemcpyAsync copies, shown but not used for the kernel model.
+  m.kernel = r.get_enum("kernel", {"copy", "elementwise", "reduction", "d2d", "h2d", "d2h"});
   m.bytes = static_cast<double>(r.get_positive_int("bytes"));
   set_timing(m, read_timing(r));
   r.allow({"gb_per_s"});  // derived

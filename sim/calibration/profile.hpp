@@ -73,9 +73,9 @@ struct GemmPoint {
 
 /// One memory kernel loom-harness timed (its `memory[]` section).
 struct MemoryPoint {
-  std::string kernel;                              ///< "copy", "elementwise" or "reduction"
-  double bytes = 0;                                ///< read + written per run, bytes
-  double seconds = 0;                              ///< median, seconds
+  std::string kernel;  ///< "copy", "elementwise", "reduction"; "d2d", "h2d", "d2h" (memcpy)
+  double bytes = 0;    ///< read + written per run, bytes
+  double seconds = 0;  ///< median, seconds
   std::optional<double> min_seconds, max_seconds;  ///< as measured, seconds
   std::optional<double> spread;                    ///< interquartile range / median
   std::optional<std::int64_t> samples;             ///< timed runs

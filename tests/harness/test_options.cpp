@@ -12,6 +12,8 @@ TEST_CASE("harness::Options: defaults and no arguments give help") {
   CHECK(o.max_bytes == std::int64_t{8} << 30);  // the 8 B .. 8 GiB
   CHECK(o.dtypes.size() == 4);
   CHECK(o.ops.size() == 6);
+  CHECK(o.kernels ==
+        std::vector<std::string>{"copy", "elementwise", "reduction", "d2d", "h2d", "d2h"});
   CHECK(parse_options({"nccl", "--help"}).command == Command::HELP);
 }
 
@@ -32,6 +34,8 @@ TEST_CASE("harness::Options: subcommands take their flags") {
   CHECK(n.gpus == 4);
   CHECK(n.ops == std::vector<std::string>{"all_reduce"});
   CHECK(parse_options({"memory", "--kernel", "copy"}).kernels == std::vector<std::string>{"copy"});
+  CHECK(parse_options({"memory", "--kernel", "h2d,d2h,d2d"}).kernels ==
+        std::vector<std::string>{"h2d", "d2h", "d2d"});
   CHECK(parse_options({"info"}).command == Command::INFO);
 }
 
@@ -44,6 +48,10 @@ TEST_CASE("harness::Options: bad arguments name the argument and the fix") {
   CHECK_THROWS_WITH_AS(parse_options({"gemm", "--dtype", "bf16,int8"}),
                        "--dtype bf16,int8: \"int8\" is not one of bf16, fp16, tf32, fp8",
                        UsageError);
+  CHECK_THROWS_WITH_AS(
+      parse_options({"memory", "--kernel", "d2d,p2p"}),
+      "--kernel d2d,p2p: \"p2p\" is not one of copy, elementwise, reduction, d2d, h2d, d2h",
+      UsageError);
   CHECK_THROWS_WITH_AS(parse_options({"nccl", "-e"}), "-e: needs a value", UsageError);
   CHECK_THROWS_WITH_AS(parse_options({"nccl", "-n", "0"}), "-n 0: expected a whole number >= 1",
                        UsageError);

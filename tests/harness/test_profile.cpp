@@ -32,6 +32,10 @@ HarnessProfile sample() {
   p.command = "loom-harness nccl -b 1K -e 4K";
   p.gemm.push_back({"bf16", 4096, 4096, 4096, fixed(200e-6), "cublasLt algo 66"});
   p.memory.push_back({"copy", 1 << 30, fixed(400e-6)});
+  // cudaMemcpyAsync copies: loom shows them and keeps them out of the kernel model.
+  p.memory.push_back({"d2d", 1 << 30, fixed(800e-6)});
+  p.memory.push_back({"h2d", 1 << 30, fixed(20e-3)});
+  p.memory.push_back({"d2h", 1 << 30, fixed(21e-3)});
   // Two sizes of all_reduce on 2 GPUs, written out of order: the profile sorts them.
   p.collectives.push_back({"all_reduce", 2, 4096, 1024, fixed(12e-6), fixed(10e-6)});
   p.collectives.push_back({"all_reduce", 2, 1024, 256, fixed(9e-6), fixed(11e-6)});
@@ -69,6 +73,9 @@ TEST_CASE("harness::Profile: loom calibrate show reads the harness profile") {
   CHECK(run.status == 0);
   CHECK(run.out.find("all_reduce on 2 ranks over 1 node") != std::string::npos);
   CHECK(run.out.find("broadcast on 2 ranks") != std::string::npos);
+  CHECK(run.out.find("\nd2h ") != std::string::npos);
+  // The streaming rate comes from the copy kernel (1 GiB in 400 us), not from the memcpys.
+  CHECK(run.out.find("stream at 2684.35 GB/s") != std::string::npos);
   CHECK_THROWS_AS(write_profile(sample(), dir.file("missing/h.json")), loom::Error);
 }
 

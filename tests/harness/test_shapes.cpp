@@ -2,6 +2,7 @@
 
 #include "harness/errors.hpp"
 #include "harness/shapes.hpp"
+#include "tests/harness/run_loom.hpp"
 
 using namespace loom::harness;
 
@@ -36,4 +37,21 @@ TEST_CASE("harness::Shapes: the standard grid has squares and Llama-3 projection
   bool has_70b_ffn = false;
   for (const auto& s : grid) has_70b_ffn |= s.m == 8192 && s.n == 28672 && s.k == 8192;
   CHECK(has_70b_ffn);
+}
+
+TEST_CASE("harness::Shapes: the harness reads what `loom calibrate shapes` prints") {
+  const auto run = loom::testing::run_loom("calibrate shapes --model llama3-8b --tp 2");
+  REQUIRE(run.status == 0);
+  const auto shapes = parse_shapes(run.out, "calibrate-shapes");
+  // Llama-3-8B (config.json: hidden 4096, 32 q + 8 kv heads of 128, FFN 14336, vocab 128256),
+  // tp 2, seq 8192, mbs 1: qkv forward is [8192 x 4096]·[4096 x 3072] (q 2048 + k, v 512 each).
+  REQUIRE_FALSE(shapes.empty());
+  CHECK(shapes[0].m == 8192);
+  CHECK(shapes[0].n == 3072);
+  CHECK(shapes[0].k == 4096);
+  CHECK(shapes[0].note.rfind("bf16 qkv_proj.fwd", 0) == 0);
+  // Its weight gradient: [4096 x 8192]·[8192 x 3072].
+  bool has_qkv_wgrad = false;
+  for (const auto& s : shapes) has_qkv_wgrad |= s.m == 4096 && s.n == 3072 && s.k == 8192;
+  CHECK(has_qkv_wgrad);
 }

@@ -165,6 +165,23 @@ TEST_CASE("calibration::Profile: the kernel tables take every GEMM and the eleme
   CHECK_FALSE(has_kernel_measurements(profile));
 }
 
+TEST_CASE("calibration::Profile: memcpy rows (d2d, h2d, d2h) are read but not streamed") {
+  const testing::TempDir dir("profile_memcpy");
+  const std::string path = dir.file("memcpy.json");
+  std::ofstream(path) << R"({"format": "loom-calibration", "version": 1, "collectives": [],
+    "memory": [{"kernel": "d2d", "bytes": 1073741824, "time_us": 800},
+               {"kernel": "h2d", "bytes": 1073741824, "time_us": 20000},
+               {"kernel": "d2h", "bytes": 1073741824, "time_us": 21000}]})";
+  const Profile profile = read_profile(path);
+  REQUIRE(profile.memory.size() == 3);
+  CHECK(profile.memory[1].kernel == "h2d");
+  CHECK_FALSE(measured_kernels(profile).memory_Bps.has_value());
+  CHECK_FALSE(has_kernel_measurements(profile));
+  std::ofstream(path) << R"({"format": "loom-calibration", "version": 1, "collectives": [],
+    "memory": [{"kernel": "p2p", "bytes": 8, "time_us": 1}]})";
+  CHECK_THROWS_WITH_AS(read_profile(path), doctest::Contains("/memory/0/kernel"), ConfigError);
+}
+
 TEST_CASE("calibration::Profile: a bad GEMM row names its JSON pointer") {
   const testing::TempDir dir("profile_gemm");
   const std::string path = dir.file("bad.json");

@@ -1,0 +1,1 @@
+calibrate shapes --model llama3-8b --tp 2
