@@ -147,8 +147,9 @@ std::vector<MemoryResult> measure_memory(const Options& options) {
   const auto* xs = static_cast<const float*>(x.get());
   const auto* ys = static_cast<const float*>(y.get());
   auto* os = static_cast<float*>(out.get());
-  const bool host_copies = std::any_of(options.kernels.begin(), options.kernels.end(),
-                                       [](const std::string& k) { return k == "h2d" || k == "d2h"; });
+  const bool host_copies =
+      std::any_of(options.kernels.begin(), options.kernels.end(),
+                  [](const std::string& k) { return k == "h2d" || k == "d2h"; });
   std::unique_ptr<PinnedBuffer> host;
   if (host_copies) host = std::make_unique<PinnedBuffer>(max_elements * sizeof(float));
   std::vector<MemoryResult> results;
