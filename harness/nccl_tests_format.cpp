@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sim/collectives.hpp"
+
 namespace loom::harness {
 
 namespace {
@@ -30,10 +32,7 @@ std::string nccl_tests_program(const std::string& op) {
 }
 
 double bus_bandwidth_factor(const std::string& op, int ranks) {
-  const double n = ranks;
-  if (op == "all_reduce") return 2 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter" || op == "all_to_all") return (n - 1) / n;
-  return 1;
+  return sim::bus_bandwidth_factor(sim::parse_collective_op(op), ranks);  // nccl-tests' factors
 }
 
 std::string nccl_tests_type(const std::string& op) {

@@ -24,20 +24,6 @@ void PassCost::add(const PassCost& o) {
   params += o.params;
 }
 
-topo::DType compute_dtype(models::Precision p) {
-  switch (p) {
-    case models::Precision::FP32:
-      return topo::DType::FP32;  // the kernel model runs fp32 matmuls on TF32 tensor cores
-    case models::Precision::FP16:
-      return topo::DType::FP16;
-    case models::Precision::FP8:
-      return topo::DType::FP8;
-    case models::Precision::BF16:
-      return topo::DType::BF16;
-  }
-  return topo::DType::BF16;
-}
-
 namespace {
 
 // The forward collective after an op and its backward mirror.

@@ -10,6 +10,7 @@
 #include "models/flops.hpp"
 #include "models/model_spec.hpp"
 #include "models/parallel_dim.hpp"
+#include "models/plan_dtypes.hpp"  // compute_dtype: the dtype matmuls run in
 #include "models/training_plan.hpp"
 #include "sim/collectives.hpp"
 #include "topologies/kernel_model.hpp"
@@ -66,9 +67,5 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last.
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
                       const topo::KernelTimeModel& kernels);
-
-/// The dtype the plan's precision keeps matmul inputs in (the kernel model picks the
-/// tensor cores).
-topo::DType compute_dtype(models::Precision precision);
 
 }  // namespace loom::strategies
