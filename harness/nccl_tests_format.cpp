@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "sim/calibration/nccl_tests.hpp"
 #include "sim/collectives.hpp"
 
 namespace loom::harness {
@@ -26,9 +27,7 @@ std::string half_row(double seconds, double bytes, double factor) {
 }  // namespace
 
 std::string nccl_tests_program(const std::string& op) {
-  if (op == "all_to_all") return "alltoall_perf";
-  if (op == "send_recv") return "sendrecv_perf";
-  return op + "_perf";
+  return calibration::nccl_tests_program(sim::parse_collective_op(op));
 }
 
 double bus_bandwidth_factor(const std::string& op, int ranks) {

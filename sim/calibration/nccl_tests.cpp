@@ -325,6 +325,12 @@ ImportResult Parser::finish(int last_line) {
 
 }  // namespace
 
+std::string nccl_tests_program(sim::CollectiveOp op) {
+  for (const auto& [program, o] : programs())
+    if (o == op) return program;
+  throw InternalError("nccl-tests has no program for collective " + sim::to_string(op));
+}
+
 bool looks_like_nccl_tests(std::string_view text) {
   return text.find("algbw") != std::string_view::npos &&
          text.find("busbw") != std::string_view::npos;

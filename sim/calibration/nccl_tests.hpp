@@ -23,6 +23,10 @@ struct ImportResult {
 /// Whether `text` is nccl-tests output (it has the results table's column header).
 bool looks_like_nccl_tests(std::string_view text);
 
+/// The nccl-tests program that measures `op` ("all_reduce_perf", "alltoall_perf", ...).
+/// Throws InternalError for an op nccl-tests has no program for (barrier).
+std::string nccl_tests_program(sim::CollectiveOp op);
+
 /// Parses nccl-tests output; `file` names it in sources and errors. The op comes from the
 /// last `<name>_perf` the text mentions before each table (else from the file name); the
 /// group size from the "#  Rank" device lines of the communicator of rank 0, the node count
