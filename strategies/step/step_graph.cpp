@@ -22,12 +22,6 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   return e;
 }
 
-// A B pass, or a W pass under zero-bubble (whose Bi computes no weight gradients), ends the
-// weight gradients of its micro-batch and chunk.
-bool ends_weight_grads(const Pass& pass) {
-  return pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT;
-}
-
 PassRoles find_roles(const PipelineSchedule& schedule, int chunks) {
   PassRoles r;
   const int p = schedule.stages;
@@ -39,7 +33,7 @@ PassRoles find_roles(const PipelineSchedule& schedule, int chunks) {
       const Pass& pass = order[static_cast<size_t>(i)];
       if (pass.kind == PassKind::FORWARD && r.first_forward[s][pass.chunk] < 0)
         r.first_forward[s][pass.chunk] = i;
-      if (ends_weight_grads(pass)) r.final_pass[s][pass.chunk] = i;
+      if (ends_weight_gradients(pass)) r.final_pass[s][pass.chunk] = i;
     }
   }
   return r;
@@ -100,8 +94,10 @@ double tp_overlap_residual(int tp) {
   return tp > 1 ? 1.0 / tp : 1.0;
 }
 
+// A B pass, or a W pass under zero-bubble (whose Bi computes no weight gradients), ends the
+// weight gradients of its micro-batch and chunk.
 bool ends_weight_gradients(const Pass& pass) {
-  return ends_weight_grads(pass);
+  return pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT;
 }
 
 StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
