@@ -41,14 +41,15 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   XDR800 (GB300, ConnectX-8) NIC per GPU. B300 / GB300 are scored, not targeted. Assumed, as NeMo
   2407: no recompute, --zero 1 + both DP overlaps, --sp with tp>1, interleaved with vp>1;
   FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe
-  (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; EP carved out of DP
+  (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; NVFP4 -> --precision nvfp4
+  (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers); EP carved out of DP
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
   module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
   the 25.11 "w/o MTP" rows (--mtp off); DeepSeek-V3 with Megatron's selective recompute
   modules of the Bridge workload base configs (deepseek_recompute_modules); SFT rows scored as pre-training steps of the same shape.
-  Skipped: NVFP4 (no such precision), models
+  Skipped: models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
   (an alternative FP8 granularity of the primary row; loom has one FP8 mode); layouts
@@ -358,8 +359,6 @@ def mbridge_skip_reason(r):
     gpu, prec = r["hardware"]["gpu"], r["precision"]
     if r["id"].endswith("_alt_in_parentheses"):
         return "alternative FP8 granularity of the primary row (loom has one FP8 mode)"
-    if "NVFP4" in prec:
-        return "NVFP4 precision not in loom"
     name = r["model"]["name"]
     if name in UNEXPRESSIBLE_MODELS:
         return UNEXPRESSIBLE_MODELS[name]
@@ -422,7 +421,8 @@ def mbridge_jobs(runs, families, tmp):
         fsdp = p.get("fsdp") or 0
         fsdp_on = fsdp > 1 or (fsdp == 1 and "25.09" in r["framework"])
         B, s = r["batch"]["global_batch_size"], r["seq_len"]
-        prec = "bf16" if r["precision"].startswith("BF16") else "fp8"
+        prec = ("bf16" if r["precision"].startswith("BF16") else
+                "nvfp4" if "NVFP4" in r["precision"] else "fp8")
         args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
@@ -501,7 +501,8 @@ def run_jobs(loom, jobs, workers, verbose):
                 continue
             fam.rows.append((rid, published, pred))
             if verbose:
-                print(f"{fam.key:>14} {rid[:70]:<70} {published:>10.1f} {pred:>10.1f} "
+                short = rid.replace("NeMo_Container_", "").replace("Pre_Training_Performance_", "")
+                print(f"{fam.key:>14} {short[:70]:<70} {published:>10.1f} {pred:>10.1f} "
                       f"{100 * (pred - published) / published:+7.1f}%")
 
 

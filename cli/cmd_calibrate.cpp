@@ -257,9 +257,11 @@ std::vector<std::string> shape_lines(const models::ModelSpec& model,
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;  // (shape, users)
   for (const auto& op : ops) {
     if (op.kind != models::OpKind::MATMUL) continue;
-    // FP8 plans run only Transformer Engine's linears in FP8 (strategies/step/pass_cost.cpp).
+    // FP8 / NVFP4 plans run only Transformer Engine's linears in FP8 / FP4
+    // (strategies/step/pass_cost.cpp).
     const DType compute = models::compute_dtype(plan.precision);
-    const DType dtype = compute == DType::FP8 && !op.fp8_linear ? DType::BF16 : compute;
+    const DType dtype =
+        models::low_precision_linears(plan.precision) && !op.fp8_linear ? DType::BF16 : compute;
     for (const PassShape& p : pass_shapes(op)) {
       const std::string name = std::string(to_string(dtype));
       if (std::find(dtypes.begin(), dtypes.end(), name) == dtypes.end()) dtypes.push_back(name);

@@ -221,6 +221,7 @@ Command add_simulate_command(CLI::App& root) {
       return 0;
     }
     strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
+    strategies::check_precision_on_gpu(plan, cluster.gpu, resolved.sources);
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;

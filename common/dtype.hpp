@@ -2,15 +2,16 @@
 // Numeric formats of tensors and the one table of their storage size. Every byte count
 // derived from a precision (weights, gradients, activations, optimizer copies) goes through
 // bytes_per_element so the same format is never sized twice. TF32 is a tensor-core compute
-// mode over fp32 storage, so it occupies 4 bytes.
+// mode over fp32 storage, so it occupies 4 bytes. FP4 (E2M1) packs two elements per byte; its
+// block scales belong to the recipe that makes it (NVFP4: one E4M3 scale per 16 elements).
 #include <string_view>
 
 namespace loom {
 
 /// A tensor element format.
-enum class DType { FP32, TF32, BF16, FP16, FP8 };
+enum class DType { FP32, TF32, BF16, FP16, FP8, FP4 };
 
-/// Bytes one element occupies in memory (FP32/TF32 4, BF16/FP16 2, FP8 1).
+/// Bytes one element occupies in memory (FP32/TF32 4, BF16/FP16 2, FP8 1, FP4 0.5).
 constexpr double bytes_per_element(DType dtype) {
   switch (dtype) {
     case DType::FP32:
@@ -21,6 +22,8 @@ constexpr double bytes_per_element(DType dtype) {
       return 2.0;
     case DType::FP8:
       return 1.0;
+    case DType::FP4:
+      return 0.5;
   }
   return 4.0;
 }
@@ -38,6 +41,8 @@ constexpr std::string_view to_string(DType dtype) {
       return "fp16";
     case DType::FP8:
       return "fp8";
+    case DType::FP4:
+      return "fp4";
   }
   return "fp32";
 }

@@ -408,13 +408,18 @@ namespace {
 // in forward, column-wise copy only: 1 B per element instead of the bf16 input
 // (transformer_engine/pytorch/module/linear.py `_Linear.forward`: "Discard row-wise data since
 // it is not needed in backward pass", `saved_inputmat = inputmat`; grouped_linear.py likewise).
-// MXFP8 / blockwise scales (1/32 B per element or less) are not counted.
+// MXFP8 / blockwise scales (1/32 B per element or less) are not counted. NVFP4 keeps its FP4
+// column-wise copy the same way (TE NVFP4Quantizer, same `_Linear.forward` path): 0.5 B per
+// element plus its E4M3 scale per 16 elements.
 void keep_fp8_linear_inputs(const Ctx& c, std::vector<OpCost>& ops) {
-  if (c.p.precision != Precision::FP8) return;
+  if (!low_precision_linears(c.p.precision)) return;
+  const double kept = c.p.precision == Precision::NVFP4
+                          ? bytes_per_element(DType::FP4) + NVFP4_SCALE_BYTES_PER_ELEMENT
+                          : bytes_per_element(DType::FP8);
   for (OpCost& op : ops) {
     if (op.kind == OpKind::MATMUL && op.fp8_linear) {
-      op.saved_bytes /= c.act;
-      op.kept_when_freed /= c.act;
+      op.saved_bytes *= kept / c.act;
+      op.kept_when_freed *= kept / c.act;
     }
   }
 }

@@ -117,6 +117,11 @@ BytesPerParameter bytes_per_parameter(const TrainingPlan& plan) {
   // each linear weight's fp8 cast and its fp8 transpose (for the backward GEMM on Hopper)
   // are cached across micro-batches: 2 more bytes on layer weights.
   if (plan.precision == Precision::FP8) b.fp8_cache = 2 * bytes_per_element(DType::FP8);
+  // NVFP4 caches the same two copies in FP4 with an E4M3 scale per 16 elements (weights are
+  // 16x16 block-scaled: one scale per 256 elements, NVIDIA arXiv:2509.25149 Sec. 4.1 — the
+  // 1-per-16 bound is kept, 3% of the cache).
+  if (plan.precision == Precision::NVFP4)
+    b.fp8_cache = 2 * (bytes_per_element(DType::FP4) + NVFP4_SCALE_BYTES_PER_ELEMENT);
   return b;
 }
 

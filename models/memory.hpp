@@ -15,7 +15,7 @@ namespace loom::models {
 /// Bytes each parameter costs before ZeRO sharding, by kind of state.
 struct BytesPerParameter {
   double weights = 0;    ///< the working copy (2 for 16-bit, 4 for fp32)
-  double fp8_cache = 0;  ///< fp8 weight and transpose copies (fp8 only; layer weights only)
+  double fp8_cache = 0;  ///< fp8 / nvfp4 weight and transpose copies (layer weights only)
   double gradients = 0;  ///< 4 with fp32 accumulation (Megatron main-grad), 2 with 16-bit
   double master = 0;     ///< fp32 master weights under mixed precision
   double states = 0;     ///< optimizer states: Adam 8, SGD with momentum 4, SGD 0

@@ -3,7 +3,7 @@
 namespace loom::models {
 // Each list is indexed by its enum's value.
 const std::vector<std::string>& precision_names() {
-  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
+  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8", "nvfp4"};
   return names;
 }
 const std::vector<std::string>& optimizer_names() {

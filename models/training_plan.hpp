@@ -10,7 +10,7 @@
 
 namespace loom::models {
 
-enum class Precision { FP32, BF16, FP16, FP8 };
+enum class Precision { FP32, BF16, FP16, FP8, NVFP4 };
 enum class Optimizer { ADAM, SGD, SGD_MOMENTUM };
 enum class Recompute { NONE, SELECTIVE, FULL };
 enum class Schedule { NAIVE, GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE };

@@ -35,6 +35,7 @@ std::string to_string(TraceCategory category) {
 StepReport simulate_step(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const topo::Cluster& cluster, const SimulateOptions& options) {
   validate_plan(model, plan, cluster.num_gpus());
+  check_precision_on_gpu(plan, cluster.gpu);
   // Pass costing and the simulated GPUs' streams (StepGraph's constructor), then lowering.
   StepGraph graph(model, plan, cluster, options);
   add_fsdp_copy_out(graph);  // ZeRO-3's copy-out runs on the compute stream, in the passes

@@ -98,6 +98,12 @@ GpuSpec with_arch(GpuSpec s, int sm_count, GpuArch arch, const char* src) {
   return s;
 }
 
+// Adds the dense FP4 (NVFP4) tensor-core peak, in TFLOP/s, of a GPU that has one.
+GpuSpec with_fp4(GpuSpec s, double fp4_tflops) {
+  s.fp4_flops = fp4_tflops * T;
+  return s;
+}
+
 // Sets the measured large-GEMM fractions of a GPU whose own measurement differs from its
 // architecture's (topologies/kernel_model.cpp, architecture_gemm_fraction).
 GpuSpec with_gemm_fractions(GpuSpec s, double bf16, double fp8) {
@@ -155,31 +161,39 @@ std::vector<GpuSpec> build_catalog() {
                      900, 4, 5, 600, SRC_H200),
                 132, GpuArch::HOPPER, ARCH_H200),
       // HGX B200 (1000 W): 80 / 1100 / 2250 / 2250 / 4500 TF dense, 180 GB usable HBM3e
-      // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5.
-      with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500, 180, 8000,
-                     1800, 5, 5, 1000, SRC_B200),
-                148, GpuArch::BLACKWELL, ARCH_B200),
+      // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5; dense FP4 9,000 TF.
+      with_fp4(with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500,
+                              180, 8000, 1800, 5, 5, 1000, SRC_B200),
+                         148, GpuArch::BLACKWELL, ARCH_B200),
+               9000),
       // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
       // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
       // PCIe Gen5, which is what pcie_generation records.
       // Its own MAMF (S. Bekman, ml-engineering compute/accelerator/README.md): bf16
       // 1822 / 2500 = 72.9%, fp8 3615.6 / 5000 = 72.3% of the 1200 W datasheet peaks.
-      with_gemm_fractions(with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500,
-                                         2500, 5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
-                                    148, GpuArch::BLACKWELL, ARCH_B200),
-                          0.729, 0.723),
+      // Dense FP4 10,000 TF (reference gpus.json, the GB200 NVL72 product page).
+      with_fp4(with_gemm_fractions(
+                   with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500,
+                                  5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
+                             148, GpuArch::BLACKWELL, ARCH_B200),
+                   0.729, 0.723),
+               10000),
       // HGX B300 (1100 W): 75 / 1100 / 2250 / 2250 / 4500 TF dense (the B200's rates; Blackwell
-      // Ultra adds dense FP4 and exponent throughput, which loom does not model), 270 GB
-      // usable HBM3e at 7.7 TB/s, NVLink5 1.8 TB/s; ConnectX-8 NICs on PCIe Gen6.
-      with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250, 2250, 4500, 270, 7700,
-                     1800, 5, 6, 1100, SRC_B300),
-                160, GpuArch::BLACKWELL, ARCH_B300),
+      // Ultra adds dense FP4 — 14,000 TF, Verda's per-GPU table — and exponent throughput,
+      // which loom does not model), 270 GB usable HBM3e at 7.7 TB/s, NVLink5 1.8 TB/s;
+      // ConnectX-8 NICs on PCIe Gen6.
+      with_fp4(with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250, 2250, 4500,
+                              270, 7700, 1800, 5, 6, 1100, SRC_B300),
+                         160, GpuArch::BLACKWELL, ARCH_B300),
+               14000),
       // B300 in GB300 NVL72 (1400 W): 80 / 1250 / 2500 / 2500 / 5000 TF dense (rack 180 PF
       // BF16, 360 PF FP8 / 72), 279 GB (20 TB / 72) at 8 TB/s (576 TB/s / 72), NVLink5
-      // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6.
-      with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500, 5000, 279,
-                     8000, 1800, 5, 6, 1400, SRC_GB300),
-                160, GpuArch::BLACKWELL, ARCH_B300),
+      // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6. Dense FP4 15,000 TF (rack 1,080 PF
+      // dense FP4 / 72; Verda's per-GPU table).
+      with_fp4(with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500, 5000,
+                              279, 8000, 1800, 5, 6, 1400, SRC_GB300),
+                         160, GpuArch::BLACKWELL, ARCH_B300),
+               15000),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,
@@ -274,14 +288,14 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   } catch (const ValidationError& e) {
     throw ConfigError(r.file(), r.pointer_of("base"), e.what());
   }
-  const bool overridden = r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") ||
-                          r.has("fp8") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
-                          r.has("nvlink_bandwidth") || r.has("nvlink_generation") ||
-                          r.has("pcie_generation") || r.has("tdp_watts") || r.has("sm_count") ||
-                          r.has("architecture") || r.has("power_limit_w") ||
-                          r.has("load_clock_fraction") || r.has("gemm_efficiency_tf32") ||
-                          r.has("gemm_efficiency_bf16") || r.has("gemm_efficiency_fp16") ||
-                          r.has("gemm_efficiency_fp8") || r.has("attention_efficiency");
+  const bool overridden =
+      r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") || r.has("fp8") ||
+      r.has("fp4") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
+      r.has("nvlink_bandwidth") || r.has("nvlink_generation") || r.has("pcie_generation") ||
+      r.has("tdp_watts") || r.has("sm_count") || r.has("architecture") || r.has("power_limit_w") ||
+      r.has("load_clock_fraction") || r.has("gemm_efficiency_tf32") ||
+      r.has("gemm_efficiency_bf16") || r.has("gemm_efficiency_fp16") ||
+      r.has("gemm_efficiency_fp8") || r.has("attention_efficiency");
   s.display_name =
       r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
   s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
@@ -289,6 +303,7 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   s.bf16_flops = r.get_quantity_or("bf16", Unit::FLOP_RATE, s.bf16_flops);
   s.fp16_flops = r.get_quantity_or("fp16", Unit::FLOP_RATE, s.fp16_flops);
   s.fp8_flops = r.get_quantity_or("fp8", Unit::FLOP_RATE, s.fp8_flops);
+  s.fp4_flops = r.get_quantity_or("fp4", Unit::FLOP_RATE, s.fp4_flops);
   s.hbm_bytes = r.get_quantity_or("hbm_capacity", Unit::BYTES, s.hbm_bytes);
   s.hbm_bandwidth_Bps = r.get_quantity_or("hbm_bandwidth", Unit::BANDWIDTH, s.hbm_bandwidth_Bps);
   s.nvlink_bandwidth_Bps =
@@ -342,6 +357,7 @@ OrderedJson write_gpu_spec(const GpuSpec& g) {
                   {"tdp_watts", g.tdp_watts},
                   {"sm_count", g.sm_count},
                   {"architecture", to_string(g.arch)}};
+  if (g.fp4_flops > 0) out["fp4"] = rate(g.fp4_flops);
   // Optional figures are written only when set, so a default spec reads back unchanged.
   const std::pair<const char*, double> optional[] = {
       {"power_limit_w", g.power_limit_watts},

@@ -33,6 +33,7 @@ struct GpuSpec {
   double bf16_flops = 0;            ///< FLOP/s, tensor-core bf16
   double fp16_flops = 0;            ///< FLOP/s, tensor-core fp16
   double fp8_flops = 0;             ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
+  double fp4_flops = 0;             ///< FLOP/s, tensor-core fp4 (0 when the GPU has none)
   double hbm_bytes = 0;             ///< memory capacity in bytes (datasheet GB, i.e. 1e9)
   double hbm_bandwidth_Bps = 0;     ///< memory bandwidth in bytes per second
   double nvlink_bandwidth_Bps = 0;  ///< NVLink per GPU per direction, bytes/s (0: none)

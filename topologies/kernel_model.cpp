@@ -30,8 +30,11 @@ DType tensor_core_dtype(DType math) {
 // No published MAMF for Volta, Ada or TF32: those keep the earlier 0.80 (Volta, Ada) or the
 // same architecture's bf16 figure (TF32 and FP16 run on the same tensor-core datapath at
 // half and equal rate); MI300X fp8 has no figure and uses its bf16 one.
+// FP4: no published MAMF or cuBLASLt sweep of NVFP4 GEMMs was found; the FP8 fraction of
+// the same architecture is used (both run on the same 5th-generation tensor cores with
+// hardware block scaling).
 double architecture_gemm_fraction(GpuArch arch, DType tensor) {
-  const bool fp8 = tensor == DType::FP8;
+  const bool fp8 = tensor == DType::FP8 || tensor == DType::FP4;
   switch (arch) {
     case GpuArch::AMPERE:
       return 0.869;  // no fp8 tensor cores: fp8 math falls back to bf16 peak and fraction
@@ -147,6 +150,14 @@ double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
   return FUSED;
 }
 
+// NVFP4 (Transformer Engine NVFP4BlockScaling, the recipe of NVIDIA's "Pretraining Large
+// Language Models with NVFP4", arXiv:2509.25149): the per-tensor FP32 scale comes from the
+// tensor's own amax (one 16-bit read first, as current scaling), then one fused kernel reads
+// the 16-bit tensor and writes the row-wise and column-wise E2M1 copies (0.5 B each) with an
+// E4M3 scale per 16 elements; the 16x16 random Hadamard transform of the weight-gradient
+// operands is applied in that kernel and adds no traffic.
+const double NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * (0.5 + 1.0 / 16);
+
 DatasheetKernelModel::DatasheetKernelModel(GpuSpec gpu, GpuEfficiency efficiency)
     : gpu_(std::move(gpu)), efficiency_(efficiency), clock_(sustained_clock_fraction(gpu_)) {
   check_invariant(gpu_.bf16_flops > 0 && gpu_.hbm_bandwidth_Bps > 0,
@@ -158,9 +169,11 @@ double DatasheetKernelModel::gemm_fraction(DType math) const {
   if (efficiency_.matmul_peak_fraction > 0) return efficiency_.matmul_peak_fraction;
   // A GPU without the dtype's tensor cores runs it on bf16 ones (peak_flops), at their rate.
   DType tensor = tensor_core_dtype(math);
+  if (tensor == DType::FP4 && gpu_.fp4_flops <= 0) tensor = DType::FP8;
   if (tensor == DType::FP8 && gpu_.fp8_flops <= 0) tensor = DType::BF16;
   double measured = 0;
   switch (tensor) {
+    case DType::FP4:  // no per-GPU FP4 measurement: the FP8 one (see above)
     case DType::TF32:
       measured = gpu_.gemm_fraction_tf32;
       break;
@@ -191,6 +204,9 @@ Fp8Recipe DatasheetKernelModel::fp8_recipe() const {
 double DatasheetKernelModel::peak_flops(DType math) const {
   // A GPU without a dtype's tensor cores runs it on the next wider ones it has.
   switch (tensor_core_dtype(math)) {
+    case DType::FP4:
+      if (gpu_.fp4_flops > 0) return gpu_.fp4_flops;
+      [[fallthrough]];
     case DType::FP8:
       return gpu_.fp8_flops > 0 ? gpu_.fp8_flops : gpu_.bf16_flops;
     case DType::FP16:
@@ -314,12 +330,15 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
   return fused_attention_s(op, backward_flops * scale, math) / efficiency_.attention_backward_ratio;
 }
 
-double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass) const {
+double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass,
+                                              DType math) const {
   // One cast kernel per operand: forward the input [m x k] and the weight [k x n] (weights
   // are re-cast every micro-batch: exact with one micro-batch per step, pessimistic when a
   // framework caches them over a step); backward the output gradient [m x n]. Delayed
   // scaling's amax-history update is one small kernel per step and is not counted.
-  const double per_element = fp8_cast_bytes_per_element(fp8_recipe());
+  const double per_element = math == DType::FP4 && gpu_.fp4_flops > 0
+                                 ? NVFP4_CAST_BYTES_PER_ELEMENT
+                                 : fp8_cast_bytes_per_element(fp8_recipe());
   const double b = static_cast<double>(op.batch);
   const double m = static_cast<double>(op.m), n = static_cast<double>(op.n),
                k = static_cast<double>(op.k);
@@ -380,7 +399,7 @@ double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DT
     case KernelKind::OPTIMIZER:
       return pass == KernelPass::FORWARD ? memory_time_s(op.bytes) : 0.0;
     case KernelKind::FP8_CAST:
-      return fp8_cast_seconds(op, pass);
+      return fp8_cast_seconds(op, pass, math);
   }
   return 0;
 }

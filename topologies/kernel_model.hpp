@@ -34,7 +34,8 @@ enum class KernelKind {
   OPTIMIZER,     ///< the optimizer step: memory-bound over the bytes it moves
   /// The FP8 quantisation of one FP8 GEMM's operands (m, n, k, batch of that GEMM): forward
   /// casts the input [m x k] and the weight [k x n], backward the output gradient [m x n];
-  /// memory-bound, bytes per element by the GPU's FP8 recipe (fp8_cast_bytes_per_element).
+  /// memory-bound, bytes per element by the GPU's FP8 recipe (fp8_cast_bytes_per_element),
+  /// or NVFP4's when timed in FP4 on a GPU with FP4 tensor cores.
   FP8_CAST,
 };
 
@@ -244,7 +245,7 @@ class DatasheetKernelModel final : public KernelTimeModel {
   // one kernel at its shape, or cp_ring ring-attention chunk kernels.
   double fused_attention_s(const KernelOp& op, double flops, DType math) const;
 
-  double fp8_cast_seconds(const KernelOp& op, KernelPass pass) const;
+  double fp8_cast_seconds(const KernelOp& op, KernelPass pass, DType math) const;
   // Seconds of `pass` of a MEMORY_BOUND op (its kernels and bytes).
   double memory_bound_seconds(const KernelOp& op, KernelPass pass) const;
   // Seconds of `pass` of `op` before the CUDA-graph launch saving.

@@ -27,6 +27,8 @@ topo::DType run_dtype(const MeasuredRun& run) {
   switch (models::compute_dtype(run.plan.precision)) {
     case DType::FP8:
       return topo::DType::FP8;
+    case DType::FP4:
+      return topo::DType::FP4;
     case DType::FP16:
       return topo::DType::FP16;
     case DType::TF32:

@@ -186,6 +186,15 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
   }
 }
 
+void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, const PlanSources& s) {
+  if (p.precision != models::Precision::NVFP4 || gpu.fp4_flops > 0) return;
+  fail_field(s, "precision",
+             fmt::format("{}: nvfp4 needs FP4 tensor cores, which {} does not have (B200, "
+                         "GB200, B300 and GB300 do); use fp8 or bf16, or give the GPU an \"fp4\" "
+                         "rate",
+                         s.where("precision"), gpu.name));
+}
+
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
                    std::optional<std::int64_t> cluster_gpus, const PlanSources& sources) {
   // The GPU count first: resolve_plan reports it before the other rules too.

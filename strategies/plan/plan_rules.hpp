@@ -13,6 +13,7 @@
 #include "models/model_spec.hpp"
 #include "models/training_plan.hpp"
 #include "strategies/plan/plan_input.hpp"
+#include "topologies/gpu_catalog.hpp"
 
 namespace loom::strategies {
 
@@ -27,6 +28,11 @@ void validate_plan(const models::ModelSpec& model, const models::TrainingPlan& p
 /// on field "dp".
 void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus,
                      const PlanSources& sources = {});
+
+/// The precision rule against the GPU: nvfp4 needs FP4 tensor cores (Transformer Engine's
+/// NVFP4BlockScaling runs only on Blackwell). Throws PlanError on "precision".
+void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
+                            const PlanSources& sources = {});
 
 /// The pipeline-split rules: one layer count per virtual stage (pp x vpp) and, when
 /// `model_layers` is known, counts summing to it. Throws PlanError on "pipeline_split".

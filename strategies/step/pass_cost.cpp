@@ -101,18 +101,18 @@ double grad_accumulation_seconds(const models::OpCost& op, const models::Trainin
 // Seconds of each pass of `op` under the plan's precision. FP8 as Transformer Engine runs
 // it (docs: "FP8 ... only in the Linear layers"; attention and the output layer are not TE
 // FP8 modules): an fp8_linear GEMM runs in FP8 plus the casts of its operands; every other
-// op runs in bf16.
+// op runs in bf16. NVFP4 likewise, in FP4.
 topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
                              const topo::KernelTimeModel& kernels, bool graphed) {
   const topo::DType dt = compute_dtype(plan.precision);
   topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
   if (plan.attention_kernel == models::AttentionKernel::FA2) k.kernel = topo::AttentionKernel::FA2;
-  if (dt != topo::DType::FP8) return kernels.pass_seconds(k, dt);
+  if (!models::low_precision_linears(plan.precision)) return kernels.pass_seconds(k, dt);
   if (!op.fp8_linear) return kernels.pass_seconds(k, topo::DType::BF16);
-  topo::PassSeconds t = kernels.pass_seconds(k, topo::DType::FP8);
+  topo::PassSeconds t = kernels.pass_seconds(k, dt);
   topo::KernelOp cast = k;
   cast.kind = topo::KernelKind::FP8_CAST;
-  const topo::PassSeconds c = kernels.pass_seconds(cast, topo::DType::FP8);
+  const topo::PassSeconds c = kernels.pass_seconds(cast, dt);
   t.forward += c.forward;
   t.backward_input += c.backward_input;
   t.backward_weight += c.backward_weight;

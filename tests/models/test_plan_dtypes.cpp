@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "models/flops.hpp"
+#include "models/memory.hpp"
 #include "models/model_loader.hpp"
 #include "models/plan_dtypes.hpp"
 
@@ -41,4 +42,32 @@ TEST_CASE("models::PlanDtypes: a GEMM's weight bytes follow the matmul weight fo
       if (op.name == "qkv_proj") CHECK(op.weight_bytes == elements * bytes);
     CHECK(activation_element_bytes(plan) == (precision == Precision::FP32 ? 4.0 : 2.0));
   }
+}
+
+TEST_CASE("models::PlanDtypes: nvfp4 keeps bf16 parameters, FP4 weight casts and saved inputs") {
+  // Megatron-Bridge bf16_with_nvfp4_mixed (fp4 "e2m1", no fp4 parameters): parameters and
+  // activations stay bf16; linears read and save FP4 copies with an E4M3 scale per 16.
+  CHECK(parameter_dtype(Precision::NVFP4) == DType::BF16);
+  CHECK(matmul_weight_dtype(Precision::NVFP4) == DType::FP4);
+  CHECK(compute_dtype(Precision::NVFP4) == DType::FP4);
+  CHECK(low_precision_linears(Precision::NVFP4));
+  CHECK_FALSE(low_precision_linears(Precision::BF16));
+  CHECK(bytes_per_element(DType::FP4) == 0.5);
+  // The weight cache: row- and column-wise FP4 copies, 2 x (0.5 + 1/16) = 1.125 B/param.
+  TrainingPlan p;
+  p.precision = Precision::NVFP4;
+  CHECK(bytes_per_parameter(p).fp8_cache == doctest::Approx(1.125));
+  // A linear's saved input: FP8 keeps 1 B per element, NVFP4 0.5625 B, bf16 2 B.
+  const ModelSpec m = model_preset("llama3-8b");
+  auto saved_of_qkv = [&](Precision precision) {
+    TrainingPlan q;
+    q.precision = precision;
+    for (const OpCost& op : layer_ops(m, q, 0))
+      if (op.kind == OpKind::MATMUL && op.fp8_linear) return op.saved_bytes;
+    return 0.0;
+  };
+  const double b16 = saved_of_qkv(Precision::BF16);
+  REQUIRE(b16 > 0);
+  CHECK(saved_of_qkv(Precision::FP8) == doctest::Approx(b16 / 2));
+  CHECK(saved_of_qkv(Precision::NVFP4) == doctest::Approx(b16 * 0.5625 / 2));
 }

@@ -101,3 +101,13 @@ TEST_CASE("strategies::PlanRules: the GPU count must match the cluster") {
           "change the sizes or the cluster so they match");
   }
 }
+
+TEST_CASE("strategies::PlanRules: nvfp4 needs a GPU with FP4 tensor cores") {
+  TrainingPlan p;
+  p.precision = models::Precision::NVFP4;
+  CHECK_THROWS_WITH_AS(check_precision_on_gpu(p, topo::find_gpu("h100")),
+                       doctest::Contains("precision: nvfp4 needs FP4 tensor cores"), PlanError);
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("b200")));
+  p.precision = models::Precision::FP8;
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("h100")));
+}

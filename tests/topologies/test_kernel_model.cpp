@@ -464,3 +464,25 @@ TEST_CASE("topologies::DatasheetKernelModel: a grouped GEMM pays one launch per 
   CHECK(b200.seconds(single_grouped, KernelPass::FORWARD, DType::BF16) ==
         b200.seconds(single, KernelPass::FORWARD, DType::BF16));
 }
+
+TEST_CASE("topologies::DatasheetKernelModel: NVFP4 GEMMs at the FP4 peak, casts by hand") {
+  // B200 (HGX, 1000 W): dense FP8 4,500 and FP4 9,000 TFLOP/s (reference gpus.json, NVIDIA
+  // Blackwell datasheet). No published FP4 GEMM sweep: FP4 runs at the FP8 fraction, so an
+  // 8192^3 GEMM's FLOP time halves (the 4 us launch overhead does not).
+  const DatasheetKernelModel b200(find_gpu("b200"));
+  CHECK(b200.peak_flops(DType::FP4) == doctest::Approx(9000e12));
+  const KernelOp g = gemm(8192, 8192, 8192);
+  const double t8 = b200.seconds(g, KernelPass::FORWARD, DType::FP8) - 4e-6;
+  const double t4 = b200.seconds(g, KernelPass::FORWARD, DType::FP4) - 4e-6;
+  CHECK(t4 == doctest::Approx(t8 / 2).epsilon(1e-9));
+  // A GPU without FP4 tensor cores (H100) runs FP4 math at its FP8 rate.
+  const DatasheetKernelModel h100(find_gpu("h100"));
+  CHECK(h100.peak_flops(DType::FP4) == doctest::Approx(h100.peak_flops(DType::FP8)));
+  // The NVFP4 cast of the output gradient [4096 x 8192] moves 2 (amax read) + 2 (read) +
+  // 2 x (0.5 + 1/16) (row- and column-wise E2M1 with an E4M3 scale per 16) = 5.125 B per
+  // element at 0.80 x 8 TB/s = 6.4e12 B/s: 5.125 x 33554432 / 6.4e12 = 26.870 us + 4 us.
+  KernelOp cast = gemm(4096, 8192, 4096);
+  cast.kind = KernelKind::FP8_CAST;
+  CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP4) ==
+        doctest::Approx(5.125 * 33554432 / 6.4e12 + 4e-6).epsilon(1e-6));
+}
