@@ -14,6 +14,7 @@
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -222,6 +223,8 @@ int run_collective(const CollectiveFlags& f) {
   table.align_left(3);
   table.align_left(8);
   table.align_left(9);
+  CsvTable csv({"op", "ranks", "size_bytes", "count", "type", "redop", "root", "time_us",
+                "algbw_GBps", "busbw_GBps", "algorithm", "protocol"});
   for (double size = min_bytes; size <= max_bytes * (1 + 1e-12); size *= f.factor) {
     // nccl-tests rounds sizes down to a multiple of (type size x ranks) for sharded ops.
     double count = std::floor(size / type_bytes);
@@ -272,6 +275,10 @@ int run_collective(const CollectiveFlags& f) {
     row["algorithm"] = algorithm;
     row["protocol"] = protocol;
     rows.push_back(row);
+    csv.add_row({std::string(sim::to_string(op)), std::to_string(n), fmt::format("{:.0f}", bytes),
+                 fmt::format("{:.0f}", count), "float", redop, std::to_string(root),
+                 csv_number(seconds * 1e6), csv_number(algbw), csv_number(busbw), algorithm,
+                 protocol});
   }
 
   if (format == Format::JSON) {
@@ -286,6 +293,10 @@ int run_collective(const CollectiveFlags& f) {
     OrderedJson results;
     results["rows"] = rows;
     std::cout << render_document(make_document(context, results));
+    return 0;
+  }
+  if (format == Format::CSV) {
+    std::cout << csv.render();
     return 0;
   }
   std::cout << fmt::format(
@@ -329,7 +340,7 @@ Command add_collective_command(CLI::App& root) {
   app->add_option("--calibration", flags->calibration,
                   "profile from `loom calibrate import`: measured times replace the model "
                   "for the (op, ranks, nodes) and sizes it covers (algo auto)");
-  add_format_flag(*app, flags->format, {"table", "json"});
+  add_format_flag(*app, flags->format, {"table", "json", "csv"});
   command.app = app;
   command.run = [flags]() { return run_collective(*flags); };
   return command;

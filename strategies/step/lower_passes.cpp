@@ -320,6 +320,7 @@ void lower_pipeline(StepGraph& g) {
           const TaskId tr = g.engine.add_transfer(t, {from.last});
           g.engine.add_dependency(tr, to.first);
           if (ri == 0) g.pp_tasks.push_back(tr);
+          if (g.options.keep_timeline) g.pp_transfers.push_back({tr, t.src_rank, t.dst_rank});
         }
       }
     }

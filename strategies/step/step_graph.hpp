@@ -116,7 +116,14 @@ struct StepGraph {
   std::vector<std::vector<PassTasks>> pass_tasks;
   std::vector<sim::TaskId> all_pass_tasks;  ///< the last task of every pass
   std::vector<sim::TaskId> pp_tasks;        ///< the representative's pipeline transfers
-  std::vector<RepStage> reps;               ///< by stage
+  /// Every simulated pipeline transfer with its ranks, for the trace (keep_timeline only).
+  struct Transfer {
+    sim::TaskId task;
+    int src_rank;
+    int dst_rank;
+  };
+  std::vector<Transfer> pp_transfers;
+  std::vector<RepStage> reps;  ///< by stage
   /// Model-parallel comm seconds by dimension, summed over the representative's stages.
   std::array<double, models::DIM_COUNT> comm_total{};
   /// Of which hidden behind compute (tp_comm_overlap), by dimension.
