@@ -180,15 +180,11 @@ OrderedJson simulate_context_json(const models::ModelSpec& model, const models::
 std::string render_simulate_csv(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                 const topo::Cluster& cluster, const strategies::StepReport& r,
                                 const SimulateSetup& setup) {
-  std::vector<std::string> header = {"model", "cluster",     "gpus", "network",
-                                     "mode",  "calibration", "order"};
-  std::vector<std::string> row = {model.name,
-                                  cluster.name,
-                                  std::to_string(cluster.num_gpus()),
-                                  setup.network,
-                                  setup.full ? "full" : "symmetric",
-                                  setup.calibration,
-                                  setup.order};
+  // The plan's columns carry the GPU count ("gpus"), so the setup does not repeat it.
+  std::vector<std::string> header = {"model", "cluster", "network", "mode", "calibration", "order"};
+  std::vector<std::string> row = {model.name,        cluster.name,
+                                  setup.network,     setup.full ? "full" : "symmetric",
+                                  setup.calibration, setup.order};
   append_plan_columns(plan, header, row);
   auto add = [&](std::string key, std::string value) {
     header.push_back(std::move(key));

@@ -32,12 +32,25 @@ class EffectChecker {
     return in_.has(key) && value != fallback;
   }
 
-  // "<key> has no effect <why>; drop it or change <other>".
+  // " 40MB", " 3", " off": the value as given (nothing for a switch, whose flag says it all).
+  std::string value_text(std::string_view key) const {
+    const PlanField& field = plan_field(key);
+    if (field.type == FieldType::SWITCH) return "";
+    if (field.type == FieldType::TOGGLE) return in_.flag(key) ? " on" : " off";
+    if (field.type == FieldType::SIZE || field.type == FieldType::STAGE) {
+      const auto n = in_.integer(key);
+      return n ? fmt::format(" {}", *n) : "";
+    }
+    const auto text = in_.text(key);
+    return text ? " " + *text : "";
+  }
+
+  // "<key> <value> has no effect <why>; drop it or change <other>".
   [[noreturn]] void fail(std::string_view key, std::string_view other,
                          const std::string& why) const {
     fail_field(s_, key,
-               fmt::format("{} has no effect {}; drop it or change {}", s_.where(key), why,
-                           s_.name(other)));
+               fmt::format("{}{} has no effect {}; drop it or change {}", s_.where(key),
+                           value_text(key), why, s_.name(other)));
   }
 
   void check_zero() const {
@@ -78,9 +91,9 @@ class EffectChecker {
     // Megatron-LM: --overlap-param-gather only with the distributed optimizer (arguments.py).
     if (gather && p_.zero == 0) {
       fail("overlap_param_gather", "zero",
-           fmt::format("with {} 0: DDP keeps whole parameters and gathers none; it needs {} 1 "
-                       "or 2",
-                       s_.name("zero"), s_.name("zero")));
+           fmt::format("with {} 0: DDP keeps whole parameters and gathers none (ZeRO-1 and 2 "
+                       "do)",
+                       s_.name("zero")));
     }
   }
 
@@ -172,7 +185,8 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                                const PlanSources& s) {
   if (!m.is_moe() && p.etp > 0 && p.etp != p.tp) {
     fail_field(s, "etp",
-               fmt::format("{} has no effect: {} has no experts; drop it", s.where("etp"), m.name));
+               fmt::format("{} {} has no effect: {} has no experts; drop it", s.where("etp"), p.etp,
+                           m.name));
   }
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",

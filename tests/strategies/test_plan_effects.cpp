@@ -43,7 +43,8 @@ void check_rejected(const Values& values, const std::string& flag, const std::st
                     std::optional<std::int64_t> gpus = 8) {
   const std::string message = rejection(values, gpus);
   CAPTURE(message);
-  CHECK(message.rfind(flag + " has no effect", 0) == 0);
+  CHECK(message.rfind(flag, 0) == 0);
+  CHECK(message.find(" has no effect ") != std::string::npos);
   CHECK(message.find(other) != std::string::npos);
 }
 
@@ -132,7 +133,7 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   p.tp = 2;
   p.etp = 1;
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
-                       "--etp has no effect: llama3-8b has no experts; drop it", PlanError);
+                       "--etp 1 has no effect: llama3-8b has no experts; drop it", PlanError);
   p.etp = 0;
   p.mtp = false;
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
