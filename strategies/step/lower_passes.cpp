@@ -250,6 +250,7 @@ void lower_passes(StepGraph& g) {
     StageLowering stage(g, s);
     for (int pi = 0; pi < static_cast<int>(g.schedule.per_stage[s].size()); ++pi)
       stage.lower_pass(pi);
+    g.report_progress(StepGraph::PASSES_PROGRESS, s + 1, g.stages());
   }
 }
 
@@ -324,6 +325,7 @@ void lower_pipeline(StepGraph& g) {
         }
       }
     }
+    g.report_progress(StepGraph::PIPELINE_PROGRESS, double(ri + 1), double(g.replicas.size()));
   }
 }
 

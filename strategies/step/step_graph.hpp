@@ -132,6 +132,24 @@ struct StepGraph {
   /// Trace category of every task (filled only when the timeline is kept).
   std::vector<TraceCategory> category;
 
+  /// The share of a whole simulation each stage of simulate_step takes, for
+  /// SimulateOptions::progress: a stage reports [begin, end] of it. Measured on Llama-3-405B,
+  /// 16,384 GPUs, full mode (passes 7%, pipeline transfers 33%, data parallel 48%, engine
+  /// 12%): a progress bar's scale, not a promise.
+  struct ProgressSpan {
+    double begin = 0;
+    double end = 0;
+  };
+  static constexpr ProgressSpan PASSES_PROGRESS{0.0, 0.07};
+  static constexpr ProgressSpan PIPELINE_PROGRESS{0.07, 0.40};
+  static constexpr ProgressSpan DATA_PARALLEL_PROGRESS{0.40, 0.88};
+  static constexpr ProgressSpan ENGINE_PROGRESS{0.88, 1.0};
+  /// Reports `done` of `total` units of the stage spanning `span` to SimulateOptions::progress.
+  void report_progress(ProgressSpan span, double done, double total) const {
+    if (options.progress && total > 0)
+      options.progress(span.begin + (span.end - span.begin) * done / total);
+  }
+
   int stages() const { return plan.pp; }
   int chunks() const { return plan.vpp; }
   int micro_batches() const { return schedule.micro_batches; }
