@@ -39,6 +39,7 @@ struct CollectiveFlags {
   int root = 0;
   bool ranks_given = false;
   bool group_given = false;
+  bool root_given = false;
   std::string algo = "auto";
   std::string network = "flow";
   std::string format = "table";
@@ -181,6 +182,18 @@ int run_collective(const CollectiveFlags& f) {
   topo::Cluster cluster = resolve_cluster(f.cluster);
 
   const std::vector<int> ranks = resolve_ranks(f, cluster);
+  if (!f.calibration.empty() && algo != sim::Algorithm::AUTO) {
+    throw ValidationError("--calibration",
+                          fmt::format("--calibration has no effect with --algo {}: measured "
+                                      "times stand in for --algo auto only; drop one of them",
+                                      f.algo));
+  }
+  if (f.root_given && !is_rooted(op)) {
+    throw ValidationError("--root", fmt::format("--root has no effect with --op {}: only "
+                                                "broadcast, reduce, scatter and gather have a "
+                                                "root; drop it or change --op",
+                                                f.op));
+  }
   if (is_rooted(op) && (f.root < 0 || f.root >= static_cast<int>(ranks.size()))) {
     throw ValidationError("--root", fmt::format("--root: {} is outside the group of {} ranks; "
                                                 "give a position in the group, 0..{}",
@@ -332,7 +345,8 @@ Command add_collective_command(CLI::App& root) {
   app->add_option("-f,--stepfactor", flags->factor, "multiply the size by this each row")
       ->capture_default_str();
   app->add_option("--root", flags->root, "root index within the group for rooted ops")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([flags](const std::string&) { flags->root_given = true; });
   app->add_option("--algo", flags->algo, "algorithm (" + join(algorithms, ", ") + ")")
       ->capture_default_str();
   app->add_option("--network", flags->network, "network model: " + join(modes, ", "))

@@ -161,6 +161,13 @@ class EffectChecker {
            fmt::format("with {} off: attention runs unfused, as batched GEMMs",
                        s_.name("flash_attention")));
     }
+    // One stage runs its micro-batches one after another under every schedule; only GPipe's
+    // all-forwards-first order changes what it holds (memory).
+    if (given("schedule", p_.schedule, TrainingPlan{}.schedule) && p_.pp == 1 &&
+        (p_.schedule == models::Schedule::NAIVE || p_.schedule == models::Schedule::ZERO_BUBBLE)) {
+      fail("schedule", "pp",
+           fmt::format("with {} 1: a single stage has no pipeline to schedule", s_.name("pp")));
+    }
     // Megatron-LM rejects the interleaved schedule below pp 2 (arguments.py).
     if (p_.vpp > 1 && p_.pp == 1) {
       fail(in_.has("vpp") ? "vpp" : "layers_per_virtual_stage", "pp",

@@ -111,6 +111,9 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   check_rejected({{"flash_attention", false}, {"attention_kernel", std::string("fa2")}},
                  "--attention-kernel", "--flash-attention off");
   check_rejected({{"vpp", std::int64_t{2}}}, "--vpp", "--pp 1");
+  check_rejected({{"schedule", std::string("zb")}}, "--schedule zb", "--pp 1");
+  // GPipe holds every micro-batch's activations even on one stage: it has an effect.
+  CHECK(rejection({{"schedule", std::string("gpipe")}}).empty());
 }
 
 TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
