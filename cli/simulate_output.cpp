@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "cli/memory_json.hpp"
 #include "cli/plan_text.hpp"
 #include "common/csv.hpp"
-#include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_json.hpp"
