@@ -215,12 +215,15 @@ def with_recompute_modules(args, modules):
                        "--recompute-modules", ",".join(modules)] + args[i + 2:]
 
 
-def megatron_style_args(p, layers, model=None):
-    """Megatron-Core/NeMo defaults shared by the H100/Blackwell families (docstring)."""
+def megatron_style_args(p, layers, model=None, fsdp=False):
+    """Megatron-Core/NeMo defaults shared by the H100/Blackwell families (docstring). Under
+    FSDP (--zero 3) the DP overlap switches are left out: FSDP's per-layer collectives always
+    overlap, and loom rejects a switch that has no effect."""
     tp = p.get("tp") or 1
     args = ["--tp", str(tp), "--cp", str(p.get("cp") or 1), "--ep", str(p.get("ep") or 1),
-            "--recompute", "none", "--flash-attention", "on",
-            "--overlap-grad-reduce", "--overlap-param-gather"]
+            "--recompute", "none", "--flash-attention", "on"]
+    if not fsdp:
+        args += ["--overlap-grad-reduce", "--overlap-param-gather"]
     if model in ETP1_MODELS:
         args += ["--etp", "1"]
     if tp > 1:
@@ -426,7 +429,7 @@ def mbridge_jobs(runs, families, tmp):
         args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
                 "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
-            megatron_style_args(p, layers, model)
+            megatron_style_args(p, layers, model, fsdp_on)
         if model == "deepseek-v3":
             args = with_recompute_modules(
                 args, deepseek_recompute_modules(gpu, r["precision"], p))
@@ -451,10 +454,12 @@ def torchtitan_jobs(mem_rows, fam):
                 "--dp", str(dp), "--cp", str(cp), "--zero", "3" if p.get("fsdp") else "0",
                 "--mbs", str(mbs), "--gbs", str(gbs), "--seq", str(r["seq_len"]),
                 "--recompute", r["recompute"], "--flash-attention", "on",
-                # torchtitan's llama3 configs: selective_ac_option = "op"; its loss_fn is
-                # F.cross_entropy(pred.float(), labels), not compiled (train.py, Dec 2024).
-                "--selective-recompute", "op", "--cross-entropy", "eager",
+                # torchtitan's loss_fn is F.cross_entropy(pred.float(), labels), not compiled
+                # (train.py, Dec 2024).
+                "--cross-entropy", "eager",
                 "--precision", "fp8" if "Float8" in r["precision"] else "bf16"]
+        if r["recompute"] == "selective":
+            args += ["--selective-recompute", "op"]  # its llama3 configs' selective_ac_option
         jobs.append((fam, r["run_id"], "memory", args, r["memory_gib_per_gpu"],
                      lambda res: res["peak_bytes"] / GIB))
     return jobs

@@ -285,11 +285,7 @@ std::vector<std::string> shape_lines(const models::ModelSpec& model,
 
 int run_shapes(ShapesFlags& f) {
   const models::ModelSpec model = models::load_model(f.model, "--model");
-  // The model's own sequence length unless the plan names one (as `loom memory`).
-  if (!f.plan.integers["seq"] && !f.plan.plan_file && !f.plan.megatron_args &&
-      !f.plan.deepspeed_file)
-    f.plan.integers["seq"] = model.default_seq;
-  const ResolvedPlan resolved = resolve_plan(f.plan, std::nullopt, model.layers);
+  const ResolvedPlan resolved = resolve_plan(f.plan, std::nullopt, model.layers, model.default_seq);
   const models::TrainingPlan& plan = resolved.plan;
   if (f.plan.print_config) {
     std::cout << strategies::render_plan_config(plan);

@@ -14,6 +14,7 @@
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -38,6 +39,7 @@ struct CollectiveFlags {
   int root = 0;
   bool ranks_given = false;
   bool group_given = false;
+  bool root_given = false;
   std::string algo = "auto";
   std::string network = "flow";
   std::string format = "table";
@@ -180,6 +182,18 @@ int run_collective(const CollectiveFlags& f) {
   topo::Cluster cluster = resolve_cluster(f.cluster);
 
   const std::vector<int> ranks = resolve_ranks(f, cluster);
+  if (!f.calibration.empty() && algo != sim::Algorithm::AUTO) {
+    throw ValidationError("--calibration",
+                          fmt::format("--calibration has no effect with --algo {}: measured "
+                                      "times stand in for --algo auto only; drop one of them",
+                                      f.algo));
+  }
+  if (f.root_given && !is_rooted(op)) {
+    throw ValidationError("--root", fmt::format("--root has no effect with --op {}: only "
+                                                "broadcast, reduce, scatter and gather have a "
+                                                "root; drop it or change --op",
+                                                f.op));
+  }
   if (is_rooted(op) && (f.root < 0 || f.root >= static_cast<int>(ranks.size()))) {
     throw ValidationError("--root", fmt::format("--root: {} is outside the group of {} ranks; "
                                                 "give a position in the group, 0..{}",
@@ -222,6 +236,8 @@ int run_collective(const CollectiveFlags& f) {
   table.align_left(3);
   table.align_left(8);
   table.align_left(9);
+  CsvTable csv({"op", "ranks", "size_bytes", "count", "type", "redop", "root", "time_us",
+                "algbw_GBps", "busbw_GBps", "algorithm", "protocol"});
   for (double size = min_bytes; size <= max_bytes * (1 + 1e-12); size *= f.factor) {
     // nccl-tests rounds sizes down to a multiple of (type size x ranks) for sharded ops.
     double count = std::floor(size / type_bytes);
@@ -272,6 +288,10 @@ int run_collective(const CollectiveFlags& f) {
     row["algorithm"] = algorithm;
     row["protocol"] = protocol;
     rows.push_back(row);
+    csv.add_row({std::string(sim::to_string(op)), std::to_string(n), fmt::format("{:.0f}", bytes),
+                 fmt::format("{:.0f}", count), "float", redop, std::to_string(root),
+                 csv_number(seconds * 1e6), csv_number(algbw), csv_number(busbw), algorithm,
+                 protocol});
   }
 
   if (format == Format::JSON) {
@@ -286,6 +306,10 @@ int run_collective(const CollectiveFlags& f) {
     OrderedJson results;
     results["rows"] = rows;
     std::cout << render_document(make_document(context, results));
+    return 0;
+  }
+  if (format == Format::CSV) {
+    std::cout << csv.render();
     return 0;
   }
   std::cout << fmt::format(
@@ -321,7 +345,8 @@ Command add_collective_command(CLI::App& root) {
   app->add_option("-f,--stepfactor", flags->factor, "multiply the size by this each row")
       ->capture_default_str();
   app->add_option("--root", flags->root, "root index within the group for rooted ops")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([flags](const std::string&) { flags->root_given = true; });
   app->add_option("--algo", flags->algo, "algorithm (" + join(algorithms, ", ") + ")")
       ->capture_default_str();
   app->add_option("--network", flags->network, "network model: " + join(modes, ", "))
@@ -329,7 +354,7 @@ Command add_collective_command(CLI::App& root) {
   app->add_option("--calibration", flags->calibration,
                   "profile from `loom calibrate import`: measured times replace the model "
                   "for the (op, ranks, nodes) and sizes it covers (algo auto)");
-  add_format_flag(*app, flags->format, {"table", "json"});
+  add_format_flag(*app, flags->format, {"table", "json", "csv"});
   command.app = app;
   command.run = [flags]() { return run_collective(*flags); };
   return command;

@@ -9,6 +9,8 @@
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
+#include "cli/plan_text.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -50,15 +52,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   out += fmt::format("model {}: {} parameters", model.name, format_count(counts.total));
   if (model.is_moe()) out += fmt::format(" ({} active)", format_count(counts.active));
   out += fmt::format(", {} layers\n", model.layers);
-  out += fmt::format(
-      "plan: tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; "
-      "{} {} grad {} zero {} recompute {} schedule {}{}\n",
-      plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
-      plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
-      plan.global_batch(), plan.micro_batches(), plan.micro_batches() == 1 ? "" : "es", plan.seq,
-      models::to_string(plan.precision), models::to_string(plan.optimizer),
-      models::to_string(plan.grad_dtype), plan.zero, models::to_string(plan.recompute),
-      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)");
+  out += fmt::format("plan: {}\n", plan_summary(plan));
   if (capacity) out += fmt::format("device: {}, {} per GPU\n", device, format_bytes(*capacity));
   const models::BytesPerParameter& b = r.bytes_per_param;
   const double group = static_cast<double>(plan.dp) * plan.cp;
@@ -102,12 +96,23 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
                   format_bytes(s.activations_bytes)});
   }
   out += acts.render();
+  if (plan.zero >= 3) {
+    // The gathered buffers are weights (in the weights column), not "other".
+    out += "\nweights (per GPU; ZeRO-3 gathers the largest unit and prefetches the next):\n";
+    Table weights({"stage", "own shard", "ZeRO-3 gathered", "weights"});
+    for (const auto& s : r.stages) {
+      weights.add_row({std::to_string(s.stage),
+                       format_bytes(s.weights_bytes - s.zero3_buffer_bytes),
+                       format_bytes(s.zero3_buffer_bytes), format_bytes(s.weights_bytes)});
+    }
+    out += weights.render();
+  }
   out += "\nother (per GPU):\n";
-  Table other({"stage", "CUDA context", "comm buffers", "fragmentation", "ZeRO-3 buffers"});
+  Table other({"stage", "CUDA context", "comm buffers", "fragmentation", "other"});
   for (const auto& s : r.stages) {
     other.add_row({std::to_string(s.stage), format_bytes(s.other.cuda_context_bytes),
                    format_bytes(s.other.comm_buffer_bytes),
-                   format_bytes(s.other.fragmentation_bytes), format_bytes(s.zero3_buffer_bytes)});
+                   format_bytes(s.other.fragmentation_bytes), format_bytes(s.other_bytes)});
   }
   out += other.render();
   out += fmt::format("\npeak: stage {}, {}", r.peak_stage, format_bytes(r.peak_bytes));
@@ -164,6 +169,35 @@ OrderedJson render_json_results(const models::ModelSpec& model, const models::Tr
   return res;
 }
 
+// One record per pipeline stage: the model, device and plan, then the stage's bytes.
+std::string render_csv(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                       const models::MemoryReport& r, const std::string& device,
+                       std::optional<double> capacity) {
+  std::vector<std::string> context_header = {"model", "device"};
+  std::vector<std::string> context = {model.name, device};
+  append_plan_columns(plan, context_header, context);
+  std::vector<std::string> header = context_header;
+  for (const char* key :
+       {"stage", "first_layer", "layers", "parameters", "weights_bytes", "zero3_buffer_bytes",
+        "gradients_bytes", "optimizer_bytes", "activations_bytes", "other_bytes", "total_bytes",
+        "capacity_bytes", "fits"})
+    header.push_back(key);
+  CsvTable csv(header);
+  for (const models::StageMemory& s : r.stages) {
+    std::vector<std::string> row = context;
+    for (const std::string& v :
+         {std::to_string(s.stage), std::to_string(s.layers.empty() ? -1 : s.layers.front()),
+          std::to_string(s.layers.size()), csv_number(s.parameters), csv_number(s.weights_bytes),
+          csv_number(s.zero3_buffer_bytes), csv_number(s.gradients_bytes),
+          csv_number(s.optimizer_bytes), csv_number(s.activations_bytes), csv_number(s.other_bytes),
+          csv_number(s.total_bytes), capacity ? csv_number(*capacity) : std::string(),
+          capacity ? (s.total_bytes <= *capacity ? "true" : "false") : std::string()})
+      row.push_back(v);
+    csv.add_row(std::move(row));
+  }
+  return csv.render();
+}
+
 int run_memory(MemoryOptions& o) {
   if (!o.gpu.empty() && !o.cluster.cluster.empty()) {
     throw ValidationError("--gpu", "--gpu and --cluster both name the GPU; give only one");
@@ -171,13 +205,14 @@ int run_memory(MemoryOptions& o) {
   if (o.cluster.cluster.empty() && o.cluster.nodes) {
     throw ValidationError("--nodes", "--nodes needs --cluster; with --gpu give --gpus N");
   }
+  if (o.require_fit && o.gpu.empty() && o.cluster.cluster.empty()) {
+    throw ValidationError("--require-fit",
+                          "--require-fit needs --gpu or --cluster: without a GPU there is no "
+                          "capacity to fit");
+  }
   if (o.cluster.gpus && *o.cluster.gpus < 1)
     throw ValidationError::not_positive("--gpus", std::to_string(*o.cluster.gpus));
   const models::ModelSpec model = models::load_model(o.model, "--model");
-  // The model's own sequence length unless the plan names one.
-  if (!o.plan.integers["seq"] && !o.plan.plan_file && !o.plan.megatron_args &&
-      !o.plan.deepspeed_file)
-    o.plan.integers["seq"] = model.default_seq;
   std::optional<std::int64_t> gpus;
   std::optional<double> capacity;
   OrderedJson context;
@@ -199,7 +234,7 @@ int run_memory(MemoryOptions& o) {
   } else if (o.cluster.gpus) {
     gpus = *o.cluster.gpus;
   }
-  const ResolvedPlan resolved = resolve_plan(o.plan, gpus, model.layers);
+  const ResolvedPlan resolved = resolve_plan(o.plan, gpus, model.layers, model.default_seq);
   const models::TrainingPlan& plan = resolved.plan;
   if (o.plan.print_config) {
     std::cout << strategies::render_plan_config(plan);
@@ -208,17 +243,16 @@ int run_memory(MemoryOptions& o) {
   strategies::validate_plan(model, plan, gpus, resolved.sources);
   const models::MemoryReport report = strategies::estimate_memory(model, plan);
   context["plan"] = strategies::plan_to_json(plan);
-  if (parse_format(o.format) == Format::JSON) {
+  const Format format = parse_format(o.format);
+  if (format == Format::JSON) {
     std::cout << render_document(
         make_document(context, render_json_results(model, plan, report, capacity)));
+  } else if (format == Format::CSV) {
+    std::cout << render_csv(model, plan, report, device, capacity);
   } else {
     std::cout << render_table(model, plan, report, device, capacity);
   }
-  if (o.require_fit && capacity && report.peak_bytes > *capacity) {
-    throw InfeasibleError(fmt::format("--require-fit: stage {} needs {} but the GPU has {}",
-                                      report.peak_stage, format_bytes(report.peak_bytes),
-                                      format_bytes(*capacity)));
-  }
+  if (o.require_fit && capacity) require_fit(report, *capacity);
   return 0;
 }
 
@@ -237,7 +271,7 @@ Command add_memory_command(CLI::App& root) {
   app->add_option("--gpu", options->gpu, "GPU to compare with (`loom presets gpus`)");
   add_cluster_flags(*app, options->cluster, false);
   add_plan_flags(*app, options->plan);
-  add_format_flag(*app, options->format, {"table", "json"});
+  add_format_flag(*app, options->format, {"table", "json", "csv"});
   app->add_flag("--require-fit", options->require_fit,
                 "exit 3 when the peak stage does not fit the GPU");
   command.app = app;

@@ -1,5 +1,6 @@
 // `loom ranks`: where every global rank runs (node, GPU) and every process group of a plan
-// (TP, CP, EP, DP, PP in Megatron's layout), with whether each group stays on NVLink.
+// (TP, CP, EP, DP, PP in Megatron's layout), with whether each group stays on NVLink. Names
+// follow torch.distributed: rank (global), local_rank (on its node), world_size.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
 #include "cli/plan_flags.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
@@ -20,7 +22,7 @@ namespace {
 struct RanksOptions {
   ClusterFlags cluster;
   PlanFlags plan;
-  std::string order = "tp-cp-ep-dp-pp";
+  std::string order = "tp-cp-ep-dp-pp";  // Megatron's default
   std::string format;
 };
 
@@ -38,7 +40,8 @@ int run_ranks(const RanksOptions& o) {
   std::vector<Dim> dims = {Dim::TP, Dim::CP, Dim::EP, Dim::DP, Dim::PP};
   if (plan.ep > 1) dims.push_back(Dim::EDP);
   const int world = layout.world_size();
-  if (parse_format(o.format) == Format::JSON) {
+  const Format format = parse_format(o.format);
+  if (format == Format::JSON) {
     OrderedJson ranks = OrderedJson::array();
     for (int r = 0; r < world; ++r) {
       ranks.push_back({{"rank", r},
@@ -54,6 +57,7 @@ int run_ranks(const RanksOptions& o) {
     }
     OrderedJson results;
     results["order"] = layout.order();
+    results["world_size"] = world;
     results["ranks"] = ranks;
     results["groups"] = groups;
     results["on_nvlink"] = nvlink;
@@ -64,29 +68,36 @@ int run_ranks(const RanksOptions& o) {
     std::cout << render_document(make_document(context, results));
     return 0;
   }
-  std::string out =
-      fmt::format("cluster {}: {} GPUs; plan tp {} cp {} ep {} dp {} pp {}; order {}\n\n",
-                  cluster.name, world, plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, layout.order());
-  std::vector<std::string> headers = {"process id", "rank", "node", "GPU"};
+  std::vector<std::string> headers = {"rank", "local_rank", "node", "GPU"};
   for (Dim d : dims) headers.push_back(strategies::to_string(d));
-  Table t(headers);
-  t.align_left(3);
-  // Coordinates by group membership: one pass per dimension.
-  std::vector<std::vector<int>> coord(dims.size(), std::vector<int>(static_cast<size_t>(world)));
-  for (size_t i = 0; i < dims.size(); ++i)
-    for (const auto& g : layout.groups(dims[i]))
-      for (size_t k = 0; k < g.size(); ++k)
-        coord[i][static_cast<size_t>(g[k])] = static_cast<int>(k);
+  std::vector<std::vector<int>> coord;
+  for (Dim d : dims) coord.push_back(layout.coordinates(d));
+  std::vector<std::vector<std::string>> rows;
   for (int r = 0; r < world; ++r) {
     std::vector<std::string> row = {std::to_string(r), std::to_string(cluster.local_rank(r)),
                                     std::to_string(cluster.node_of_rank(r)),
                                     cluster.vertex(cluster.gpu_vertex(r)).name};
     for (size_t i = 0; i < dims.size(); ++i)
       row.push_back(std::to_string(coord[i][static_cast<size_t>(r)]));
-    t.add_row(row);
+    rows.push_back(std::move(row));
   }
+  if (format == Format::CSV) {
+    headers[3] = "gpu";
+    CsvTable csv(headers);
+    for (auto& row : rows) csv.add_row(std::move(row));
+    std::cout << csv.render();
+    return 0;
+  }
+  std::string out =
+      fmt::format("cluster {}: world_size {}; plan tp {} cp {} ep {} dp {} pp {}; order {}\n\n",
+                  cluster.name, world, plan.tp, plan.cp, plan.ep, plan.dp, plan.pp, layout.order());
+  Table t(headers);
+  t.align_left(3);
+  for (auto& row : rows) t.add_row(std::move(row));
   out += t.render();
-  out += "\n(rank: local rank on the node; tp..pp: the process's index in each group)\n\n";
+  out +=
+      "\n(rank: global rank, torch.distributed's RANK; local_rank: the GPU's index on its node, "
+      "LOCAL_RANK;\n tp..pp: the rank's index in each group)\n\n";
   for (Dim d : dims) {
     const auto groups = layout.groups(d);
     std::vector<std::string> parts;
@@ -109,10 +120,8 @@ Command add_ranks_command(CLI::App& root) {
       "ranks", "global rank -> node and GPU, and every process group (tp, cp, ep, dp, pp)");
   add_cluster_flags(*app, options->cluster, true);
   add_plan_flags(*app, options->plan);
-  app->add_option("--order", options->order,
-                  "layout order, fastest first (Megatron's default tp-cp-ep-dp-pp)")
-      ->capture_default_str();
-  add_format_flag(*app, options->format, {"table", "json"});
+  add_order_flag(*app, options->order);
+  add_format_flag(*app, options->format, {"table", "json", "csv"});
   Command command;
   command.app = app;
   command.run = [options]() { return run_ranks(*options); };

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -17,11 +19,45 @@ int fail(const std::string& message, loom::ExitCode code) {
   return static_cast<int>(code);
 }
 
+// Subcommands DESIGN.md names that are not built yet: the error says so instead of only
+// listing the valid ones.
+constexpr std::string_view PLANNED[] = {"search", "plan"};
+
+// The first argument must be a subcommand. CLI11 would take an unknown one for a stray
+// positional and blame the next flag ("unknown flag '--model'"); this says what is wrong.
+std::optional<std::string> check_subcommand(int argc, char** argv, const CLI::App& root) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : root.get_subcommands({})) names.push_back(sub->get_name());
+  const std::string valid = loom::join(names, ", ");
+  if (argc < 2) return fmt::format("no subcommand given; valid: {}; see `loom --help`", valid);
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--help-all" || first == "--version")
+    return std::nullopt;
+  if (first.rfind("-", 0) == 0) {
+    return fmt::format(
+        "'{}' comes before a subcommand; give one first (valid: {}), e.g. `loom "
+        "simulate {} ...`",
+        first, valid, first);
+  }
+  for (const auto& name : names)
+    if (name == first) return std::nullopt;
+  for (std::string_view planned : PLANNED) {
+    if (first == planned) {
+      return fmt::format("'{}' is a planned subcommand, not built yet; valid: {}", first, valid);
+    }
+  }
+  const std::string suggestion = loom::did_you_mean(first, names);
+  return fmt::format("unknown subcommand '{}'{}; valid: {}", first,
+                     suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                     valid);
+}
+
 // CLI11 says "The following arguments were not expected"; add the closest real flag.
 std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) {
   std::string message = e.what();
   const CLI::App* app = &root;
   for (const CLI::App* sub : root.get_subcommands()) app = sub;
+  const std::string command = app == &root ? "loom" : "loom " + app->get_name();
   std::vector<std::string> names;
   for (const CLI::Option* opt : app->get_options()) {
     for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
@@ -30,9 +66,9 @@ std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) 
     if (extra.rfind("--", 0) == 0) {
       std::string flag = extra.substr(0, extra.find('='));
       std::string suggestion = loom::did_you_mean(flag, names);
-      return fmt::format("unknown flag '{}'{}; see `loom {} --help`", flag,
+      return fmt::format("unknown flag '{}'{}; see `{} --help`", flag,
                          suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
-                         app->get_name());
+                         command);
     }
   }
   // CLI11: "Could not convert: --tp = 1.5"; say what the flag takes instead.
@@ -47,11 +83,11 @@ std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) 
         for (const auto& l : opt->get_lnames())
           if ("--" + l == flag) type = opt->get_type_name();
       const bool integer = type.find("INT") != std::string::npos;
-      return fmt::format("{}: '{}' is not {}; see `loom {} --help`", flag, value,
+      return fmt::format("{}: '{}' is not {}; see `{} --help`", flag, value,
                          integer                                   ? "a whole number"
                          : type.find("FLOAT") != std::string::npos ? "a number"
                                                                    : "a valid " + type,
-                         app->get_name());
+                         command);
     }
   }
   for (auto& c : message)
@@ -73,6 +109,8 @@ int main(int argc, char** argv) {
       loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
       loom::cli::add_calibrate_command(root),
   };
+  if (const auto problem = check_subcommand(argc, argv, root))
+    return fail(*problem, loom::ExitCode::BAD_INPUT);
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

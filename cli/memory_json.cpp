@@ -1,5 +1,10 @@
 #include "cli/memory_json.hpp"
 
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/units.hpp"
+
 namespace loom::cli {
 namespace {
 
@@ -28,6 +33,17 @@ OrderedJson memory_report_json(const models::MemoryReport& r, std::optional<doub
   for (const auto& s : r.stages) stages.push_back(memory_stage_json(s));
   res["per_stage"] = std::move(stages);
   return res;
+}
+
+std::string misfit_text(const models::MemoryReport& r, double capacity) {
+  if (r.peak_bytes <= capacity) return "";
+  return fmt::format("stage {} needs {} but the GPU has {}", r.peak_stage,
+                     format_bytes(r.peak_bytes), format_bytes(capacity));
+}
+
+void require_fit(const models::MemoryReport& r, double capacity) {
+  const std::string misfit = misfit_text(r, capacity);
+  if (!misfit.empty()) throw InfeasibleError("--require-fit: " + misfit);
 }
 
 }  // namespace loom::cli

@@ -1,5 +1,6 @@
 #include "cli/plan_flags.hpp"
 
+#include "common/units.hpp"
 #include "strategies/plan/plan_fields.hpp"
 #include "strategies/plan/plan_import.hpp"
 #include "strategies/plan/plan_json.hpp"
@@ -15,9 +16,17 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
     const std::string key(field->key), flags(field->flags), help = strategies::help_text(*field);
     switch (field->type) {
       case FieldType::SIZE:
-      case FieldType::STAGE:
-        app.add_option(flags, f.integers[key], help);
+      case FieldType::STAGE: {
+        CLI::Option* opt = app.add_option(flags, f.integers[key], help);
+        if (field->binary_suffix) {
+          // "8k" -> "8192" before CLI11 reads the integer; a bad value throws ValidationError.
+          const std::string flag(strategies::canonical_flag(*field));
+          opt->transform(
+              [flag](std::string text) { return std::to_string(parse_binary_count(text, flag)); },
+              "", "");
+        }
         break;
+      }
       case FieldType::SWITCH: {
         // Each switch also has a --no- form (CLI11 negated flag: counts -1), so a default a
         // --framework profile turns on can be turned off.
@@ -49,6 +58,13 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
                "print the fully resolved plan (defaults included) and exit");
 }
 
+void add_order_flag(CLI::App& app, std::string& order) {
+  app.add_option("--order", order,
+                 "rank layout: tp, cp, ep, dp, pp joined by '-', fastest-varying first "
+                 "(`loom ranks` shows it)")
+      ->capture_default_str();
+}
+
 strategies::PlanInput flags_input(const PlanFlags& f) {
   strategies::PlanInput in;
   // No source of their own: the command line's fallback names each by its canonical flag.
@@ -72,7 +88,7 @@ strategies::PlanInput flags_input(const PlanFlags& f) {
 }
 
 ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers) {
+                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
   // Precedence: --plan < --deepspeed < --megatron-args < explicit flags.
   strategies::PlanInput in;
   in.sources() = strategies::PlanSources::command_line();
@@ -80,7 +96,7 @@ ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gp
   if (given.deepspeed_file) in.merge(strategies::import_deepspeed_json(*given.deepspeed_file));
   if (given.megatron_args) in.merge(strategies::import_megatron_args(*given.megatron_args));
   in.merge(flags_input(given));
-  return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers), in.sources()};
+  return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers, model_seq), in.sources()};
 }
 
 }  // namespace loom::cli

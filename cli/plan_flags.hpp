@@ -32,6 +32,10 @@ struct PlanFlags {
 /// --print-config, to `app`, writing into `flags`.
 void add_plan_flags(CLI::App& app, PlanFlags& flags);
 
+/// Adds --order (rank layout order, fastest first; Megatron's default tp-cp-ep-dp-pp), the
+/// same flag in `ranks` and `simulate`.
+void add_order_flag(CLI::App& app, std::string& order);
+
 /// The explicit flags as a PlanInput (sources: the canonical flag of each field).
 strategies::PlanInput flags_input(const PlanFlags& flags);
 
@@ -43,9 +47,11 @@ struct ResolvedPlan {
 
 /// Resolves flags into a plan. Values from --plan, --deepspeed and --megatron-args (in that
 /// order, later ones winning) come first; flags given explicitly override them. See
-/// strategies::resolve_plan for `gpus` and `model_layers`. Throws PlanError (a rule, naming
-/// the flag or FILE#/pointer) or ConfigError (files).
+/// strategies::resolve_plan for `gpus`, `model_layers` and `model_seq` (the model's sequence
+/// length, the default of --seq). Throws PlanError (a rule, naming the flag or
+/// FILE#/pointer) or ConfigError (files).
 ResolvedPlan resolve_plan(const PlanFlags& flags, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers = std::nullopt);
+                          std::optional<int> model_layers = std::nullopt,
+                          std::optional<std::int64_t> model_seq = std::nullopt);
 
 }  // namespace loom::cli

@@ -139,6 +139,27 @@ double parse_quantity(std::string_view text, Unit unit, std::string_view field) 
   return number * factor;
 }
 
+std::int64_t parse_binary_count(std::string_view text, std::string_view field) {
+  auto bad = [&]() {
+    return ValidationError::bad_value(
+        field, text, "a whole count, optionally with k (x 1024) or M (x 1048576), e.g. 8192 or 8k");
+  };
+  std::int64_t scale = 1;
+  std::string_view digits = text;
+  if (!digits.empty()) {
+    const char last = digits.back();
+    if (last == 'k' || last == 'K') scale = std::int64_t{1} << 10;
+    if (last == 'm' || last == 'M') scale = std::int64_t{1} << 20;
+    if (scale > 1) digits.remove_suffix(1);
+  }
+  std::int64_t number = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (ec != std::errc() || digits.empty() || end != digits.data() + digits.size() || number < 1)
+    throw bad();
+  if (number > (std::int64_t{1} << 62) / scale) throw bad();
+  return number * scale;
+}
+
 namespace {
 std::string scaled(double value, int digits, const char* const* names, int count, double step,
                    std::string_view unit) {

@@ -19,6 +19,11 @@ enum class Unit { BYTES, BANDWIDTH, TIME, FLOP_RATE, FLOPS };
 /// is missing or wrong, or the number is negative or not finite.
 double parse_quantity(std::string_view text, Unit unit, std::string_view field = "value");
 
+/// A whole count with an optional binary suffix, as token counts are written: "8192", "8k" or
+/// "8K" (x 1024), "1M" or "1m" (x 1048576). Throws ValidationError naming `field` for anything
+/// else (fractions, other suffixes, values below 1 or above 2^62).
+std::int64_t parse_binary_count(std::string_view text, std::string_view field = "value");
+
 /// Bytes from "80GiB", "1.5 GB", "4096B"; SI prefixes are powers of 1000, IEC of 1024.
 inline double parse_bytes(std::string_view text, std::string_view field = "value") {
   return parse_quantity(text, Unit::BYTES, field);

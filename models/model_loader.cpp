@@ -260,7 +260,7 @@ ModelSpec load_model_file(const std::string& path) {
 
 ModelSpec load_model(const std::string& arg, const std::string& field) {
   const auto names = model_preset_names();
-  if (std::find(names.begin(), names.end(), arg) != names.end()) {
+  if (std::find(names.begin(), names.end(), to_lower(arg)) != names.end()) {
     ModelSpec m = model_preset(arg);
     validate_model(m);
     return m;

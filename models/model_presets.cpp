@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "models/model_loader.hpp"
 
 namespace loom::models {
@@ -165,8 +166,10 @@ std::vector<std::string> model_preset_names() {
 }
 
 ModelSpec model_preset(const std::string& name, const std::string& field) {
+  // Matched case-insensitively, as GPU and cluster presets are.
+  const std::string key = to_lower(name);
   for (const auto& p : presets()) {
-    if (p.info.name == name) return p.make();
+    if (p.info.name == key) return p.make();
   }
   throw ValidationError::unknown_name(field, name, model_preset_names());
 }

@@ -348,6 +348,7 @@ void Engine::on_batch_done(std::int32_t comm) {
 void Engine::finish_task(TaskId id) {
   Task& t = tasks_[id];
   t.end = now_;
+  ++finished_;
   makespan_ = std::max(makespan_, now_);
   for (std::uint32_t i = 0; i < t.streams_count; ++i) {
     Stream& s = streams_[task_streams_[t.streams_begin + i]];
@@ -385,7 +386,9 @@ void Engine::run() {
   while (!queue_.empty()) {
     Event e = queue_.pop();
     now_ = e.time;
-    ++events_;
+    // A power of two: the check costs a mask per event.
+    if ((++events_ & 0x3fff) == 0 && options_.progress)
+      options_.progress(double(finished_) / double(tasks_.size()));
     switch (e.kind) {
       case EventKind::TASK_DONE: {
         const auto id = static_cast<TaskId>(e.payload & 0xffffffffu);
@@ -403,6 +406,7 @@ void Engine::run() {
         break;
     }
   }
+  if (options_.progress) options_.progress(1.0);
   std::vector<std::string> stuck;
   int count = 0;
   for (TaskId id = 0; id < num_tasks(); ++id) {

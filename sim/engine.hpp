@@ -19,6 +19,7 @@
 // deterministic. run() throws InternalError on a deadlock (tasks that can never start,
 // e.g. two collectives issued in opposite orders on two streams).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,6 +91,9 @@ struct EngineOptions {
   /// `loom calibrate fit`); measured times and point-to-point transfers keep theirs. Not 1:
   /// collectives are timed FROZEN (a scaled time cannot run as flows).
   double collective_time_scale = 1.0;
+  /// Called during run() with the fraction of tasks finished so far, in [0, 1], at most every
+  /// few thousand events and once at the end (for a progress display); empty: not called.
+  std::function<void(double)> progress;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).
@@ -266,6 +270,7 @@ class Engine {
   SimTime now_ = 0;
   SimTime makespan_ = 0;
   std::int64_t events_ = 0;
+  std::int64_t finished_ = 0;  // tasks finished, for EngineOptions::progress
   bool ran_ = false;
 };
 

@@ -190,6 +190,13 @@ int RankLayout::coordinate(int rank, Dim dim) const {
   return static_cast<int>(std::find(g.begin(), g.end(), rank) - g.begin());
 }
 
+std::vector<int> RankLayout::coordinates(Dim dim) const {
+  std::vector<int> out(static_cast<size_t>(world_size()), 0);
+  for (const auto& g : groups(dim))
+    for (size_t k = 0; k < g.size(); ++k) out[static_cast<size_t>(g[k])] = static_cast<int>(k);
+  return out;
+}
+
 bool RankLayout::group_on_nvlink(const std::vector<int>& group, const topo::Cluster& cluster) {
   if (group.empty()) return true;
   const int domain = cluster.nvlink_domain(group.front());

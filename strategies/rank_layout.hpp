@@ -49,6 +49,8 @@ class RankLayout {
   std::vector<int> group_of(int rank, Dim dim) const;
   /// Coordinate of `rank` along `dim` (its index in its group). Throws ValidationError.
   int coordinate(int rank, Dim dim) const;
+  /// The coordinate of every rank along `dim`, indexed by rank (one pass over the groups).
+  std::vector<int> coordinates(Dim dim) const;
 
   /// Whether every group of `dim` stays inside one NVLink domain of `cluster`. Throws
   /// ValidationError on "cluster" when the cluster has fewer GPUs than the layout.

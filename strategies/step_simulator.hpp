@@ -10,6 +10,7 @@
 // links they share with it) and full (every GPU of the cluster is simulated).
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ struct SimulateOptions {
   /// Multiplies every modelled collective's time (a fitted factor; see
   /// sim::EngineOptions::collective_time_scale).
   double collective_time_scale = 1.0;
+  /// Rank order of the process groups, fastest first (RankLayout; Megatron's default).
+  std::string order = "tp-cp-ep-dp-pp";
+  /// Called with the fraction of the engine's tasks finished (sim::EngineOptions::progress).
+  std::function<void(double)> progress;
 };
 
 /// One executed slice, for the Chrome trace.
@@ -81,6 +86,7 @@ struct StepReport {
   double mfu = 0;                      ///< model FLOP/s over the GPU's dense peak
   double hfu = 0;                      ///< hardware FLOP/s over the GPU's dense peak
   double peak_flops = 0;               ///< dense peak of the plan's dtype, FLOP/s
+  DType peak_dtype = DType::BF16;      ///< whose dense peak peak_flops is (fp32 plans: TF32)
   double bubble_fraction = 0;          ///< pipeline idle share of the pipeline phase
   double bubble_time_s = 0;            ///< pipeline idle time of the busiest stage
   double pipeline_time_s = 0;          ///< end of the last forward/backward pass

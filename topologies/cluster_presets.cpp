@@ -251,8 +251,25 @@ bool looks_like_path(const std::string& spec) {
 }  // namespace
 
 PresetDefinition find_preset(const std::string& name, const std::string& field) {
+  // Preset names are matched case-insensitively, as GPU and model names are.
+  const std::string key = to_lower(name);
   for (const auto& p : presets())
-    if (p.name == name) return p;
+    if (p.name == key) return p;
+  // A GPU where a cluster belongs ("--cluster h100"): name the presets built on that GPU.
+  const auto gpus = gpu_names();
+  if (std::find(gpus.begin(), gpus.end(), key) != gpus.end()) {
+    const std::string gpu = find_gpu(key).name;
+    std::vector<std::string> with;
+    for (const auto& p : presets())
+      if (p.gpu == gpu) with.push_back(p.name);
+    if (!with.empty()) {
+      throw ValidationError(
+          field, fmt::format("{}: '{}' is a GPU, not a cluster (did you mean '{}'?); presets "
+                             "with {} GPUs: {}; all presets: {}",
+                             field, name, with.front(), gpu, join(with, ", "),
+                             join(cluster_preset_names(), ", ")));
+    }
+  }
   throw ValidationError::unknown_name(field, name, cluster_preset_names());
 }
 

@@ -201,22 +201,44 @@ Fp8Recipe DatasheetKernelModel::fp8_recipe() const {
   return efficiency_.fp8_recipe_set ? efficiency_.fp8_recipe : default_fp8_recipe(gpu_.arch);
 }
 
-double DatasheetKernelModel::peak_flops(DType math) const {
+DType KernelTimeModel::peak_dtype(DType math) const {
+  return tensor_core_dtype(math);
+}
+
+DType DatasheetKernelModel::peak_dtype(DType math) const {
   // A GPU without a dtype's tensor cores runs it on the next wider ones it has.
   switch (tensor_core_dtype(math)) {
     case DType::FP4:
-      if (gpu_.fp4_flops > 0) return gpu_.fp4_flops;
+      if (gpu_.fp4_flops > 0) return DType::FP4;
       [[fallthrough]];
     case DType::FP8:
-      return gpu_.fp8_flops > 0 ? gpu_.fp8_flops : gpu_.bf16_flops;
+      return gpu_.fp8_flops > 0 ? DType::FP8 : DType::BF16;
     case DType::FP16:
-      return gpu_.fp16_flops > 0 ? gpu_.fp16_flops : gpu_.bf16_flops;
+      return gpu_.fp16_flops > 0 ? DType::FP16 : DType::BF16;
+    case DType::BF16:
+      return DType::BF16;
+    case DType::TF32:
+      return gpu_.tf32_flops > 0 ? DType::TF32 : DType::FP32;
+    case DType::FP32:
+      break;  // tensor_core_dtype never returns FP32
+  }
+  return DType::BF16;
+}
+
+double DatasheetKernelModel::peak_flops(DType math) const {
+  switch (peak_dtype(math)) {
+    case DType::FP4:
+      return gpu_.fp4_flops;
+    case DType::FP8:
+      return gpu_.fp8_flops;
+    case DType::FP16:
+      return gpu_.fp16_flops;
     case DType::BF16:
       return gpu_.bf16_flops;
     case DType::TF32:
-      return gpu_.tf32_flops > 0 ? gpu_.tf32_flops : gpu_.fp32_flops;
+      return gpu_.tf32_flops;
     case DType::FP32:
-      break;  // tensor_core_dtype never returns FP32
+      return gpu_.fp32_flops;
   }
   return gpu_.bf16_flops;
 }

@@ -107,6 +107,9 @@ class KernelTimeModel {
   virtual double seconds(const KernelOp& op, KernelPass pass, DType math) const = 0;
   /// Dense peak in FLOP/s at which matmuls on data in `math` run (the MFU denominator).
   virtual double peak_flops(DType math) const = 0;
+  /// The tensor-core format whose dense peak peak_flops(math) is ("of the BF16 dense peak");
+  /// by default tensor_core_dtype(math).
+  virtual DType peak_dtype(DType math) const;
   /// Seconds of the forward, input-gradient and weight-gradient passes of `op`.
   PassSeconds pass_seconds(const KernelOp& op, DType math) const;
 };
@@ -210,6 +213,9 @@ class DatasheetKernelModel final : public KernelTimeModel {
 
   double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
   double peak_flops(DType math) const override;
+  /// tensor_core_dtype(math), or the format the GPU runs it on when it lacks that peak (fp8
+  /// without FP8 tensor cores and fp16 without an fp16 figure: bf16; tf32 without one: fp32).
+  DType peak_dtype(DType math) const override;
 
   /// Fraction of peak a [m x k]·[k x n] GEMM (repeated `batch` times) on data in `math`
   /// reaches at the TDP clock, in (0, 1].

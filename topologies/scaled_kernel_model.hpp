@@ -33,6 +33,7 @@ class ScaledKernelModel final : public KernelTimeModel {
   ScaledKernelModel(std::shared_ptr<const KernelTimeModel> inner, KernelScales scales);
   double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
   double peak_flops(DType math) const override { return inner_->peak_flops(math); }
+  DType peak_dtype(DType math) const override { return inner_->peak_dtype(math); }
   const KernelScales& scales() const { return scales_; }
 
  private:

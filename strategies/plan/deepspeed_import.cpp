@@ -47,25 +47,31 @@ void read_zero(ObjectReader& r, PlanInput& f) {
   f.set("zero", stage, source("stage"));
   // A DeepSpeed config's stage 3 is DeepSpeed's ZeRO-3, with its own buckets.
   if (stage == 3) f.set("fsdp_impl", std::string("deepspeed"), source("stage"));
-  if (z.has("stage3_prefetch_bucket_size")) {
+  // DeepSpeed reads each key only at the stages that have what it tunes; loom takes it at
+  // those stages only, so no loom field is set that the run would ignore.
+  if (z.has("stage3_prefetch_bucket_size") && stage == 3) {
     const double elems = z.get_number("stage3_prefetch_bucket_size");
     if (elems < 1)
       z.fail("stage3_prefetch_bucket_size", fmt_number(elems), "a positive element count");
     f.set("stage3_prefetch_bucket_size", static_cast<std::int64_t>(elems),
           source("stage3_prefetch_bucket_size"));
   }
-  if (z.get_bool_or("overlap_comm", false)) {
+  // overlap_comm: the gradient reduction (stages 0-2) and the parameter all-gather after the
+  // step (stages 1-2); stage 3's per-unit collectives loom always overlaps.
+  if (z.get_bool_or("overlap_comm", false) && stage < 3) {
     f.set("overlap_grad_reduce", true, source("overlap_comm"));
-    f.set("overlap_param_gather", true, source("overlap_comm"));
+    if (stage >= 1) f.set("overlap_param_gather", true, source("overlap_comm"));
   }
   if (z.has("reduce_bucket_size")) {
     const double elems = z.get_number("reduce_bucket_size");
     if (elems <= 0) z.fail("reduce_bucket_size", fmt_number(elems), "a positive element count");
-    // DeepSpeed buckets hold 16-bit gradients.
-    f.set("dp_bucket_size", fmt_number(elems * 2) + "B", source("reduce_bucket_size"));
-    if (elems >= 1)
+    if (stage < 3) {
+      // DeepSpeed buckets hold 16-bit gradients.
+      f.set("dp_bucket_size", fmt_number(elems * 2) + "B", source("reduce_bucket_size"));
+    } else if (elems >= 1) {
       f.set("stage3_reduce_bucket_size", static_cast<std::int64_t>(elems),
             source("reduce_bucket_size"));
+    }
   }
   for (const char* key : {"offload_optimizer", "offload_param"}) {
     if (z.has(key)) {

@@ -80,9 +80,11 @@ void add_size_rows(std::vector<PlanField>& t) {
   t.push_back(row("micro_batches", FT::DERIVED, "", "micro-batches per step (gbs / (mbs x dp))",
                   "derived", -1,
                   [](const TrainingPlan& p) -> PlanValue { return p.micro_batches(); }));
-  t.push_back(size_row("seq", "--seq,--seq-length", "sequence length, tokens", "2048", 8,
-                       INT_SIZE_MAX, "--seq-length",
-                       [](const TrainingPlan& p) -> PlanValue { return p.seq; }));
+  t.push_back(size_row("seq", "--seq,--seq-length",
+                       "sequence length, tokens; 8k = 8192 (default: the model's own)",
+                       "the model's (model.seq: its training length)", 8, INT_SIZE_MAX,
+                       "--seq-length", [](const TrainingPlan& p) -> PlanValue { return p.seq; }));
+  t.back().binary_suffix = true;
 }
 
 // Memory and compute choices, then the input-only fields.

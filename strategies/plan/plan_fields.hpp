@@ -48,6 +48,7 @@ struct PlanField {
   std::string_view megatron;    ///< the Megatron-LM flag that sets it directly, if any
   std::string_view deepspeed;   ///< the DeepSpeed JSON pointer that sets it directly, if any
   std::string_view supersedes;  ///< a field a source's value for this one clears (gbs/grad_accum)
+  bool binary_suffix = false;   ///< SIZE: the command line also takes 8k / 1M (x 1024 / x 2^20)
   int help_position = -1;       ///< order among the CLI flags; -1: not a flag
   /// The value of this field in a resolved plan, for the writer; null for input-only fields.
   PlanValue (*get)(const models::TrainingPlan&) = nullptr;

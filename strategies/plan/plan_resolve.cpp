@@ -7,6 +7,7 @@
 
 #include "common/units.hpp"
 #include "strategies/plan/framework_profile.hpp"
+#include "strategies/plan/plan_effects.hpp"
 #include "strategies/plan/plan_rules.hpp"
 
 namespace loom::strategies {
@@ -244,7 +245,7 @@ std::vector<int> parse_layer_list(const std::string& text, const PlanSources& so
 }
 
 TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers) {
+                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
   TrainingPlan p;
   p.tp = static_cast<int>(size_or(in, "tp", 1));
   p.pp = static_cast<int>(size_or(in, "pp", 1));
@@ -254,11 +255,14 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   p.vpp = static_cast<int>(size_or(in, "vpp", 1));
   if (in.has("layers_per_virtual_stage")) resolve_virtual_stages(in, model_layers, p);
   p.mbs = size_or(in, "mbs", 1);
-  p.seq = size_or(in, "seq", p.seq);
+  // One default for every command: the model's own sequence length, whatever other sources
+  // (a plan file, Megatron flags) say about other fields.
+  p.seq = size_or(in, "seq", model_seq.value_or(p.seq));
   resolve_batch(in, gpus, p);
   resolve_choices(in, p);
   resolve_memory(in, model_layers, p);
   check_derived(in, p);
+  check_effective(in, p);
   return p;
 }
 

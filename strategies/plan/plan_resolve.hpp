@@ -16,10 +16,13 @@ namespace loom::strategies {
 /// Resolves `input` into a plan. When `gpus` is known, an unset dp becomes
 /// gpus / (tp x pp x cp) and a set one must make tp x pp x dp x cp equal gpus.
 /// `model_layers`, when known, converts layers_per_virtual_stage into vpp and checks the
-/// pipeline split sums to it. Derived keys in the input (micro_batches, gpus) must agree
-/// with the result. Throws PlanError naming the field through input.sources().
+/// pipeline split sums to it. `model_seq`, when known, is the sequence length an input that
+/// names none gets (the model's own, models::ModelSpec::default_seq; without it
+/// TrainingPlan's 2048). Derived keys in the input (micro_batches, gpus) must agree with the
+/// result. Throws PlanError naming the field through input.sources().
 models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
-                                  std::optional<int> model_layers = std::nullopt);
+                                  std::optional<int> model_layers = std::nullopt,
+                                  std::optional<std::int64_t> model_seq = std::nullopt);
 
 /// "20,20,20" as layer counts; throws PlanError on "pipeline_split" for anything else.
 std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources = {});

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "strategies/plan/plan_effects.hpp"
+
 namespace loom::strategies {
 namespace {
 
@@ -132,6 +134,32 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
   }
 }
 
+// What the chosen framework itself refuses. DeepSpeed's pipeline engine asserts
+// `zero_optimization_stage() < 2` ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+// parallelism", deepspeed/runtime/pipe/engine.py PipelineEngine.__init__). Megatron-LM runs
+// ZeRO-3 as --use-torch-fsdp2, which asserts pipeline_model_parallel_size == 1 and
+// expert_model_parallel_size == 1 (megatron/training/arguments.py validate_args). NeMo,
+// torchtitan (FSDP2 composes with its pipeline schedules) and loom's own defaults allow both.
+void check_framework(const TrainingPlan& p, const PlanSources& s) {
+  if (p.framework == models::Framework::DEEPSPEED && p.zero >= 2 && p.pp > 1) {
+    fail_field(s, "zero",
+               fmt::format("{} {} with {} {}: DeepSpeed's pipeline engine supports ZeRO stage 0 "
+                           "or 1 only (deepspeed/runtime/pipe/engine.py); use {} 1, {} 1 or "
+                           "another {}",
+                           s.where("zero"), p.zero, s.name("pp"), p.pp, s.name("zero"),
+                           s.name("pp"), s.name("framework")));
+  }
+  if (p.framework == models::Framework::MEGATRON && p.zero >= 3 && (p.pp > 1 || p.ep > 1)) {
+    const char* other = p.pp > 1 ? "pp" : "ep";
+    fail_field(s, "zero",
+               fmt::format("{} 3 with {} {}: Megatron-LM runs ZeRO-3 as --use-torch-fsdp2, which "
+                           "requires pipeline and expert parallel size 1 "
+                           "(megatron/training/arguments.py); use {} 1, {} 1 or another {}",
+                           s.where("zero"), s.name(other), p.pp > 1 ? p.pp : p.ep, s.name("zero"),
+                           s.name(other), s.name("framework")));
+  }
+}
+
 // Megatron-LM's interleaved schedule runs the micro-batches in groups of pp.
 void check_interleaved_batches(const TrainingPlan& p, const PlanSources& s) {
   if (p.schedule != models::Schedule::INTERLEAVED || p.micro_batches() % p.pp == 0) return;
@@ -204,6 +232,8 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
   check_interleaved_batches(plan, sources);
+  check_framework(plan, sources);
+  check_effective_for_model(model, plan, sources);
 }
 
 }  // namespace loom::strategies

@@ -170,6 +170,7 @@ void lower_data_parallel(StepGraph& g) {
     const auto waits = design->before_optimizer(groups);
     const auto opts = lower_optimizer(g, s, waits, design->sharded());
     design->after_optimizer(groups, opts);
+    g.report_progress(StepGraph::DATA_PARALLEL_PROGRESS, s + 1, g.stages());
   }
 }
 

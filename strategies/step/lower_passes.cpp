@@ -250,6 +250,7 @@ void lower_passes(StepGraph& g) {
     StageLowering stage(g, s);
     for (int pi = 0; pi < static_cast<int>(g.schedule.per_stage[s].size()); ++pi)
       stage.lower_pass(pi);
+    g.report_progress(StepGraph::PASSES_PROGRESS, s + 1, g.stages());
   }
 }
 
@@ -320,9 +321,11 @@ void lower_pipeline(StepGraph& g) {
           const TaskId tr = g.engine.add_transfer(t, {from.last});
           g.engine.add_dependency(tr, to.first);
           if (ri == 0) g.pp_tasks.push_back(tr);
+          if (g.options.keep_timeline) g.pp_transfers.push_back({tr, t.src_rank, t.dst_rank});
         }
       }
     }
+    g.report_progress(StepGraph::PIPELINE_PROGRESS, double(ri + 1), double(g.replicas.size()));
   }
 }
 

@@ -19,6 +19,12 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   if (o.network == sim::NetworkMode::IDEAL) e.cost.nccl_overheads = false;
   e.collective_override = o.collective_override.get();
   e.collective_time_scale = o.collective_time_scale;
+  if (o.progress) {
+    const auto span = StepGraph::ENGINE_PROGRESS;
+    e.progress = [progress = o.progress, span](double done) {
+      progress(span.begin + (span.end - span.begin) * done);
+    };
+  }
   return e;
 }
 
@@ -107,7 +113,7 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       options(o),
       kernels(o.kernels ? o.kernels
                         : std::make_shared<topo::DatasheetKernelModel>(cluster.gpu, o.efficiency)),
-      index(RankLayout(p), p),
+      index(RankLayout(p, o.order), p),
       engine(cluster, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
       work(cost_stages(m, p, *kernels)),

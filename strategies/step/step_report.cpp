@@ -1,6 +1,9 @@
 #include "strategies/step/step_report.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 
 #include "models/flops.hpp"
 
@@ -39,12 +42,47 @@ void measure_rates(const StepGraph& g, StepReport& r) {
   const double gpus_total = double(g.plan.gpus());
   const models::StepFlops flops = models::step_flops(g.model, g.plan);
   r.peak_flops = g.kernels->peak_flops(compute_dtype(g.plan.precision));
+  r.peak_dtype = g.kernels->peak_dtype(compute_dtype(g.plan.precision));
   r.tokens_per_s = double(g.plan.global_batch()) *
                    double(g.model.kind == models::ModelKind::MLP ? 1 : g.plan.seq) / step;
   r.model_tflops_per_gpu = flops.model() / step / gpus_total / 1e12;
   r.hardware_tflops_per_gpu = flops.hardware() / step / gpus_total / 1e12;
   r.mfu = r.model_tflops_per_gpu * 1e12 / r.peak_flops;
   r.hfu = r.hardware_tflops_per_gpu * 1e12 / r.peak_flops;
+}
+
+// Pipeline transfers hold no stream; the trace shows each as a send on its source rank and a
+// receive on its destination. Transfers of one rank may overlap in time, so each goes on the
+// first lane ("pp-send", "pp-send 2", ...) free at its start: slices on a track never overlap.
+void record_transfers(const StepGraph& g, StepReport& r) {
+  const sim::Engine& e = g.engine;
+  std::vector<StepGraph::Transfer> order = g.pp_transfers;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return e.start(a.task) < e.start(b.task); });
+  std::map<std::pair<int, std::string>, std::vector<SimTime>> lanes;  // last end per lane
+  auto add = [&](int rank, const std::string& kind, std::string name, SimTime a, SimTime b) {
+    auto& ends = lanes[{rank, kind}];
+    size_t lane = 0;
+    while (lane < ends.size() && ends[lane] > a) ++lane;
+    if (lane == ends.size()) ends.push_back(b);
+    ends[lane] = b;
+    TimelineSlice ts;
+    ts.rank = rank;
+    ts.stream = lane == 0 ? kind : fmt::format("{} {}", kind, lane + 1);
+    ts.name = std::move(name);
+    ts.category = TraceCategory::PP;
+    ts.start_s = sim::to_seconds(a);
+    ts.end_s = sim::to_seconds(b);
+    r.timeline.push_back(std::move(ts));
+  };
+  for (const auto& t : order) {
+    const SimTime a = e.start(t.task), b = e.finish(t.task);
+    const std::string& label = e.label(t.task);  // "send-act mb3 vs0->1"
+    std::string recv = label;
+    if (recv.rfind("send-", 0) == 0) recv.replace(0, 4, "recv");
+    add(t.src_rank, "pp-send", fmt::format("{} to rank {}", label, t.dst_rank), a, b);
+    add(t.dst_rank, "pp-recv", fmt::format("{} from rank {}", recv, t.src_rank), a, b);
+  }
 }
 
 }  // namespace
@@ -124,6 +162,7 @@ void record_timeline(const StepGraph& g, StepReport& r) {
     ts.end_s = sim::to_seconds(sl.end);
     r.timeline.push_back(std::move(ts));
   }
+  record_transfers(g, r);
   // Memory counters on the representative: static bytes plus live micro-batch activations.
   const int v = g.chunks();
   for (int s = 0; s < g.stages(); ++s) {

@@ -1,9 +1,11 @@
-// `loom simulate --trace` writes a Chrome-trace document: slices on one track never overlap
-// and memory counters are present. Runs the loom binary.
+// `loom simulate --trace` writes a Chrome-trace document: processes named by their place in
+// the plan, slices on one track never overlap, pipeline sends and receives are slices, and
+// memory counters are whole bytes. Runs the loom binary; writes into a unique temp dir.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -23,7 +25,8 @@ TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
   std::ifstream in(path);
   const auto doc = nlohmann::json::parse(in);
   REQUIRE(doc.contains("traceEvents"));
-  int slices = 0, counters = 0;
+  int slices = 0, counters = 0, sends = 0, receives = 0;
+  std::map<int, std::string> process_names;
   std::map<std::pair<int, int>, double> last_end;
   for (const auto& e : doc["traceEvents"]) {
     REQUIRE(e.contains("ph"));
@@ -39,13 +42,26 @@ TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
       const double ts = e["ts"], dur = e["dur"];
       if (last_end.count(key)) CHECK(ts >= last_end[key] - 1e-3);
       last_end[key] = ts + dur;
+      if (e["cat"] == "pp") {
+        const std::string name = e["name"];
+        sends += name.rfind("send-", 0) == 0 && name.find(" to rank ") != std::string::npos;
+        receives += name.rfind("recv-", 0) == 0 && name.find(" from rank ") != std::string::npos;
+      }
     } else if (ph == "C") {
       ++counters;
-      CHECK(e["args"]["bytes"].get<double>() > 0);
+      CHECK(e["args"]["bytes"].is_number_integer());  // whole bytes, never fractions
+      CHECK(e["args"]["bytes"].get<std::int64_t>() > 0);
     } else {
       CHECK(ph == "M");
+      if (e["name"] == "process_name") process_names[e["pid"]] = e["args"]["name"];
     }
   }
   CHECK(slices > 10);
   CHECK(counters > 0);
+  // gbs 8 on dp 2: 4 micro-batches, each sends its activation forward and its gradient back
+  // between the two stages' representatives (ranks 0 and 4 in Megatron's layout).
+  CHECK(sends == 8);
+  CHECK(receives == 8);
+  CHECK(process_names[0] == "rank 0: stage 0, tp 0, cp 0, dp 0");
+  CHECK(process_names[4] == "rank 4: stage 1, tp 0, cp 0, dp 0");
 }

@@ -52,3 +52,17 @@ TEST_CASE("common::units: a quantity that overflows after scaling is rejected") 
                        loom::ValidationError);
   CHECK(parse_bytes("1e300B") == doctest::Approx(1e300));
 }
+
+TEST_CASE("common::units: token counts take binary k and M suffixes") {
+  CHECK(parse_binary_count("8192") == 8192);
+  CHECK(parse_binary_count("8k") == 8192);  // k = 1024, not 1000: sequence lengths are powers of 2
+  CHECK(parse_binary_count("8K") == 8192);
+  CHECK(parse_binary_count("128k") == 131072);
+  CHECK(parse_binary_count("1M") == 1048576);
+  for (const char* bad :
+       {"", "k", "8x", "1.5k", "-8k", "0", "8kb", "8 k", "99999999999999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_binary_count(bad, "--seq"), doctest::Contains("--seq"),
+                         ValidationError);
+  }
+}

@@ -130,3 +130,20 @@ TEST_CASE("sim::Network: reusing a repeated step's time (memo) changes no result
   };
   CHECK(finish_times(true) == finish_times(false));
 }
+
+TEST_CASE("sim::Engine: the progress callback reports the finished share of tasks, ending at 1") {
+  auto cluster = testing::star(2, 100e9, 1e-6);
+  EngineOptions options = raw();
+  std::vector<double> reports;
+  options.progress = [&reports](double done) { reports.push_back(done); };
+  Engine e(cluster, options);
+  const auto s = e.add_stream("gpu0/compute", 0);
+  // One event per task: 40,000 events pass the reporting interval (16,384 events) twice.
+  const int tasks = 40000;
+  for (int i = 0; i < tasks; ++i) e.add_compute(s, 10, "t");
+  e.run();
+  REQUIRE(reports.size() == 3);
+  CHECK(reports[0] == doctest::Approx(16384.0 / tasks).epsilon(1e-3));
+  CHECK(reports[1] == doctest::Approx(32768.0 / tasks).epsilon(1e-3));
+  CHECK(reports.back() == 1.0);
+}

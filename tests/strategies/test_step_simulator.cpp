@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
+#include <vector>
 
 #include "models/model_loader.hpp"
 #include "strategies/memory_plan.hpp"
@@ -274,4 +276,37 @@ TEST_CASE("strategies::StepSimulator: ZeRO-3 prefetch hides parameter gathers") 
   CHECK(with.dp_bytes_per_gpu == doctest::Approx(without.dp_bytes_per_gpu));
   CHECK(with.step_time_s < without.step_time_s);
   CHECK(with.exposed_comm_s[dp] < without.exposed_comm_s[dp]);
+}
+
+TEST_CASE("strategies::StepSimulator: progress rises through lowering and the engine to 1") {
+  std::vector<double> reports;
+  SimulateOptions o;
+  o.full = true;
+  o.progress = [&reports](double done) { reports.push_back(done); };
+  simulate_step(identical_mlp(), plan_for(models::Schedule::ONE_F_ONE_B, 4, 2, 1, 8), dgx_a100(1),
+                o);
+  // Passes and data-parallel lowering report per stage (4 each), pipeline transfers per
+  // simulated replica (dp 2 in full mode), then the engine's final report.
+  REQUIRE(reports.size() == 4 + 2 + 4 + 1);
+  for (size_t i = 1; i < reports.size(); ++i) CHECK(reports[i] >= reports[i - 1]);
+  CHECK(reports.front() > 0);
+  CHECK(reports.back() == 1.0);
+}
+
+TEST_CASE("strategies::StepSimulator: the rank order moves the simulated ranks") {
+  // pp fastest: the two pipeline stages' representatives are ranks 0 and 1, on one node.
+  SimulateOptions o;
+  o.keep_timeline = true;
+  o.order = "pp-tp-cp-ep-dp";
+  const StepReport r = simulate_step(
+      identical_mlp(), plan_for(models::Schedule::ONE_F_ONE_B, 2, 4, 1, 4), dgx_a100(1), o);
+  std::set<int> ranks;
+  for (const auto& s : r.timeline) ranks.insert(s.rank);
+  CHECK(ranks == std::set<int>{0, 1});
+  o.order = "tp-cp-ep-dp-pp";  // Megatron's default: stage 1 starts at rank tp x dp = 4
+  const StepReport d = simulate_step(
+      identical_mlp(), plan_for(models::Schedule::ONE_F_ONE_B, 2, 4, 1, 4), dgx_a100(1), o);
+  ranks.clear();
+  for (const auto& s : d.timeline) ranks.insert(s.rank);
+  CHECK(ranks == std::set<int>{0, 4});
 }

@@ -215,6 +215,22 @@ TEST_CASE("topologies::DatasheetKernelModel: fp32 math runs at the TF32 tensor-c
         doctest::Approx(1978.9e12));
 }
 
+TEST_CASE("topologies::DatasheetKernelModel: the peak's dtype names the tensor cores it is of") {
+  // What MFU is reported against: fp32 math on TF32 tensor cores, fp8 on a GPU without FP8
+  // tensor cores (A100) on the bf16 ones, otherwise the math dtype itself.
+  DatasheetKernelModel a100(find_gpu("a100")), h100(find_gpu("h100"));
+  CHECK(a100.peak_dtype(DType::FP32) == DType::TF32);
+  CHECK(a100.peak_dtype(DType::FP8) == DType::BF16);
+  CHECK(h100.peak_dtype(DType::FP8) == DType::FP8);
+  CHECK(h100.peak_dtype(DType::BF16) == DType::BF16);
+  CHECK(h100.peak_dtype(DType::FP16) == DType::FP16);
+  // A GPU spec without a TF32 figure runs fp32 on plain FP32 units.
+  GpuSpec no_tf32 = find_gpu("a100");
+  no_tf32.tf32_flops = 0;
+  CHECK(DatasheetKernelModel(no_tf32).peak_dtype(DType::FP32) == DType::FP32);
+  CHECK(DatasheetKernelModel(no_tf32).peak_flops(DType::FP32) == no_tf32.fp32_flops);
+}
+
 TEST_CASE("topologies::DatasheetKernelModel: an Adam step over 1e9 parameters, by hand") {
   // Mixed-precision Adam moves 30 B per parameter (models::optimizer_step_bytes_per_param:
   // reads grad, master, m, v = 16, writes master, m, v = 12, writes the bf16 copy = 2).

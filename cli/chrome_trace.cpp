@@ -1,0 +1,113 @@
+#include "cli/chrome_trace.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "cli/field_flags.hpp"
+#include "common/document.hpp"
+#include "common/error.hpp"
+#include "strategies/rank_layout.hpp"
+
+namespace loom::cli {
+namespace {
+
+using strategies::Dim;
+
+// Perfetto orders threads by this index: compute first, then the streams that overlap it,
+// then the pipeline lanes.
+int thread_sort_index(const std::string& stream) {
+  static const std::map<std::string, int> fixed = {
+      {"compute", 0}, {"tp-overlap", 1}, {"dp", 2}, {"dp-ag", 3}};
+  if (auto it = fixed.find(stream); it != fixed.end()) return it->second;
+  for (const auto& [kind, base] : {std::pair<std::string, int>{"pp-send", 10}, {"pp-recv", 30}}) {
+    if (stream.rfind(kind, 0) != 0) continue;
+    const std::string lane = stream.substr(kind.size());
+    return base + (lane.empty() ? 0 : std::stoi(lane) - 1);
+  }
+  return 100;
+}
+
+OrderedJson metadata(const char* name, int pid, std::optional<int> tid, OrderedJson args) {
+  OrderedJson m;
+  m["name"] = name;
+  m["ph"] = "M";
+  m["pid"] = pid;
+  if (tid) m["tid"] = *tid;
+  m["args"] = std::move(args);
+  return m;
+}
+
+// "rank 8: stage 1, tp 0, cp 0, dp 1" for every rank that appears in the trace.
+void name_processes(const std::set<int>& ranks, const models::TrainingPlan& plan,
+                    const std::string& order, OrderedJson& events) {
+  const strategies::RankLayout layout(plan, order, flag_names());
+  std::vector<Dim> dims = {Dim::PP, Dim::TP, Dim::CP, Dim::DP};
+  if (plan.ep > 1) dims.push_back(Dim::EP);
+  std::vector<std::vector<int>> coords;
+  for (Dim d : dims) coords.push_back(layout.coordinates(d));
+  for (int rank : ranks) {
+    std::string label = fmt::format("rank {}:", rank);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int c = coords[i][static_cast<size_t>(rank)];
+      label += i == 0 ? fmt::format(" stage {}", c)
+                      : fmt::format(", {} {}", strategies::to_string(dims[i]), c);
+    }
+    events.push_back(metadata("process_name", rank, std::nullopt, {{"name", label}}));
+    events.push_back(metadata("process_sort_index", rank, std::nullopt, {{"sort_index", rank}}));
+  }
+}
+
+}  // namespace
+
+void write_chrome_trace(const std::string& path, const strategies::StepReport& r,
+                        const models::TrainingPlan& plan, const std::string& order) {
+  OrderedJson events = OrderedJson::array();
+  std::set<int> ranks;
+  for (const auto& s : r.timeline) ranks.insert(s.rank);
+  for (const auto& m : r.memory_samples) ranks.insert(m.rank);
+  name_processes(ranks, plan, order, events);
+  std::map<std::pair<int, std::string>, int> tids;
+  for (const auto& s : r.timeline) {
+    auto key = std::make_pair(s.rank, s.stream);
+    if (!tids.count(key)) {
+      const int tid = static_cast<int>(tids.size());
+      tids[key] = tid;
+      events.push_back(metadata("thread_name", s.rank, tid, {{"name", s.stream}}));
+      events.push_back(metadata("thread_sort_index", s.rank, tid,
+                                {{"sort_index", thread_sort_index(s.stream)}}));
+    }
+    OrderedJson e;
+    e["name"] = s.name;
+    e["cat"] = strategies::to_string(s.category);
+    e["ph"] = "X";
+    e["pid"] = s.rank;
+    e["tid"] = tids[key];
+    e["ts"] = s.start_s * 1e6;
+    e["dur"] = (s.end_s - s.start_s) * 1e6;
+    events.push_back(e);
+  }
+  for (const auto& m : r.memory_samples) {
+    OrderedJson e;
+    e["name"] = "memory";
+    e["ph"] = "C";
+    e["pid"] = m.rank;
+    e["ts"] = m.time_s * 1e6;
+    // Whole bytes: the model's per-micro-batch activations are averages over chunks.
+    e["args"] = {{"bytes", static_cast<std::int64_t>(std::llround(m.bytes))}};
+    events.push_back(e);
+  }
+  OrderedJson doc;
+  doc["traceEvents"] = events;
+  doc["displayTimeUnit"] = "ms";
+  std::ofstream out(path);
+  if (!out) throw ValidationError::bad_value("--trace", path, "a writable file path");
+  out << doc.dump() << "\n";
+  out.flush();
+  if (!out) throw ValidationError("--trace", fmt::format("--trace: could not write '{}'", path));
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,47 @@
+#include "cli/plan_text.hpp"
+
+#include <fmt/format.h>
+
+#include "common/csv.hpp"
+#include "common/strings.hpp"
+#include "strategies/plan/plan_json.hpp"
+
+namespace loom::cli {
+
+std::string plan_summary(const models::TrainingPlan& plan) {
+  const std::int64_t micro_batches = plan.micro_batches();
+  return fmt::format(
+      "tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
+      "zero {} recompute {} schedule {}{}",
+      plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
+      plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
+      plan.global_batch(), micro_batches, micro_batches == 1 ? "" : "es", plan.seq,
+      models::to_string(plan.precision), models::to_string(plan.optimizer),
+      models::to_string(plan.grad_dtype), plan.zero, models::to_string(plan.recompute),
+      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)");
+}
+
+void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,
+                         std::vector<std::string>& row) {
+  const OrderedJson fields = strategies::plan_to_json(plan);
+  for (const auto& [key, value] : fields.items()) {
+    header.push_back(key);
+    if (value.is_string()) {
+      row.push_back(value.get<std::string>());
+    } else if (value.is_boolean()) {
+      row.push_back(value.get<bool>() ? "true" : "false");
+    } else if (value.is_number_integer()) {
+      row.push_back(std::to_string(value.get<std::int64_t>()));
+    } else if (value.is_number()) {
+      row.push_back(csv_number(value.get<double>()));
+    } else if (value.is_array()) {
+      std::vector<std::string> parts;
+      for (const auto& x : value) parts.push_back(x.dump());
+      row.push_back(join(parts, ","));
+    } else {
+      row.push_back(value.dump());
+    }
+  }
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,20 @@
+#pragma once
+// The plan as the tables and CSV rows of `memory` and `simulate` print it: one summary line,
+// and the plan's fields as CSV columns (the keys of the plan JSON, in its order).
+#include <string>
+#include <vector>
+
+#include "models/training_plan.hpp"
+
+namespace loom::cli {
+
+/// "tp 8 pp 4 dp 2 cp 1 ep 1; mbs 1 gbs 2 (1 micro-batch) seq 4096; bf16 adam grad fp32
+/// zero 0 recompute none schedule 1f1b" (vpp, +sp and "no flash attention" when they apply).
+std::string plan_summary(const models::TrainingPlan& plan);
+
+/// Appends the plan's fields (plan JSON keys, e.g. "tp", "seq", "zero") to `header` and their
+/// values to `row`: integers and names as written, switches true/false, lists comma-joined.
+void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,
+                         std::vector<std::string>& row);
+
+}  // namespace loom::cli

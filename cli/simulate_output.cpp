@@ -1,0 +1,227 @@
+#include "cli/simulate_output.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "cli/memory_json.hpp"
+#include "cli/plan_text.hpp"
+#include "common/csv.hpp"
+#include "common/table.hpp"
+#include "common/units.hpp"
+#include "strategies/plan/plan_json.hpp"
+
+namespace loom::cli {
+namespace {
+
+std::string pct(double x) {
+  return fmt::format("{:.1f}%", 100.0 * x);
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+double zero3_buffer_bytes(const models::MemoryReport& m) {
+  double most = 0;
+  for (const auto& s : m.stages) most = std::max(most, s.zero3_buffer_bytes);
+  return most;
+}
+
+Table metrics_table(const models::TrainingPlan& plan, const strategies::StepReport& r) {
+  Table t({"metric", "value"});
+  t.align_left(1);
+  t.add_row({"step time", format_time(r.step_time_s)});
+  t.add_row({"tokens/s", fmt::format("{:.0f}", r.tokens_per_s)});
+  t.add_row({"model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu)});
+  t.add_row({"hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu)});
+  std::string mfu = fmt::format("{} ({})", utilisation_text(r.mfu, r),
+                                format_flop_rate(r.peak_flops) + " per GPU");
+  if (plan.precision == models::Precision::FP32 && r.peak_dtype == DType::TF32)
+    mfu += "; fp32 matmuls run on TF32 tensor cores";
+  t.add_row({"MFU", mfu});
+  t.add_row({"HFU", utilisation_text(r.hfu, r)});
+  t.add_row({"pipeline bubble",
+             fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
+                         pct(r.bubble_fraction), format_time(r.pipeline_time_s))});
+  t.add_row({"compute", format_time(r.compute_time_s)});
+  t.add_row({"exposed communication", format_time(r.exposed_comm_time_s)});
+  for (models::Dim d : models::REPORTED_COMM_DIMS) {
+    const int k = models::index(d);
+    t.add_row({fmt::format("communication {}", models::to_string(d)),
+               fmt::format("{} ({} exposed)", format_time(r.comm_time_s[k]),
+                           format_time(r.exposed_comm_s[k]))});
+  }
+  if (plan.dp > 1)
+    t.add_row(
+        {"dp volume per GPU", fmt::format("{} ({} collectives over all stages)",
+                                          format_bytes(r.dp_bytes_per_gpu), r.dp_collectives)});
+  t.add_row({"optimizer step", format_time(r.optimizer_time_s)});
+  return t;
+}
+
+// What the metrics mean, where a newcomer looks for it: under the table.
+std::string notes(const strategies::StepReport& r) {
+  return fmt::format(
+      "\nnotes:\n"
+      "  MFU, HFU: model FLOP/s per GPU (HFU: with recompute) over the GPU's dense {} peak.\n"
+      "  pipeline bubble: idle time of the least idle stage between the step's start and the "
+      "end of\n"
+      "    the last forward/backward pass (the pipeline phase, {}), less its waits for "
+      "parameter\n"
+      "    gathers; the percentage is of that phase, not of the step.\n"
+      "  exposed communication: communication the compute stream waits for, mean over "
+      "stages:\n"
+      "    tp, cp and ep collectives block it (all exposed, but what --tp-comm-overlap hides); "
+      "dp\n"
+      "    counts only while compute is idle; pp waits are part of the bubble.\n",
+      upper(to_string(r.peak_dtype)), format_time(r.pipeline_time_s));
+}
+
+std::string memory_section(const strategies::StepReport& r, double cap) {
+  std::string out = "\nmemory per GPU";
+  const double zero3 = zero3_buffer_bytes(r.memory);
+  out += zero3 > 0 ? fmt::format(" (weights include the ZeRO-3 gathered buffers, up to {}; ",
+                                 format_bytes(zero3))
+                   : " (";
+  out += "other: CUDA context, comm buffers, fragmentation reserve):\n";
+  Table mem(
+      {"stage", "weights", "gradients", "optimizer", "activations", "other", "total", "fits"});
+  for (const auto& s : r.memory.stages) {
+    mem.add_row({std::to_string(s.stage), format_bytes(s.weights_bytes),
+                 format_bytes(s.gradients_bytes), format_bytes(s.optimizer_bytes),
+                 format_bytes(s.activations_bytes), format_bytes(s.other_bytes),
+                 format_bytes(s.total_bytes), s.total_bytes <= cap ? "yes" : "NO"});
+  }
+  out += mem.render();
+  out += fmt::format("peak {} of {} — {}\n", format_bytes(r.memory.peak_bytes), format_bytes(cap),
+                     r.memory.peak_bytes <= cap ? "fits" : "does NOT fit");
+  return out;
+}
+
+}  // namespace
+
+std::string utilisation_text(double fraction, const strategies::StepReport& r) {
+  return fmt::format("{} of the {} dense peak", pct(fraction), upper(to_string(r.peak_dtype)));
+}
+
+std::string render_simulate_table(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                  const topo::Cluster& cluster, const strategies::StepReport& r,
+                                  const SimulateSetup& setup) {
+  const double cap = cluster.gpu.hbm_bytes;
+  std::string out;
+  const std::string misfit = misfit_text(r.memory, cap);
+  if (!misfit.empty()) {
+    out += fmt::format(
+        "WARNING: the plan does not fit: {}; the step time below assumes it would "
+        "(--require-fit exits 3 instead)\n",
+        misfit);
+  }
+  out += fmt::format("model {} on {} ({} x {}), network {}, {} mode ({} GPU{} simulated)\n",
+                     model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name, setup.network,
+                     setup.full ? "full" : "symmetric", r.simulated_gpus,
+                     r.simulated_gpus == 1 ? "" : "s");
+  if (!setup.calibration.empty()) out += fmt::format("calibration profile {}\n", setup.calibration);
+  out += fmt::format("plan: {}\n", plan_summary(plan));
+  if (setup.order != DEFAULT_ORDER) out += fmt::format("rank order: {}\n", setup.order);
+  out += "\n";
+  out += metrics_table(plan, r).render();
+  out += notes(r);
+  out += memory_section(r, cap);
+  return out;
+}
+
+OrderedJson simulate_results_json(const strategies::StepReport& r, double capacity) {
+  OrderedJson res;
+  res["step_time_s"] = r.step_time_s;
+  res["tokens_per_s"] = r.tokens_per_s;
+  res["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  res["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  res["mfu"] = r.mfu;
+  res["hfu"] = r.hfu;
+  res["peak_dtype"] = std::string(to_string(r.peak_dtype));
+  res["peak_tflops_per_gpu"] = r.peak_flops / 1e12;
+  res["bubble_fraction"] = r.bubble_fraction;
+  res["bubble_time_s"] = r.bubble_time_s;
+  res["pipeline_time_s"] = r.pipeline_time_s;
+  res["compute_time_s"] = r.compute_time_s;
+  res["exposed_comm_time_s"] = r.exposed_comm_time_s;
+  OrderedJson comm;
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    comm[models::to_string(d)] = r.comm_time_s[models::index(d)];
+  res["comm_time_s"] = comm;
+  OrderedJson exposed;
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    exposed[models::to_string(d)] = r.exposed_comm_s[models::index(d)];
+  res["exposed_comm_time_s_by_kind"] = exposed;
+  res["dp_bytes_per_gpu"] = r.dp_bytes_per_gpu;
+  res["dp_collectives"] = r.dp_collectives;
+  res["optimizer_time_s"] = r.optimizer_time_s;
+  res["simulated_gpus"] = r.simulated_gpus;
+  res["memory"] = memory_report_json(r.memory, capacity);
+  return res;
+}
+
+OrderedJson simulate_context_json(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                  const topo::Cluster& cluster, const SimulateSetup& setup) {
+  OrderedJson context;
+  context["model"] = model.name;
+  context["cluster"] = cluster.name;
+  context["gpus"] = cluster.num_gpus();
+  context["network"] = setup.network;
+  context["mode"] = setup.full ? "full" : "symmetric";
+  context["order"] = setup.order;
+  context["plan"] = strategies::plan_to_json(plan);
+  if (!setup.calibration.empty()) context["calibration"] = setup.calibration;
+  return context;
+}
+
+std::string render_simulate_csv(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                const topo::Cluster& cluster, const strategies::StepReport& r,
+                                const SimulateSetup& setup) {
+  // The plan's columns carry the GPU count ("gpus"), so the setup does not repeat it.
+  std::vector<std::string> header = {"model", "cluster", "network", "mode", "calibration", "order"};
+  std::vector<std::string> row = {model.name,        cluster.name,
+                                  setup.network,     setup.full ? "full" : "symmetric",
+                                  setup.calibration, setup.order};
+  append_plan_columns(plan, header, row);
+  auto add = [&](std::string key, std::string value) {
+    header.push_back(std::move(key));
+    row.push_back(std::move(value));
+  };
+  add("step_time_s", csv_number(r.step_time_s));
+  add("tokens_per_s", csv_number(r.tokens_per_s));
+  add("model_tflops_per_gpu", csv_number(r.model_tflops_per_gpu));
+  add("hardware_tflops_per_gpu", csv_number(r.hardware_tflops_per_gpu));
+  add("mfu", csv_number(r.mfu));
+  add("hfu", csv_number(r.hfu));
+  add("peak_dtype", std::string(to_string(r.peak_dtype)));
+  add("peak_tflops_per_gpu", csv_number(r.peak_flops / 1e12));
+  add("bubble_fraction", csv_number(r.bubble_fraction));
+  add("bubble_time_s", csv_number(r.bubble_time_s));
+  add("pipeline_time_s", csv_number(r.pipeline_time_s));
+  add("compute_time_s", csv_number(r.compute_time_s));
+  add("exposed_comm_time_s", csv_number(r.exposed_comm_time_s));
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    add(fmt::format("comm_time_s_{}", models::to_string(d)),
+        csv_number(r.comm_time_s[models::index(d)]));
+  for (models::Dim d : models::REPORTED_COMM_DIMS)
+    add(fmt::format("exposed_comm_time_s_{}", models::to_string(d)),
+        csv_number(r.exposed_comm_s[models::index(d)]));
+  add("dp_bytes_per_gpu", csv_number(r.dp_bytes_per_gpu));
+  add("dp_collectives", std::to_string(r.dp_collectives));
+  add("optimizer_time_s", csv_number(r.optimizer_time_s));
+  add("simulated_gpus", std::to_string(r.simulated_gpus));
+  add("peak_memory_bytes", csv_number(r.memory.peak_bytes));
+  add("peak_memory_stage", std::to_string(r.memory.peak_stage));
+  add("capacity_bytes", csv_number(cluster.gpu.hbm_bytes));
+  add("fits", r.memory.peak_bytes <= cluster.gpu.hbm_bytes ? "true" : "false");
+  CsvTable csv(header);
+  csv.add_row(row);
+  return csv.render();
+}
+
+}  // namespace loom::cli

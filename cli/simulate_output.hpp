@@ -1,0 +1,47 @@
+#pragma once
+// What `loom simulate` prints: the table (with the notes that say what exposed
+// communication, the bubble and the memory columns mean), the `results` block of the JSON
+// document, and the CSV record. Include only from .cpp files.
+#include <string>
+
+#include "common/document.hpp"
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
+#include "strategies/step_simulator.hpp"
+#include "topologies/cluster.hpp"
+
+namespace loom::cli {
+
+/// How the step was simulated, for the headers.
+struct SimulateSetup {
+  std::string network;      ///< flow | analytical | ideal
+  bool full = false;        ///< every GPU simulated
+  std::string calibration;  ///< profile path; empty: none
+  std::string order;        ///< rank order, normalised ("tp-cp-ep-dp-pp")
+};
+
+/// The default rank order (Megatron's), which the table does not repeat.
+inline constexpr const char* DEFAULT_ORDER = "tp-cp-ep-dp-pp";
+
+/// The table: a warning first when the plan does not fit, the setup and plan lines, the
+/// metrics with what MFU is measured against, notes, and memory per stage.
+std::string render_simulate_table(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                  const topo::Cluster& cluster, const strategies::StepReport& r,
+                                  const SimulateSetup& setup);
+
+/// The DESIGN.md `simulate` results block (times in seconds, sizes in bytes).
+OrderedJson simulate_results_json(const strategies::StepReport& r, double capacity_bytes);
+
+/// The JSON context block: model, cluster, gpus, network, mode, order, plan, calibration.
+OrderedJson simulate_context_json(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                  const topo::Cluster& cluster, const SimulateSetup& setup);
+
+/// One CSV record (header + row): setup, every plan field, then the results in base units.
+std::string render_simulate_csv(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                const topo::Cluster& cluster, const strategies::StepReport& r,
+                                const SimulateSetup& setup);
+
+/// "24.2% of the BF16 dense peak" style text of a utilisation `fraction` against r's peak.
+std::string utilisation_text(double fraction, const strategies::StepReport& r);
+
+}  // namespace loom::cli

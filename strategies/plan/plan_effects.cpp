@@ -1,0 +1,206 @@
+#include "strategies/plan/plan_effects.hpp"
+
+#include <fmt/format.h>
+
+#include "strategies/plan/framework_profile.hpp"
+
+namespace loom::strategies {
+namespace {
+
+using models::TrainingPlan;
+
+// Checks of one plan: `given(key)` says whether the input set `key` to something other than
+// the value it would have without it.
+class EffectChecker {
+ public:
+  EffectChecker(const PlanInput& in, const TrainingPlan& p)
+      : in_(in), s_(in.sources()), p_(p), profile_(framework_profile(p.framework)) {}
+
+  void run() const {
+    check_zero();
+    check_dp_overlaps();
+    check_fsdp();
+    check_recompute();
+    check_model_parallel();
+  }
+
+ private:
+  // Whether `key` was given with a value that differs from `fallback`, what the field would
+  // hold without it.
+  template <typename T>
+  bool given(std::string_view key, const T& value, const T& fallback) const {
+    return in_.has(key) && value != fallback;
+  }
+
+  // " 40MB", " 3", " off": the value as given (nothing for a switch, whose flag says it all).
+  std::string value_text(std::string_view key) const {
+    const PlanField& field = plan_field(key);
+    if (field.type == FieldType::SWITCH) return "";
+    if (field.type == FieldType::TOGGLE) return in_.flag(key) ? " on" : " off";
+    if (field.type == FieldType::SIZE || field.type == FieldType::STAGE) {
+      const auto n = in_.integer(key);
+      return n ? fmt::format(" {}", *n) : "";
+    }
+    const auto text = in_.text(key);
+    return text ? " " + *text : "";
+  }
+
+  // "<key> <value> has no effect <why>; drop it or change <other>".
+  [[noreturn]] void fail(std::string_view key, std::string_view other,
+                         const std::string& why) const {
+    fail_field(s_, key,
+               fmt::format("{}{} has no effect {}; drop it or change {}", s_.where(key),
+                           value_text(key), why, s_.name(other)));
+  }
+
+  void check_zero() const {
+    if (given("zero", p_.zero, profile_.zero) && p_.zero >= 1 && p_.dp * p_.cp == 1) {
+      fail("zero", "dp",
+           fmt::format("with {} 1 and {} 1: ZeRO shards over the data-parallel group, here "
+                       "one GPU",
+                       s_.name("dp"), s_.name("cp")));
+    }
+  }
+
+  // The data-parallel switches. Without DP replicas nothing is reduced or gathered; ZeRO-3
+  // gathers and reduce-scatters per layer, always overlapped.
+  void check_dp_overlaps() const {
+    const TrainingPlan d;
+    const bool grad =
+        given("overlap_grad_reduce", p_.overlap_grad_reduce, profile_.overlap_grad_reduce);
+    const bool gather =
+        given("overlap_param_gather", p_.overlap_param_gather, profile_.overlap_param_gather);
+    const bool bucket = given("dp_bucket_size", p_.dp_bucket_bytes, d.dp_bucket_bytes);
+    for (const auto& [key, on] : {std::pair<const char*, bool>{"overlap_grad_reduce", grad},
+                                  {"overlap_param_gather", gather},
+                                  {"dp_bucket_size", bucket}}) {
+      if (!on) continue;
+      if (p_.dp == 1)
+        fail(key, "dp", fmt::format("with {} 1: there is no data-parallel traffic", s_.name("dp")));
+      if (p_.zero >= 3) {
+        fail(key, "zero",
+             fmt::format(
+                 "with {} 3: FSDP gathers and reduce-scatters each layer as it runs, "
+                 "always overlapped{}",
+                 s_.name("zero"),
+                 std::string_view(key) == "dp_bucket_size"
+                     ? fmt::format(" (its buckets: {})", s_.name("stage3_reduce_bucket_size"))
+                     : ""));
+      }
+    }
+    // Megatron-LM: --overlap-param-gather only with the distributed optimizer (arguments.py).
+    if (gather && p_.zero == 0) {
+      fail("overlap_param_gather", "zero",
+           fmt::format("with {} 0: DDP keeps whole parameters and gathers none (ZeRO-1 and 2 "
+                       "do)",
+                       s_.name("zero")));
+    }
+  }
+
+  // The ZeRO-3 design and its knobs.
+  void check_fsdp() const {
+    const TrainingPlan d;
+    if (given("fsdp_impl", p_.fsdp_impl, profile_.fsdp_impl) && p_.zero < 3) {
+      fail("fsdp_impl", "zero", fmt::format("below {} 3", s_.name("zero")));
+    }
+    if (given("reshard_after_forward", p_.reshard_after_forward, d.reshard_after_forward)) {
+      if (p_.zero < 3)
+        fail("reshard_after_forward", "zero", fmt::format("below {} 3", s_.name("zero")));
+      if (p_.fsdp_impl != models::FsdpImpl::FSDP2) {
+        fail("reshard_after_forward", "fsdp_impl",
+             fmt::format("with {} {}: DeepSpeed ZeRO-3 always re-gathers for backward",
+                         s_.name("fsdp_impl"), models::to_string(p_.fsdp_impl)));
+      }
+    }
+    for (const auto& [key, on] :
+         {std::pair<const char*, bool>{
+              "stage3_prefetch_bucket_size",
+              given("stage3_prefetch_bucket_size", p_.ds_prefetch_bucket, d.ds_prefetch_bucket)},
+          {"stage3_reduce_bucket_size",
+           given("stage3_reduce_bucket_size", p_.ds_reduce_bucket, d.ds_reduce_bucket)}}) {
+      if (!on) continue;
+      if (p_.zero < 3) fail(key, "zero", fmt::format("below {} 3", s_.name("zero")));
+      if (p_.fsdp_impl != models::FsdpImpl::DEEPSPEED) {
+        fail(key, "fsdp_impl",
+             fmt::format("with {} {}: only DeepSpeed ZeRO-3 has these buckets",
+                         s_.name("fsdp_impl"), models::to_string(p_.fsdp_impl)));
+      }
+    }
+  }
+
+  // What selective recompute re-runs matters only under selective recompute.
+  void check_recompute() const {
+    const TrainingPlan d;
+    const bool selective = p_.recompute == models::Recompute::SELECTIVE;
+    const std::string mode =
+        fmt::format("with {} {}", s_.name("recompute"), models::to_string(p_.recompute));
+    if (given("selective_recompute", p_.selective_recompute, profile_.selective_recompute) &&
+        !selective)
+      fail("selective_recompute", "recompute", mode);
+    if (given("recompute_modules", p_.recompute_modules, d.recompute_modules)) {
+      if (!selective) fail("recompute_modules", "recompute", mode);
+      if (p_.selective_recompute == models::SelectiveRecompute::OP) {
+        fail("recompute_modules", "selective_recompute",
+             fmt::format("with {} op: torchtitan's op-level policy picks what to keep itself",
+                         s_.name("selective_recompute")));
+      }
+    }
+    if (given("recompute_every", p_.recompute_every, d.recompute_every) &&
+        p_.recompute == models::Recompute::NONE)
+      fail("recompute_every", "recompute", mode);
+  }
+
+  void check_model_parallel() const {
+    if (given("tp_comm_overlap", p_.tp_comm_overlap, profile_.tp_comm_overlap) && p_.tp == 1) {
+      fail("tp_comm_overlap", "tp",
+           fmt::format("with {} 1: there are no tensor-parallel collectives", s_.name("tp")));
+    }
+    if (given("attention_kernel", p_.attention_kernel, profile_.attention_kernel) &&
+        !p_.flash_attention) {
+      fail("attention_kernel", "flash_attention",
+           fmt::format("with {} off: attention runs unfused, as batched GEMMs",
+                       s_.name("flash_attention")));
+    }
+    // One stage runs its micro-batches one after another under every schedule; only GPipe's
+    // all-forwards-first order changes what it holds (memory).
+    if (given("schedule", p_.schedule, TrainingPlan{}.schedule) && p_.pp == 1 &&
+        (p_.schedule == models::Schedule::NAIVE || p_.schedule == models::Schedule::ZERO_BUBBLE)) {
+      fail("schedule", "pp",
+           fmt::format("with {} 1: a single stage has no pipeline to schedule", s_.name("pp")));
+    }
+    // Megatron-LM rejects the interleaved schedule below pp 2 (arguments.py).
+    if (p_.vpp > 1 && p_.pp == 1) {
+      fail(in_.has("vpp") ? "vpp" : "layers_per_virtual_stage", "pp",
+           fmt::format("with {} 1: virtual stages interleave pipeline stages, and there is one",
+                       s_.name("pp")));
+    }
+  }
+
+  const PlanInput& in_;
+  const PlanSources& s_;
+  const TrainingPlan& p_;
+  const FrameworkProfile& profile_;
+};
+
+}  // namespace
+
+void check_effective(const PlanInput& input, const TrainingPlan& plan) {
+  EffectChecker(input, plan).run();
+}
+
+void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p,
+                               const PlanSources& s) {
+  if (!m.is_moe() && p.etp > 0 && p.etp != p.tp) {
+    fail_field(s, "etp",
+               fmt::format("{} {} has no effect: {} has no experts; drop it", s.where("etp"), p.etp,
+                           m.name));
+  }
+  if (!p.mtp && m.mtp_layers == 0) {
+    fail_field(s, "mtp",
+               fmt::format("{} off has no effect: {} has no multi-token-prediction modules; drop "
+                           "it",
+                           s.where("mtp"), m.name));
+  }
+}
+
+}  // namespace loom::strategies

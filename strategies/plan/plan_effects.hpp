@@ -1,0 +1,22 @@
+#pragma once
+// Values that would have no effect in the plan they resolve to are errors, not silent no-ops:
+// --overlap-grad-reduce under --zero 3, --recompute-modules without selective recompute,
+// --tp-comm-overlap with tp 1, ... Each rule names the value and the field that voids it. A
+// value equal to what the field would be without it (the plan default, or the --framework
+// profile's) passes, so a plan --print-config wrote reads back.
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
+#include "strategies/plan/plan_input.hpp"
+
+namespace loom::strategies {
+
+/// Throws PlanError on the first value `input` gives that has no effect in `plan` (the
+/// resolution of `input`), naming both fields through input.sources().
+void check_effective(const PlanInput& input, const models::TrainingPlan& plan);
+
+/// The model-dependent part: etp on a model without experts, --mtp off on a model without
+/// multi-token-prediction modules. Throws PlanError naming the field through `sources`.
+void check_effective_for_model(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                               const PlanSources& sources);
+
+}  // namespace loom::strategies

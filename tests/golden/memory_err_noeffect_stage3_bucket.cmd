@@ -1,0 +1,2 @@
+memory --model llama3-8b --gpu h100 --dp 8 --zero 3 --stage3-prefetch-bucket-size 1000
+exit: 2

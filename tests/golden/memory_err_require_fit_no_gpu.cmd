@@ -1,0 +1,2 @@
+memory --model llama3-8b --require-fit
+exit: 2

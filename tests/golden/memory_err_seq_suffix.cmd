@@ -1,0 +1,2 @@
+memory --model llama3-8b --seq 8x
+exit: 2

@@ -1,0 +1,2 @@
+topo --cluster h100
+exit: 2

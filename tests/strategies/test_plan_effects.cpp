@@ -1,0 +1,166 @@
+// Values with no effect in the plan they resolve to are rejected, naming both fields
+// (strategies/plan/plan_effects.hpp), one case per class of rule; values equal to their
+// default or the --framework profile's pass. And each framework's own refusals
+// (plan_rules.cpp check_framework).
+#include <doctest/doctest.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.hpp"
+#include "models/model_loader.hpp"
+#include "strategies/plan/plan_input.hpp"
+#include "strategies/plan/plan_resolve.hpp"
+#include "strategies/plan/plan_rules.hpp"
+
+using namespace loom;
+using namespace loom::strategies;
+
+namespace {
+
+using Values = std::vector<std::pair<std::string, PlanValue>>;
+
+PlanInput flags(const Values& values) {
+  PlanInput in;
+  in.sources() = PlanSources::command_line();
+  for (const auto& [key, value] : values) in.set(key, value);
+  return in;
+}
+
+// The message resolve_plan throws for `values` on `gpus` GPUs; empty when it accepts them.
+std::string rejection(const Values& values, std::optional<std::int64_t> gpus = 8) {
+  try {
+    resolve_plan(flags(values), gpus, 32);
+  } catch (const PlanError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void check_rejected(const Values& values, const std::string& flag, const std::string& other,
+                    std::optional<std::int64_t> gpus = 8) {
+  const std::string message = rejection(values, gpus);
+  CAPTURE(message);
+  CHECK(message.rfind(flag, 0) == 0);
+  CHECK(message.find(" has no effect ") != std::string::npos);
+  CHECK(message.find(other) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("strategies::PlanEffects: ZeRO and DP switches need data-parallel replicas") {
+  check_rejected({{"zero", std::int64_t{1}}, {"tp", std::int64_t{8}}}, "--zero", "--dp 1");
+  check_rejected({{"overlap_grad_reduce", true}, {"tp", std::int64_t{8}}}, "--overlap-grad-reduce",
+                 "--dp");
+  check_rejected({{"dp_bucket_size", std::string("40MB")}, {"tp", std::int64_t{8}}},
+                 "--dp-bucket-size", "--dp");
+  // With cp > 1 ZeRO still shards (over dp x cp): accepted.
+  CHECK(rejection({{"zero", std::int64_t{1}}, {"tp", std::int64_t{4}}, {"cp", std::int64_t{2}}})
+            .empty());
+}
+
+TEST_CASE("strategies::PlanEffects: ZeRO-3 voids the DDP/ZeRO-1/2 switches") {
+  check_rejected({{"zero", std::int64_t{3}}, {"overlap_grad_reduce", true}},
+                 "--overlap-grad-reduce", "--zero 3");
+  check_rejected({{"zero", std::int64_t{3}}, {"overlap_param_gather", true}},
+                 "--overlap-param-gather", "--zero 3");
+  check_rejected({{"zero", std::int64_t{3}}, {"dp_bucket_size", std::string("40MB")}},
+                 "--dp-bucket-size", "--stage3-reduce-bucket-size");
+  // DDP gathers no parameters (Megatron-LM: --overlap-param-gather needs the distributed
+  // optimizer).
+  check_rejected({{"overlap_param_gather", true}}, "--overlap-param-gather", "--zero 0");
+  CHECK(rejection({{"zero", std::int64_t{1}}, {"overlap_param_gather", true}}).empty());
+}
+
+TEST_CASE("strategies::PlanEffects: ZeRO-3 knobs need ZeRO-3 and their design") {
+  check_rejected({{"fsdp_impl", std::string("deepspeed")}}, "--fsdp-impl", "--zero");
+  check_rejected({{"reshard_after_forward", false}}, "--reshard-after-forward", "--zero");
+  check_rejected({{"zero", std::int64_t{3}},
+                  {"fsdp_impl", std::string("deepspeed")},
+                  {"reshard_after_forward", false}},
+                 "--reshard-after-forward", "--fsdp-impl deepspeed");
+  check_rejected({{"zero", std::int64_t{3}}, {"stage3_prefetch_bucket_size", std::int64_t{1000}}},
+                 "--stage3-prefetch-bucket-size", "--fsdp-impl fsdp2");
+  check_rejected({{"stage3_reduce_bucket_size", std::int64_t{1000}}}, "--stage3-reduce-bucket-size",
+                 "--zero");
+  CHECK(rejection({{"zero", std::int64_t{3}},
+                   {"fsdp_impl", std::string("deepspeed")},
+                   {"stage3_reduce_bucket_size", std::int64_t{1000}}})
+            .empty());
+}
+
+TEST_CASE("strategies::PlanEffects: selective-recompute choices need selective recompute") {
+  check_rejected({{"recompute_modules", std::string("mlp")}}, "--recompute-modules",
+                 "--recompute none");
+  check_rejected({{"recompute", std::string("full")}, {"selective_recompute", std::string("op")}},
+                 "--selective-recompute", "--recompute full");
+  check_rejected({{"recompute", std::string("selective")},
+                  {"selective_recompute", std::string("op")},
+                  {"recompute_modules", std::string("mlp")}},
+                 "--recompute-modules", "--selective-recompute op");
+  check_rejected({{"recompute_every", std::int64_t{2}}}, "--recompute-every", "--recompute none");
+  CHECK(rejection(
+            {{"recompute", std::string("selective")}, {"recompute_modules", std::string("mlp")}})
+            .empty());
+}
+
+TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension") {
+  check_rejected({{"tp_comm_overlap", true}}, "--tp-comm-overlap", "--tp 1");
+  check_rejected({{"flash_attention", false}, {"attention_kernel", std::string("fa2")}},
+                 "--attention-kernel", "--flash-attention off");
+  check_rejected({{"vpp", std::int64_t{2}}}, "--vpp", "--pp 1");
+  check_rejected({{"schedule", std::string("zb")}}, "--schedule zb", "--pp 1");
+  // GPipe holds every micro-batch's activations even on one stage: it has an effect.
+  CHECK(rejection({{"schedule", std::string("gpipe")}}).empty());
+}
+
+TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
+  // NeMo turns both DP overlaps on; with one replica they are its defaults, not the user's.
+  CHECK(rejection({{"framework", std::string("nemo")}, {"tp", std::int64_t{8}}}).empty());
+  // Giving a field its default value is not a no-op to reject.
+  CHECK(rejection(
+            {{"tp", std::int64_t{8}}, {"overlap_grad_reduce", false}, {"zero", std::int64_t{0}}})
+            .empty());
+  // A value from a file is named by its file and pointer.
+  PlanInput in = flags({{"tp", std::int64_t{8}}});
+  in.set("overlap_grad_reduce", true, file_source("plan.json", "/overlap_grad_reduce", "x"));
+  CHECK_THROWS_WITH_AS(resolve_plan(in, 8), doctest::Contains("plan.json#/overlap_grad_reduce"),
+                       PlanError);
+}
+
+TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that has them") {
+  const models::ModelSpec dense = models::model_preset("llama3-8b");
+  models::TrainingPlan p;
+  p.tp = 2;
+  p.etp = 1;
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       "--etp 1 has no effect: llama3-8b has no experts; drop it", PlanError);
+  p.etp = 0;
+  p.mtp = false;
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("--mtp off has no effect"), PlanError);
+}
+
+TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pipelines") {
+  const models::ModelSpec m = models::model_preset("llama3-8b");
+  models::TrainingPlan p;
+  p.pp = 2;
+  p.dp = 4;
+  p.zero = 2;
+  p.framework = models::Framework::DEEPSPEED;  // PipelineEngine: ZeRO stage < 2
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, 8, PlanSources::command_line()),
+                       doctest::Contains("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1"),
+                       PlanError);
+  p.zero = 1;
+  CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
+  p.zero = 3;
+  p.framework = models::Framework::MEGATRON;  // --use-torch-fsdp2: pp 1 and ep 1
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, 8, PlanSources::command_line()),
+                       doctest::Contains("--use-torch-fsdp2"), PlanError);
+  p.framework = models::Framework::TORCHTITAN;  // FSDP2 composes with pipeline schedules
+  CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
+  p.framework = models::Framework::NONE;
+  CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
+}
