@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/plan_flags.hpp"
+#include "cli/simulate_scenarios.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -34,6 +35,7 @@ struct SimulateFlags {
   std::string format;
   std::string trace;
   std::string calibration;  // profile path; empty: the model alone
+  ScenarioFlags scenario;   // steps, stragglers, slow links, --compare
 };
 
 std::string pct(double x) {
@@ -44,18 +46,28 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
                          const topo::Cluster& cluster, const strategies::StepReport& r,
                          const SimulateFlags& f) {
   std::string out;
+  std::string gpus = cluster.gpu.name;
+  for (int k = 1; k < cluster.num_gpu_types(); ++k) gpus += "+" + cluster.gpu_type(k).name;
   out += fmt::format("model {} on {} ({} x {}), network {}, {} mode ({} GPU{} simulated)\n",
-                     model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name, f.network,
+                     model.name, cluster.name, cluster.num_gpus(), gpus, f.network,
                      f.full ? "full" : "symmetric", r.simulated_gpus,
                      r.simulated_gpus == 1 ? "" : "s");
   if (!f.calibration.empty()) out += fmt::format("calibration profile {}\n", f.calibration);
+  std::string design;
+  if (plan.dp_mode == models::DpMode::DATAPARALLEL) design = "; dp-mode dataparallel";
+  if (plan.dp_mode == models::DpMode::PS) {
+    design = fmt::format("; dp-mode ps: {} server{} on {}, {}, shards by {}", plan.ps_servers,
+                         plan.ps_servers == 1 ? "" : "s", models::to_string(plan.ps_placement),
+                         models::ps_update_text(plan.ps_update, plan.ps_update_bound),
+                         models::to_string(plan.ps_shard));
+  }
   out += fmt::format(
       "plan: tp {} pp {} dp {} cp {}{}{}; mbs {} gbs {} ({} micro-batches) seq {}; {} zero {} "
-      "recompute {} schedule {}\n\n",
+      "recompute {} schedule {}{}\n\n",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "",
       plan.sp ? " +sp" : "", plan.mbs, plan.global_batch(), plan.micro_batches(), plan.seq,
       models::to_string(plan.precision), plan.zero, models::to_string(plan.recompute),
-      models::to_string(plan.schedule));
+      models::to_string(plan.schedule), design);
   Table t({"metric", "value"});
   t.align_left(1);
   t.add_row({"step time", format_time(r.step_time_s)});
@@ -93,6 +105,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   out += mem.render();
   out += fmt::format("peak {} of {} — {}\n", format_bytes(r.memory.peak_bytes), format_bytes(cap),
                      r.memory.peak_bytes <= cap ? "fits" : "does NOT fit");
+  out += render_scenario_table(r);
   return out;
 }
 
@@ -122,6 +135,7 @@ OrderedJson render_results(const strategies::StepReport& r, double capacity) {
   res["optimizer_time_s"] = r.optimizer_time_s;
   res["simulated_gpus"] = r.simulated_gpus;
   res["memory"] = memory_report_json(r.memory, capacity);
+  add_scenario_json(res, r);
   return res;
 }
 
@@ -187,6 +201,37 @@ strategies::SimulateOptions calibrated(strategies::SimulateOptions options, cons
   return options;
 }
 
+// --compare KEY=VALUE: the same run with one plan flag changed, side by side.
+int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const SimulateFlags& f,
+            const models::TrainingPlan& plan, const strategies::StepReport& r,
+            const strategies::SimulateOptions& options) {
+  const ResolvedPlan other =
+      resolve_plan(compare_flags(f.plan, f.scenario.compare), cluster.num_gpus(), model.layers);
+  strategies::validate_plan(model, other.plan, cluster.num_gpus(), other.sources);
+  strategies::check_dp_mode_cluster(other.plan, cluster.gpus_per_node(), cluster.num_hosts(),
+                                    other.sources);
+  strategies::SimulateOptions o = options;
+  o.keep_timeline = false;
+  const strategies::StepReport b = strategies::simulate_step(model, other.plan, cluster, o);
+  if (parse_format(f.format) == Format::JSON) {
+    OrderedJson context;
+    context["model"] = model.name;
+    context["cluster"] = cluster.name;
+    context["compare"] = f.scenario.compare;
+    OrderedJson results;
+    results["plan"] = render_results(r, cluster.gpu.hbm_bytes);
+    results["plan"]["plan"] = strategies::plan_to_json(plan);
+    results["compared"] = render_results(b, cluster.gpu.hbm_bytes);
+    results["compared"]["plan"] = strategies::plan_to_json(other.plan);
+    std::cout << render_document(make_document(context, results));
+    return 0;
+  }
+  std::cout << render_table(model, plan, cluster, r, f);
+  std::cout << fmt::format("\ncompared with {}:\n", f.scenario.compare);
+  std::cout << render_compare_table(r, "this plan", b, f.scenario.compare);
+  return 0;
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& root) {
@@ -209,11 +254,12 @@ Command add_simulate_command(CLI::App& root) {
       "calibration profile: measured GEMM times, memory bandwidth, collective times and "
       "fitted factors "
       "(docs/calibration.md)");
+  add_scenario_flags(*app, flags->scenario);
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;
     const models::ModelSpec model = models::load_model(f.model, "--model");
-    const topo::Cluster cluster = resolve_cluster(f.cluster);
+    topo::Cluster cluster = resolve_cluster(f.cluster);
     const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
     const models::TrainingPlan& plan = resolved.plan;
     if (f.plan.print_config) {
@@ -221,12 +267,16 @@ Command add_simulate_command(CLI::App& root) {
       return 0;
     }
     strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
+    strategies::check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(),
+                                      resolved.sources);
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
     options.keep_timeline = !f.trace.empty();
+    apply_scenario_flags(f.scenario, cluster, options);
     if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
+    if (!f.scenario.compare.empty()) return compare(model, cluster, f, plan, r, options);
     if (!f.trace.empty()) write_trace(f.trace, r);
     if (parse_format(f.format) == Format::JSON) {
       OrderedJson context;
