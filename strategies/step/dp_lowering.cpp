@@ -160,6 +160,20 @@ std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
   return opts;
 }
 
+double union_seconds(const sim::Engine& e, const std::vector<TaskId>& tasks) {
+  std::vector<std::pair<sim::SimTime, sim::SimTime>> iv;
+  for (TaskId t : tasks)
+    if (t >= 0) iv.push_back({e.start(t), e.finish(t)});
+  std::sort(iv.begin(), iv.end());
+  sim::SimTime sum = 0, end = 0;
+  for (const auto& [a, b] : iv) {
+    if (b <= end) continue;
+    sum += b - std::max(a, end);
+    end = b;
+  }
+  return sim::to_seconds(sum);
+}
+
 std::unique_ptr<DataParallelLowering> make_dp_lowering(StepGraph& g, int stage) {
   if (g.plan.dp_mode == models::DpMode::PS) return make_parameter_server_lowering(g);
   if (g.plan.dp_mode == models::DpMode::DATAPARALLEL) return make_single_process_lowering(g);

@@ -102,6 +102,9 @@ class DataParallelLowering {
 std::vector<sim::TaskId> lower_optimizer(StepGraph& graph, int stage,
                                          const std::vector<std::vector<sim::TaskId>>& waits,
                                          bool sharded, const std::vector<int>& replicas = {});
+/// Seconds during which at least one of `tasks` ran (the union of their intervals; -1
+/// entries skipped), after the engine ran.
+double union_seconds(const sim::Engine& engine, const std::vector<sim::TaskId>& tasks);
 /// Parameters of `stage` in `set` on one GPU.
 double stage_params(const StepGraph& graph, int stage, ParamSet set);
 

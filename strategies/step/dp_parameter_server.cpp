@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "models/memory.hpp"
 #include "strategies/step/dp_lowering.hpp"
@@ -277,27 +276,12 @@ class ParameterServerLowering final : public DataParallelLowering {
   double bytes_total_ = 0;
 };
 
-// Union length of the tasks' [start, finish) intervals, seconds.
-double union_s(const sim::Engine& e, const std::vector<TaskId>& tasks) {
-  std::vector<std::pair<sim::SimTime, sim::SimTime>> iv;
-  for (TaskId t : tasks)
-    if (t >= 0) iv.push_back({e.start(t), e.finish(t)});
-  std::sort(iv.begin(), iv.end());
-  sim::SimTime sum = 0, end = 0;
-  for (const auto& [a, b] : iv) {
-    if (b <= end) continue;
-    sum += b - std::max(a, end);
-    end = b;
-  }
-  return sim::to_seconds(sum);
-}
-
 void ParameterServerLowering::measure(const StepGraph& g, DesignReport& r) const {
   const sim::Engine& e = g.engine;
   const auto W = static_cast<double>(g.replicas.size());
   r.ps_bytes_per_worker_step = bytes_total_ / (W * g.steps());
-  r.breakdown.emplace_back("pull (worker 0, step 0)", union_s(e, pulls_[0][0]));
-  r.breakdown.emplace_back("push (worker 0, step 0)", union_s(e, pushes_[0][0]));
+  r.breakdown.emplace_back("pull (worker 0, step 0)", union_seconds(e, pulls_[0][0]));
+  r.breakdown.emplace_back("push (worker 0, step 0)", union_seconds(e, pushes_[0][0]));
   // The busiest server's applies in the first step.
   std::vector<double> busy(servers_.size(), 0.0);
   for (size_t i = 0; i < shards_.size(); ++i) {

@@ -19,8 +19,6 @@
 // are issued between passes the compute streams already hold), every other copy on no stream.
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "models/flops.hpp"
 #include "strategies/step/dp_lowering.hpp"
 
@@ -41,20 +39,6 @@ models::OpCost loss_op(const StepGraph& g) {
 // The loss of one replica's micro-batch on GPU type `type`.
 PassCost loss_cost(const StepGraph& g, int type) {
   return cost_ops({loss_op(g)}, g.plan, g.kernels_of(type), OpList::HEAD);
-}
-
-// Union length of the tasks' [start, finish) intervals, seconds.
-double busy_union_s(const sim::Engine& e, std::vector<TaskId> tasks) {
-  std::vector<std::pair<sim::SimTime, sim::SimTime>> iv;
-  for (TaskId t : tasks) iv.push_back({e.start(t), e.finish(t)});
-  std::sort(iv.begin(), iv.end());
-  sim::SimTime sum = 0, end = 0;
-  for (const auto& [a, b] : iv) {
-    if (b <= end) continue;
-    sum += b - std::max(a, end);
-    end = b;
-  }
-  return sim::to_seconds(sum);
 }
 
 class SingleProcessLowering final : public DataParallelLowering {
@@ -106,7 +90,7 @@ class SingleProcessLowering final : public DataParallelLowering {
 
   void measure(const StepGraph& g, DesignReport& r) const override {
     for (const auto& [what, tasks] : phases_)
-      r.breakdown.emplace_back(what, busy_union_s(g.engine, tasks));
+      r.breakdown.emplace_back(what, union_seconds(g.engine, tasks));
   }
 
  private:
