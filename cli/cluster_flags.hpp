@@ -1,6 +1,7 @@
 #pragma once
 // The cluster flags shared by topo, ranks, memory, collective and simulate: --cluster C
-// (preset name or cluster JSON), --nodes N, --gpus N; and their resolution into a cluster.
+// (preset name or cluster JSON), --nodes N, --gpus N, --hosts N; and their resolution into a
+// cluster.
 #include <CLI/CLI.hpp>
 
 #include <optional>
@@ -15,9 +16,10 @@ struct ClusterFlags {
   std::string cluster;       ///< preset name or path to a cluster JSON
   std::optional<int> nodes;  ///< --nodes N
   std::optional<int> gpus;   ///< --gpus N (a multiple of the GPUs per node)
+  std::optional<int> hosts;  ///< --hosts N (CPU servers holding ranks, e.g. parameter servers)
 };
 
-/// Adds --cluster, --nodes and --gpus to `app`. With `required`, --cluster must be given.
+/// Adds --cluster, --nodes, --gpus and --hosts to `app`. With `required`, --cluster must be given.
 void add_cluster_flags(CLI::App& app, ClusterFlags& flags, bool required = true);
 
 /// Loads the cluster the flags name (topo::load_cluster). Throws ValidationError (unknown

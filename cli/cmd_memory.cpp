@@ -123,6 +123,9 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   } else {
     out += " (give --gpu or --cluster to compare with a capacity)\n";
   }
+  // DataParallel's GPU 0 and replicas, parameter-server workers (their servers: simulate).
+  for (const auto& [device, bytes] : strategies::device_memory(model, plan))
+    out += fmt::format("{}: {}\n", device, format_bytes(bytes));
   return out;
 }
 
@@ -153,6 +156,10 @@ OrderedJson render_json_results(const models::ModelSpec& model, const models::Tr
     j["other"] = other;
     j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
   }
+  OrderedJson devices = OrderedJson::array();
+  for (const auto& [device, bytes] : strategies::device_memory(model, plan))
+    devices.push_back({{"device", device}, {"bytes", bytes}});
+  if (!devices.empty()) res["device_memory"] = devices;
   res["active_parameters"] = models::count_parameters(model).active;
   res["peak_stage"] = r.peak_stage;
   const models::BytesPerParameter& b = r.bytes_per_param;

@@ -13,6 +13,7 @@
 #include "cli/plan_flags.hpp"
 #include "cli/progress.hpp"
 #include "cli/simulate_output.hpp"
+#include "cli/simulate_scenarios.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "models/model_loader.hpp"
@@ -39,6 +40,7 @@ struct SimulateFlags {
   std::string calibration;  // profile path; empty: the model alone
   std::string order = DEFAULT_ORDER;
   bool require_fit = false;
+  ScenarioFlags scenario;  // steps, stragglers, slow links, --compare
 };
 
 // `options` with the profile's measured kernels, collectives and fitted factors (the factors
@@ -58,9 +60,45 @@ strategies::SimulateOptions calibrated(strategies::SimulateOptions options, cons
   return options;
 }
 
+// --compare KEY=VALUE: the same run with one plan flag changed, side by side.
+int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const SimulateFlags& f,
+            const models::TrainingPlan& plan, const strategies::StepReport& r,
+            const strategies::SimulateOptions& options, const SimulateSetup& setup) {
+  const ResolvedPlan other = resolve_plan(compare_flags(f.plan, f.scenario.compare),
+                                          cluster.num_gpus(), model.layers, model.default_seq);
+  strategies::validate_plan(model, other.plan, cluster.num_gpus(), other.sources);
+  strategies::check_precision_on_gpu(other.plan, cluster.gpu, other.sources);
+  strategies::check_dp_mode_cluster(other.plan, cluster.gpus_per_node(), cluster.num_hosts(),
+                                    other.sources);
+  strategies::SimulateOptions o = options;
+  o.keep_timeline = false;
+  o.progress = nullptr;
+  const strategies::StepReport b = strategies::simulate_step(model, other.plan, cluster, o);
+  if (parse_format(f.format) == Format::JSON) {
+    OrderedJson context;
+    context["model"] = model.name;
+    context["cluster"] = cluster.name;
+    context["compare"] = f.scenario.compare;
+    OrderedJson results;
+    results["plan"] = simulate_results_json(r, cluster.gpu.hbm_bytes);
+    results["plan"]["plan"] = strategies::plan_to_json(plan);
+    results["compared"] = simulate_results_json(b, cluster.gpu.hbm_bytes);
+    results["compared"]["plan"] = strategies::plan_to_json(other.plan);
+    std::cout << render_document(make_document(context, results));
+    return 0;
+  }
+  if (parse_format(f.format) == Format::CSV)
+    throw ValidationError("--compare",
+                          "--compare: --format csv is not supported; use table or json");
+  std::cout << render_simulate_table(model, plan, cluster, r, setup);
+  std::cout << fmt::format("\ncompared with {}:\n", f.scenario.compare);
+  std::cout << render_compare_table(r, "this plan", b, f.scenario.compare);
+  return 0;
+}
+
 int run_simulate(const SimulateFlags& f) {
   const models::ModelSpec model = models::load_model(f.model, "--model");
-  const topo::Cluster cluster = resolve_cluster(f.cluster);
+  topo::Cluster cluster = resolve_cluster(f.cluster);
   const ResolvedPlan resolved =
       resolve_plan(f.plan, cluster.num_gpus(), model.layers, model.default_seq);
   const models::TrainingPlan& plan = resolved.plan;
@@ -70,6 +108,8 @@ int run_simulate(const SimulateFlags& f) {
   }
   strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
   strategies::check_precision_on_gpu(plan, cluster.gpu, resolved.sources);
+  strategies::check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(),
+                                    resolved.sources);
   const Format format = parse_format(f.format);
   // The order is checked (and normalised) before the step is simulated.
   SimulateSetup setup{f.network, f.full, f.calibration,
@@ -86,12 +126,14 @@ int run_simulate(const SimulateFlags& f) {
   options.full = f.full;
   options.keep_timeline = !f.trace.empty();
   options.order = setup.order;
+  apply_scenario_flags(f.scenario, cluster, options);
   if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
   ProgressBar progress = ProgressBar::on_stderr("simulating");
   options.progress = [&progress](double done) { progress.update(done); };
   const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
   progress.clear();
   if (!f.trace.empty()) write_chrome_trace(f.trace, r, plan, setup.order);
+  if (!f.scenario.compare.empty()) return compare(model, cluster, f, plan, r, options, setup);
   if (format == Format::JSON) {
     std::cout << render_document(make_document(simulate_context_json(model, plan, cluster, setup),
                                                simulate_results_json(r, cluster.gpu.hbm_bytes)));
@@ -116,6 +158,7 @@ Command add_simulate_command(CLI::App& root) {
   add_cluster_flags(*app, flags->cluster, true);
   add_plan_flags(*app, flags->plan);
   add_order_flag(*app, flags->order);
+  add_scenario_flags(*app, flags->scenario);
   app->add_option("--network", flags->network, "network model: flow|analytical|ideal")
       ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
       ->capture_default_str();

@@ -18,6 +18,24 @@
 namespace loom::cli {
 namespace {
 
+// GPUs of type `k` in the cluster.
+int gpus_of_type(const topo::Cluster& c, int k) {
+  int n = 0;
+  for (int r = 0; r < c.num_gpus(); ++r) n += c.gpu_type_of_rank(r) == k ? 1 : 0;
+  return n;
+}
+
+// Every GPU type with its GPU count (heterogeneous clusters).
+OrderedJson gpu_types_json(const topo::Cluster& c) {
+  OrderedJson out = OrderedJson::array();
+  for (int k = 0; k < c.num_gpu_types(); ++k) {
+    const topo::GpuSpec& g = c.gpu_type(k);
+    out.push_back(
+        {{"name", g.name}, {"display_name", g.display_name}, {"gpus", gpus_of_type(c, k)}});
+  }
+  return out;
+}
+
 struct TopoOptions {
   ClusterFlags cluster;
   std::string format;
@@ -64,6 +82,15 @@ int run_summary(const topo::Cluster& c, Format format) {
                       {"hbm_bytes", c.gpu.hbm_bytes},
                       {"bf16_flops", c.gpu.bf16_flops},
                       {"source", c.gpu.source}};
+    if (c.num_gpu_types() > 1) results["gpu_types"] = gpu_types_json(c);
+    if (c.num_hosts() > 0) {
+      results["hosts"] = {{"count", c.num_hosts()},
+                          {"first_rank", c.num_gpus()},
+                          {"name", c.host.name},
+                          {"memory_bandwidth_Bps", c.host.memory_bandwidth_Bps},
+                          {"memory_bytes", c.host.memory_bytes},
+                          {"source", c.host.source}};
+    }
     OrderedJson vertices = OrderedJson::object();
     for (auto [kind, n] : counts) vertices[topo::to_string(kind)] = n;
     results["vertices"] = vertices;
@@ -101,6 +128,17 @@ int run_summary(const topo::Cluster& c, Format format) {
   out += fmt::format("GPU: {} ({}), {:g} GB HBM ({}), {} bf16 dense\n", c.gpu.display_name,
                      c.gpu.name, c.gpu.hbm_bytes / 1e9, format_bytes(c.gpu.hbm_bytes),
                      format_flop_rate(c.gpu.bf16_flops));
+  for (int k = 1; k < c.num_gpu_types(); ++k) {
+    const topo::GpuSpec& g = c.gpu_type(k);
+    out +=
+        fmt::format("GPU: {} ({}), {:g} GB HBM, {} bf16 dense ({} GPUs)\n", g.display_name, g.name,
+                    g.hbm_bytes / 1e9, format_flop_rate(g.bf16_flops), gpus_of_type(c, k));
+  }
+  if (c.num_hosts() > 0) {
+    out += fmt::format("hosts: {} x {} ({} DRAM), ranks {}..{}\n", c.num_hosts(), c.host.name,
+                       format_bandwidth(c.host.memory_bandwidth_Bps), c.num_gpus(),
+                       c.num_gpus() + c.num_hosts() - 1);
+  }
   if (c.nvlink_bandwidth_Bps(0) > 0) {
     out += fmt::format("NVLink domain: {} GPU{} ({} domain{}), {} per GPU per direction\n",
                        c.nvlink_domain_size(0), c.nvlink_domain_size(0) == 1 ? "" : "s",

@@ -44,6 +44,7 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
       case FieldType::BYTES:
       case FieldType::LAYER_LIST:
       case FieldType::NAME_LIST:
+      case FieldType::TEXT:
         app.add_option(flags, f.texts[key], help);
         break;
       case FieldType::DERIVED:

@@ -8,17 +8,32 @@
 
 namespace loom::cli {
 
+namespace {
+
+// The data-parallel design when it is not DDP (the default, left unsaid).
+std::string design_text(const models::TrainingPlan& plan) {
+  if (plan.dp_mode == models::DpMode::DATAPARALLEL) return "; dp-mode dataparallel";
+  if (plan.dp_mode != models::DpMode::PS) return "";
+  return fmt::format("; dp-mode ps: {} server{} on {}, {}, shards by {}", plan.ps_servers,
+                     plan.ps_servers == 1 ? "" : "s", models::to_string(plan.ps_placement),
+                     models::ps_update_text(plan.ps_update, plan.ps_update_bound),
+                     models::to_string(plan.ps_shard));
+}
+
+}  // namespace
+
 std::string plan_summary(const models::TrainingPlan& plan) {
   const std::int64_t micro_batches = plan.micro_batches();
   return fmt::format(
       "tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
-      "zero {} recompute {} schedule {}{}",
+      "zero {} recompute {} schedule {}{}{}",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
       plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
       plan.global_batch(), micro_batches, micro_batches == 1 ? "" : "es", plan.seq,
       models::to_string(plan.precision), models::to_string(plan.optimizer),
       models::to_string(plan.grad_dtype), plan.zero, models::to_string(plan.recompute),
-      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)");
+      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)",
+      design_text(plan));
 }
 
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,

@@ -7,6 +7,7 @@
 
 #include "cli/memory_json.hpp"
 #include "cli/plan_text.hpp"
+#include "cli/simulate_scenarios.hpp"
 #include "common/csv.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
@@ -120,8 +121,10 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
         "(--require-fit exits 3 instead)\n",
         misfit);
   }
+  std::string gpus = cluster.gpu.name;
+  for (int k = 1; k < cluster.num_gpu_types(); ++k) gpus += "+" + cluster.gpu_type(k).name;
   out += fmt::format("model {} on {} ({} x {}), network {}, {} mode ({} GPU{} simulated)\n",
-                     model.name, cluster.name, cluster.num_gpus(), cluster.gpu.name, setup.network,
+                     model.name, cluster.name, cluster.num_gpus(), gpus, setup.network,
                      setup.full ? "full" : "symmetric", r.simulated_gpus,
                      r.simulated_gpus == 1 ? "" : "s");
   if (!setup.calibration.empty()) out += fmt::format("calibration profile {}\n", setup.calibration);
@@ -131,6 +134,7 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
   out += metrics_table(plan, r).render();
   out += notes(r);
   out += memory_section(r, cap);
+  out += render_scenario_table(r);
   return out;
 }
 
@@ -162,6 +166,7 @@ OrderedJson simulate_results_json(const strategies::StepReport& r, double capaci
   res["optimizer_time_s"] = r.optimizer_time_s;
   res["simulated_gpus"] = r.simulated_gpus;
   res["memory"] = memory_report_json(r.memory, capacity);
+  add_scenario_json(res, r);
   return res;
 }
 

@@ -79,6 +79,41 @@ const std::vector<std::string>& fusion_names() {
   return names;
 }
 
+const std::vector<std::string>& dp_mode_names() {
+  static const std::vector<std::string> names = {"ddp", "dataparallel", "ps"};
+  return names;
+}
+const std::vector<std::string>& ps_shard_names() {
+  static const std::vector<std::string> names = {"bytes", "tensor"};
+  return names;
+}
+const std::vector<std::string>& ps_placement_names() {
+  static const std::vector<std::string> names = {"host", "gpu"};
+  return names;
+}
+std::string to_string(DpMode v) {
+  return dp_mode_names()[static_cast<size_t>(v)];
+}
+std::string to_string(PsShard v) {
+  return ps_shard_names()[static_cast<size_t>(v)];
+}
+std::string to_string(PsPlacement v) {
+  return ps_placement_names()[static_cast<size_t>(v)];
+}
+std::string ps_update_text(PsUpdate update, int bound) {
+  switch (update) {
+    case PsUpdate::SYNC:
+      return "sync";
+    case PsUpdate::ASYNC:
+      return "async";
+    case PsUpdate::SSP:
+      return "ssp:" + std::to_string(bound);
+    case PsUpdate::GEO:
+      return "geo:" + std::to_string(bound);
+  }
+  return "sync";
+}
+
 std::string to_string(Precision v) {
   return precision_names()[static_cast<size_t>(v)];
 }

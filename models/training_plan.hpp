@@ -49,6 +49,21 @@ enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
 /// (one flat all-gather per block) or DeepSpeed ZeRO-3 (prefetch-bucket-sized gathers).
 enum class FsdpImpl { FSDP2, DEEPSPEED };
 
+/// The data-parallel design (strategies/step/dp_lowering.hpp): collectives between one
+/// process per GPU (DDP, and ZeRO on top of it), one process driving every GPU of a node
+/// (torch.nn.DataParallel), or workers and parameter servers.
+enum class DpMode { DDP, DATAPARALLEL, PS };
+/// How parameter servers apply the workers' pushes: wait for all (SYNC), apply each at once
+/// (ASYNC), let a worker run at most `ps_update_bound` steps ahead of the slowest (SSP,
+/// stale synchronous parallel), or let workers train locally and push their parameter delta
+/// every `ps_update_bound` steps (GEO).
+enum class PsUpdate { SYNC, ASYNC, SSP, GEO };
+/// How parameters are dealt to servers: every tensor cut into equal byte ranges, one per
+/// server (MXNet's big-array split), or whole tensors round-robin (TensorFlow's default).
+enum class PsShard { BYTES, TENSOR };
+/// Where parameter servers run: CPU hosts on the fabric, or on worker GPUs (spread evenly).
+enum class PsPlacement { HOST, GPU };
+
 /// A fully resolved plan. Defaults are Megatron-LM's where it has one.
 struct TrainingPlan {
   int tp = 1;  ///< tensor-parallel size
@@ -93,6 +108,12 @@ struct TrainingPlan {
   std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
   double cuda_context_bytes = 0.5 * 1024 * 1024 * 1024;  ///< per-GPU CUDA context, in bytes
   double fragmentation_fraction = 0;  ///< extra reserve beyond the allocator model, fraction
+  DpMode dp_mode = DpMode::DDP;       ///< the data-parallel design
+  int ps_servers = 1;                 ///< parameter servers (dp_mode PS)
+  PsUpdate ps_update = PsUpdate::SYNC;
+  int ps_update_bound = 0;  ///< SSP: the staleness bound s (>= 0); GEO: the push interval k (>= 1)
+  PsShard ps_shard = PsShard::BYTES;
+  PsPlacement ps_placement = PsPlacement::HOST;
 
   /// tp x pp x dp x cp: the GPUs this plan occupies.
   std::int64_t gpus() const { return std::int64_t{tp} * pp * dp * cp; }
@@ -118,6 +139,11 @@ std::string to_string(Framework value);
 std::string to_string(Fusion value);
 std::string to_string(AttentionKernel value);
 std::string to_string(FsdpImpl value);
+std::string to_string(DpMode value);
+std::string to_string(PsShard value);
+std::string to_string(PsPlacement value);
+/// "sync", "async", "ssp:S" or "geo:K" (the --ps-update spelling).
+std::string ps_update_text(PsUpdate update, int bound);
 
 /// The names of each enum's values, indexed by value (the plan JSON and the CLI use them).
 const std::vector<std::string>& precision_names();
@@ -135,5 +161,8 @@ const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
 const std::vector<std::string>& attention_kernel_names();
 const std::vector<std::string>& fsdp_impl_names();
+const std::vector<std::string>& dp_mode_names();
+const std::vector<std::string>& ps_shard_names();
+const std::vector<std::string>& ps_placement_names();
 
 }  // namespace loom::models

@@ -45,10 +45,11 @@ Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
 
 Engine::~Engine() = default;
 
-StreamId Engine::add_stream(std::string name, int rank) {
+StreamId Engine::add_stream(std::string name, int rank, StreamOrder order) {
   Stream s;
   s.name = std::move(name);
   s.rank = rank;
+  s.arrival = order == StreamOrder::ARRIVAL;
   streams_.push_back(std::move(s));
   return static_cast<StreamId>(streams_.size() - 1);
 }
@@ -67,13 +68,19 @@ void Engine::check_stream(StreamId stream) const {
   }
 }
 
-TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps) {
+TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps,
+                        bool compute) {
   if (ran_) throw ValidationError("task", "tasks cannot be added after run()");
   for (TaskId d : deps) check_task(d, "deps");
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const StreamId s = streams[i];
     if (s == NO_STREAM) continue;
     check_stream(s);
+    if (streams_[s].arrival && !compute) {
+      throw ValidationError("stream", fmt::format("stream '{}' runs tasks in arrival order; it "
+                                                  "takes compute tasks only",
+                                                  streams_[s].name));
+    }
     if (std::find(streams.begin(), streams.begin() + static_cast<std::ptrdiff_t>(i), s) !=
         streams.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw ValidationError("stream", fmt::format("stream '{}' is given twice to one task; a "
@@ -87,7 +94,7 @@ TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<Tas
   for (StreamId s : streams) {
     if (s == NO_STREAM) continue;
     task_streams_.push_back(s);
-    streams_[s].queue.push_back(id);
+    if (!streams_[s].arrival) streams_[s].queue.push_back(id);  // ARRIVAL: queued when ready
   }
   t.streams_count = static_cast<std::uint32_t>(task_streams_.size() - t.streams_begin);
   tasks_.push_back(t);
@@ -102,7 +109,7 @@ TaskId Engine::add_compute(StreamId stream, SimTime duration, std::string label,
     throw ValidationError("duration",
                           fmt::format("task '{}' has negative duration {} ps", label, duration));
   }
-  TaskId id = add_task({&stream, 1}, deps);
+  TaskId id = add_task({&stream, 1}, deps, true);
   tasks_[id].duration = duration;
   labels_.push_back(std::move(label));
   return id;
@@ -197,8 +204,14 @@ SimTime Engine::frozen_time(const CollectiveRequest& req) {
 }
 
 TaskId Engine::add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
+  return add_scheduled(plan_collective(*fabric_, spec.request, options_.cost, options_.field_names),
+                       spec.streams, spec.label, deps);
+}
+
+TaskId Engine::add_scheduled(CollectiveSchedule schedule, std::span<const StreamId> streams,
+                             std::string label, const std::vector<TaskId>& deps) {
   Comm comm;
-  comm.schedule = plan_collective(*fabric_, spec.request, options_.cost, options_.field_names);
+  comm.schedule = std::move(schedule);
   // Phases with the same pattern and overhead are identical batches: they share a memo class
   // (the index of the first such phase). Schedules have few distinct pairs.
   const auto& phases = comm.schedule.phases;
@@ -211,15 +224,40 @@ TaskId Engine::add_flow_collective(const CollectiveSpec& spec, const std::vector
   }
   comm.routes.reserve(comm.schedule.flows.size());
   for (const FlowSpec& f : comm.schedule.flows) comm.routes.push_back(fabric_->route(f.src, f.dst));
-  TaskId id = add_task(spec.streams, deps);
+  TaskId id = add_task(streams, deps);
   comm.task = id;
   tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
   comms_.push_back(std::move(comm));
-  labels_.push_back(spec.label);
+  labels_.push_back(std::move(label));
   return id;
 }
 
 TaskId Engine::add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps) {
+  if (spec.src_vertex >= 0 || spec.dst_vertex >= 0) {
+    const auto vertices = static_cast<topo::VertexId>(fabric_->cluster().vertices().size());
+    for (topo::VertexId v : {spec.src_vertex, spec.dst_vertex}) {
+      if (v < 0 || v >= vertices) {
+        throw ValidationError("vertex", fmt::format("transfer '{}': vertex {} does not exist "
+                                                    "(0..{}); give both endpoints",
+                                                    spec.label, v, vertices - 1));
+      }
+    }
+    if (!(spec.bytes >= 0) || !std::isfinite(spec.bytes)) {
+      throw ValidationError("bytes", fmt::format("transfer '{}' of {} bytes; give a size >= 0",
+                                                 spec.label, spec.bytes));
+    }
+    // One plain flow: a device-to-device copy or an RDMA/TCP message, not an NCCL call.
+    CollectiveSchedule s;
+    s.pattern_begin.push_back(0);
+    s.algorithm = Algorithm::DIRECT;
+    if (spec.src_vertex != spec.dst_vertex && spec.bytes > 0) {
+      s.flows.push_back({spec.src_vertex, spec.dst_vertex, spec.bytes});
+      s.pattern_begin.push_back(1);
+      s.phases.push_back({0, 0});
+    }
+    const StreamId streams[2] = {spec.src_stream, spec.dst_stream};
+    return add_scheduled(std::move(s), streams, spec.label, deps);
+  }
   CollectiveSpec c;
   c.request.op = CollectiveOp::SEND_RECV;
   c.request.ranks = {spec.src_rank, spec.dst_rank};
@@ -281,6 +319,16 @@ void Engine::add_dependency(TaskId before, TaskId after) {
 void Engine::try_start(TaskId id) {
   Task& t = tasks_[id];
   if (t.start >= 0 || t.pending > 0) return;
+  if (t.streams_count == 1 && streams_[task_streams_[t.streams_begin]].arrival) {
+    Stream& s = streams_[task_streams_[t.streams_begin]];
+    if (s.busy || s.head < s.queue.size()) {  // behind the tasks that became ready earlier
+      if (!t.queued) s.queue.push_back(id);
+      t.queued = true;
+      return;
+    }
+    start_task(id);
+    return;
+  }
   for (std::uint32_t i = 0; i < t.streams_count; ++i) {
     const Stream& s = streams_[task_streams_[t.streams_begin + i]];
     if (s.busy || s.queue[s.head] != id) return;
@@ -294,7 +342,7 @@ void Engine::start_task(TaskId id) {
   for (std::uint32_t i = 0; i < t.streams_count; ++i) {
     Stream& s = streams_[task_streams_[t.streams_begin + i]];
     s.busy = true;
-    ++s.head;
+    if (!s.arrival || t.queued) ++s.head;  // an ARRIVAL task started at once was never queued
   }
   for (std::uint32_t i = 0; i < t.streams_count; ++i) {
     const StreamId sid = task_streams_[t.streams_begin + i];
@@ -360,6 +408,11 @@ void Engine::finish_task(TaskId id) {
     const StreamId sid = task_streams_[t.streams_begin + i];
     if (!streams_[sid].victims.empty()) set_contenders_busy(sid, false);
   }
+  // An ARRIVAL stream serves the task that has waited longest before newly ready ones.
+  if (t.streams_count == 1) {
+    const Stream& s = streams_[task_streams_[t.streams_begin]];
+    if (s.arrival && s.head < s.queue.size()) start_task(s.queue[s.head]);
+  }
   for (auto i = succ_begin_[id]; i < succ_begin_[id + 1]; ++i) {
     TaskId next = succ_[i];
     --tasks_[next].pending;
@@ -367,7 +420,7 @@ void Engine::finish_task(TaskId id) {
   }
   for (std::uint32_t i = 0; i < t.streams_count; ++i) {
     const Stream& s = streams_[task_streams_[t.streams_begin + i]];
-    if (s.head < s.queue.size()) try_start(s.queue[s.head]);
+    if (!s.arrival && s.head < s.queue.size()) try_start(s.queue[s.head]);
   }
 }
 

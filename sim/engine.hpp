@@ -11,7 +11,12 @@
 //    rank (or none), expanded into phases of flows on the network (sim/collectives.hpp);
 //  - transfer: point-to-point bytes from one rank to another. Blocking send/recv: give both
 //    streams. isend/irecv: give no stream (it starts when its dependencies are done) and
-//    "wait" by making later tasks depend on it.
+//    "wait" by making later tasks depend on it. A transfer may also name its endpoints as
+//    devices (any vertex: a GPU, a host CPU): one plain flow over the route, no NCCL costs.
+// Stream order (add_stream): a FIFO stream runs its tasks in issue order; an ARRIVAL stream
+// (a server's request queue) runs them in the order they become ready (ties: the order
+// their last dependency finished in, then issue order). ARRIVAL streams take compute tasks
+// only, each holding that one stream.
 // Contention (add_contention): a compute stream may be slowed while another stream (a
 // communication stream whose kernels take SMs) is busy; its compute task then progresses
 // at 1/slowdown of its rate, re-timed whenever a contending stream starts or stops.
@@ -41,6 +46,9 @@ namespace loom::sim {
 using TaskId = std::int32_t;
 using StreamId = std::int32_t;
 inline constexpr StreamId NO_STREAM = -1;
+
+/// In which order a stream runs its tasks (see file comment).
+enum class StreamOrder { FIFO, ARRIVAL };
 
 /// How add_collective times a collective. Both go through the same lowering
 /// (plan_collective: algorithm, protocol, phases of flows on routes).
@@ -113,6 +121,11 @@ struct TransferSpec {
   StreamId src_stream = NO_STREAM;  ///< sender's stream (NO_STREAM: non-blocking isend)
   StreamId dst_stream = NO_STREAM;  ///< receiver's stream (NO_STREAM: non-blocking irecv)
   std::string label;
+  /// Device endpoints: when both are set (>= 0) they replace the ranks' GPUs and the
+  /// transfer is one plain flow (path latency + bytes at the flow's rate; no NCCL costs).
+  /// The same vertex at both ends takes no time.
+  topo::VertexId src_vertex = -1;
+  topo::VertexId dst_vertex = -1;
 };
 
 /// One task's execution on one stream, for timelines.
@@ -132,8 +145,9 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Adds a serial stream; `rank` is informational (-1: none). Returns its id.
-  StreamId add_stream(std::string name, int rank = -1);
+  /// Adds a serial stream running its tasks in `order`; `rank` is informational (-1: none).
+  /// Returns its id.
+  StreamId add_stream(std::string name, int rank = -1, StreamOrder order = StreamOrder::FIFO);
   /// Adds a compute task of `duration` picoseconds on `stream`. Throws ValidationError on an
   /// unknown stream, a negative duration or an unknown dependency.
   TaskId add_compute(StreamId stream, SimTime duration, std::string label,
@@ -156,7 +170,8 @@ class Engine {
   /// Picoseconds EngineOptions::collective_override gives `request` (see there), nullopt when
   /// there is no override or it has no data for the request.
   std::optional<SimTime> measured_time(const CollectiveRequest& request) const;
-  /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks.
+  /// Adds a point-to-point transfer (see TransferSpec). Throws ValidationError on bad ranks
+  /// or vertices, or a stream of StreamOrder::ARRIVAL.
   TaskId add_transfer(const TransferSpec& spec, const std::vector<TaskId>& deps = {});
   /// Makes compute tasks on `victim` run `slowdown` (>= 1) times slower while any task runs
   /// on `contender` (several contenders: the largest slowdown, not compounded). Throws
@@ -200,12 +215,14 @@ class Engine {
     std::uint32_t streams_count = 0;
     std::int32_t pending = 0;  // unfinished dependencies
     std::int32_t comm = -1;    // index into comms_; -1 for a compute task
+    bool queued = false;       // waiting in an ARRIVAL stream's ready queue
   };
   struct Stream {
     std::string name;
     int rank = -1;
-    std::vector<TaskId> queue;
+    std::vector<TaskId> queue;  // FIFO: issue order; ARRIVAL: ready order
     std::size_t head = 0;
+    bool arrival = false;  // StreamOrder::ARRIVAL
     bool busy = false;
     SimTime busy_time = 0;
     // Contention: the streams this one slows while busy; as a victim, its slowdown, how
@@ -228,8 +245,11 @@ class Engine {
   };
   class Host;
 
-  TaskId add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps);
+  TaskId add_task(std::span<const StreamId> streams, const std::vector<TaskId>& deps,
+                  bool compute = false);
   TaskId add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps);
+  TaskId add_scheduled(CollectiveSchedule schedule, std::span<const StreamId> streams,
+                       std::string label, const std::vector<TaskId>& deps);
   void check_task(TaskId task, const char* what) const;
   void check_stream(StreamId stream) const;
   void try_start(TaskId task);

@@ -2,6 +2,8 @@
 // Per-GPU memory of a plan: models/memory.hpp's accounting with the in-flight micro-batches
 // of each pipeline stage taken from the plan's schedule (strategies/schedule.hpp), the one
 // place that number is decided.
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/memory.hpp"
@@ -16,8 +18,17 @@ namespace loom::strategies {
 std::vector<double> in_flight_micro_batches(const models::TrainingPlan& plan);
 
 /// Memory per GPU for every pipeline stage (models::estimate_memory with the schedule's
-/// in-flight micro-batches). Throws ValidationError for an invalid plan.
+/// in-flight micro-batches), as the data-parallel design leaves it on its busiest GPU:
+/// parameter-server workers hold no optimizer state (the servers do; GEO workers keep their
+/// local one); single-process DataParallel's GPU 0 holds the optimizer state and, beyond its
+/// own micro-batch's, the other replicas' gathered outputs and their loss. Throws
+/// ValidationError for an invalid plan.
 models::MemoryReport estimate_memory(const models::ModelSpec& model,
                                      const models::TrainingPlan& plan);
+
+/// Memory of each kind of GPU when the data-parallel design makes them differ, (device,
+/// bytes): DataParallel's GPU 0 and its replicas; parameter-server workers. Empty for DDP.
+std::vector<std::pair<std::string, double>> device_memory(const models::ModelSpec& model,
+                                                          const models::TrainingPlan& plan);
 
 }  // namespace loom::strategies

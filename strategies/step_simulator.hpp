@@ -11,8 +11,10 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/memory.hpp"
@@ -31,6 +33,14 @@ namespace loom::strategies {
 enum class TraceCategory { COMPUTE, TP, CP, EP, PP, DP, OPTIMIZER };
 /// "compute", "tp", "cp", "ep", "pp", "dp", "optimizer".
 std::string to_string(TraceCategory category);
+
+/// Seeded random stragglers: in every step each GPU is slow with probability `fraction`, by a
+/// factor 1 + X with X exponentially distributed of mean `mean_factor` - 1 (docs/heterogeneous.md).
+struct RandomStragglers {
+  double fraction = 0;     ///< probability that a GPU is slow in a step, in [0, 1]
+  double mean_factor = 1;  ///< mean slowdown of a slow GPU (>= 1)
+  std::uint64_t seed = 1;  ///< the draws are a pure function of (seed, step, rank)
+};
 
 /// How to simulate.
 struct SimulateOptions {
@@ -58,6 +68,55 @@ struct SimulateOptions {
   std::string order = "tp-cp-ep-dp-pp";
   /// Called with the fraction of the engine's tasks finished (sim::EngineOptions::progress).
   std::function<void(double)> progress;
+  /// Consecutive steps simulated in one run (>= 1); step-time statistics cover all of them.
+  int steps = 1;
+  /// Compute slowdown (>= 1) of a global rank in every step (a straggler); ranks not listed: 1.
+  std::map<int, double> stragglers;
+  /// Random stragglers, drawn per step and rank on top of `stragglers`.
+  RandomStragglers random_stragglers;
+  /// Single-process DataParallel: host seconds per kernel launch under Python's GIL.
+  double host_launch_s = 10e-6;
+};
+
+/// Per-step times of a run of SimulateOptions::steps steps.
+struct StepSeries {
+  std::vector<double> times_s;  ///< step k: end of step k - end of step k - 1 (all workers)
+  std::vector<double> ends_s;   ///< when every worker had finished step k, seconds
+  double mean_s = 0, p50_s = 0, p99_s = 0;
+};
+
+/// One simulated data-parallel replica (a worker): where it runs and how fast it went.
+struct ReplicaTime {
+  int replica = 0;            ///< data-parallel index
+  int rank = 0;               ///< its first stage's global rank
+  std::string gpu;            ///< GPU name of its first stage
+  double compute_factor = 1;  ///< mean straggler factor over its stages and steps
+  double compute_s = 0;       ///< pass compute seconds of its first step, its busiest stage's
+  double mean_step_s = 0;     ///< mean of its own step times (its end of step k - end of k - 1)
+  double finish_s = 0;        ///< end of its last step
+};
+
+/// One pipeline stage of the representative: its GPU and time.
+struct StageTime {
+  int stage = 0;
+  std::string gpu;
+  double compute_s = 0;  ///< pass compute seconds in the first step
+  double busy_s = 0;     ///< pass busy seconds (compute + blocking comm) in the first step
+};
+
+/// What the data-parallel design reports beyond the common fields (strategies/step/dp_*).
+struct DesignReport {
+  /// Where the time goes, in order: (what, seconds) of the first step, e.g. "replicate".
+  std::vector<std::pair<std::string, double>> breakdown;
+  /// Parameter servers: bytes a worker pushes plus pulls per step (mean over steps).
+  double ps_bytes_per_worker_step = 0;
+  /// Parameter servers: staleness of each applied gradient (updates applied to its
+  /// parameters between the pull it was computed on and its own apply), as a histogram:
+  /// staleness_histogram[s] gradients had staleness s. Empty for sync.
+  std::vector<std::int64_t> staleness_histogram;
+  double staleness_mean = 0;
+  /// Per-device memory when the design makes devices differ: (device, bytes).
+  std::vector<std::pair<std::string, double>> device_memory;
 };
 
 /// One executed slice, for the Chrome trace.
@@ -108,13 +167,28 @@ struct StepReport {
   std::int64_t tasks = 0;
   std::int64_t events = 0;
   models::MemoryReport memory;
+  StepSeries steps;                   ///< one entry per simulated step
+  std::vector<ReplicaTime> replicas;  ///< the simulated data-parallel replicas
+  std::vector<StageTime> stages;      ///< the representative's pipeline stages
+  DesignReport design;
   std::vector<TimelineSlice> timeline;
   std::vector<MemorySample> memory_samples;
 };
 
-/// Simulates one step. Throws ValidationError / ModelError on an invalid plan for the model
-/// or cluster (e.g. plan.gpus() != cluster GPUs).
+/// Simulates options.steps steps (one by default). The breakdown (bubble, compute, comm,
+/// MFU) is the first step's; step_time_s and tokens_per_s are over all steps (with
+/// asynchronous parameter servers tokens_per_s sums every worker's own rate). Throws
+/// ValidationError / ModelError on an invalid plan for the model or cluster (e.g.
+/// plan.gpus() != cluster GPUs, DataParallel beyond one node).
 StepReport simulate_step(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const topo::Cluster& cluster, const SimulateOptions& options = {});
+
+/// Most steps one run simulates.
+inline constexpr int MAX_STEPS = 10000;
+/// Checks the options against a cluster of `gpus` GPUs: steps in 1..MAX_STEPS, straggler
+/// ranks in range with factors >= 1, the random model's fraction in [0, 1] and mean >= 1, the
+/// host launch time in [0, 1 s). Throws ValidationError naming "steps", "straggler" or
+/// "host_launch".
+void check_simulate_options(const SimulateOptions& options, int gpus);
 
 }  // namespace loom::strategies

@@ -502,7 +502,7 @@ double Cluster::bisection_bandwidth_Bps() const {
   std::vector<std::pair<std::vector<VertexId>, std::vector<VertexId>>> cuts;
   if (!idx.fabric.empty()) {
     // Terminals: the gateways (NICs); only links touching the fabric count.
-    const int nodes = static_cast<int>(idx.node_vertices.size());
+    const int nodes = num_nodes_;  // GPU nodes: hosts are not part of the bisection
     int rails = 0;
     std::vector<std::pair<VertexId, int>> gateways;  // (vertex, rail)
     std::vector<bool> seen(vertices_.size(), false);

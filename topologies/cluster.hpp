@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topologies/gpu_catalog.hpp"
@@ -62,9 +63,20 @@ struct Path {
 
 struct RoutingIndex;
 
+/// A host (a CPU server with its own memory and NIC) that can hold a rank, e.g. a parameter
+/// server. Its aggregation and optimizer work is memory-bound at `memory_bandwidth_Bps`.
+struct HostSpec {
+  std::string name;                 ///< e.g. "xeon-8480-2s"
+  double memory_bandwidth_Bps = 0;  ///< DRAM bandwidth, bytes per second (all sockets)
+  double memory_bytes = 0;          ///< DRAM capacity in bytes
+  std::string source;               ///< citation of the figures
+};
+
 /// Devices and links of a cluster plus its GPU ordering (global rank r runs on gpus()[r]).
-/// Build it (add_vertex, add_duplex_link), then call finalize() before sharing it between
-/// threads: queries build the routing index lazily on first use otherwise.
+/// Host ranks follow the GPUs: host h (a CPU vertex registered with add_host) is rank
+/// num_gpus() + h. GPUs may differ by node group: rank r runs gpu_of_rank(r) (`gpu` when the
+/// cluster is homogeneous). Build it (add_vertex, add_duplex_link), then call finalize()
+/// before sharing it between threads: queries build the routing index lazily otherwise.
 class Cluster {
  public:
   /// Adds a vertex and returns its id. Throws ValidationError on a duplicate name.
@@ -91,11 +103,11 @@ class Cluster {
   const std::vector<VertexId>& gpus() const { return gpus_; }
   /// Number of GPUs (global ranks 0 .. num_gpus() - 1).
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
-  /// Number of nodes (1 for a single box).
+  /// Number of GPU nodes (1 for a single box); hosts sit on nodes num_nodes() and above.
   int num_nodes() const { return num_nodes_; }
   /// Sets the node count (builders only; vertices carry their node index).
   void set_num_nodes(int n) { num_nodes_ = n; }
-  /// GPUs per node (num_gpus() / num_nodes(); the cluster is homogeneous).
+  /// GPUs per node (num_gpus() / num_nodes(); every node holds the same number).
   int gpus_per_node() const { return num_nodes_ > 0 ? num_gpus() / num_nodes_ : num_gpus(); }
   /// Node of global rank `rank`; throws ValidationError when out of range.
   int node_of_rank(int rank) const { return vertex(gpu_vertex(rank)).node; }
@@ -105,6 +117,35 @@ class Cluster {
   VertexId gpu_vertex(int rank) const;
   /// Looks a vertex up by name; -1 when absent.
   VertexId find_vertex(const std::string& name) const;
+
+  /// Registers CPU vertex `cpu` as host rank num_gpus() + num_hosts(). Throws
+  /// ValidationError when it is not a CPU vertex or is registered already.
+  void add_host(VertexId cpu);
+  /// Host vertices in host order (host h holds rank num_gpus() + h).
+  const std::vector<VertexId>& hosts() const { return hosts_; }
+  /// Number of hosts that hold ranks.
+  int num_hosts() const { return static_cast<int>(hosts_.size()); }
+  /// The vertex of host `h`; throws ValidationError when out of range.
+  VertexId host_vertex(int h) const;
+  /// What every host is (memory bandwidth and capacity).
+  HostSpec host;
+
+  /// Sets the GPU of each rank: `types[k - 1]` for ranks whose entry in `rank_type` is k >= 1,
+  /// `gpu` for 0 (empty `rank_type`: every rank runs `gpu`). Throws ValidationError when
+  /// `rank_type` does not list every rank or names a missing type.
+  void set_gpu_types(std::vector<GpuSpec> types, std::vector<int> rank_type);
+  /// Index of the GPU type of `rank`: 0 for `gpu`, k for the k-th extra type.
+  int gpu_type_of_rank(int rank) const;
+  /// GPU type `k` (0: `gpu`); throws ValidationError when out of range.
+  const GpuSpec& gpu_type(int k) const;
+  /// Number of GPU types (1 when homogeneous).
+  int num_gpu_types() const { return 1 + static_cast<int>(extra_gpus_.size()); }
+  /// The GPU rank `rank` runs on.
+  const GpuSpec& gpu_of_rank(int rank) const { return gpu_type(gpu_type_of_rank(rank)); }
+
+  /// Divides the bandwidth of duplex link `link` (either direction's id) by `factor` >= 1,
+  /// both directions (a degraded cable or port). Throws ValidationError on a bad id or factor.
+  void slow_link(LinkId link, double factor);
 
   /// Deterministic shortest path (lowest summed latency, then fewest hops; ties broken by a
   /// hash of the endpoints, i.e. ECMP) from vertex `src` to vertex `dst`. Throws
@@ -144,7 +185,7 @@ class Cluster {
 
   /// Free-form name of what this cluster is ("dgx-h100 x4", or a file path).
   std::string name;
-  /// The GPU of every node (the cluster is homogeneous).
+  /// The GPU of every node, or of the first node group when GPUs differ (gpu_of_rank).
   GpuSpec gpu;
   /// Link type of the scale-out fabric ("ib-ndr"), empty for a single node.
   std::string fabric_link;
@@ -159,9 +200,20 @@ class Cluster {
   std::vector<Link> links_;
   std::vector<std::vector<LinkId>> out_;
   std::vector<VertexId> gpus_;
+  std::vector<VertexId> hosts_;
+  std::vector<GpuSpec> extra_gpus_;
+  std::vector<int> rank_type_;  // empty: every rank runs `gpu`
   std::map<std::string, VertexId, std::less<>> by_name_;
   int num_nodes_ = 1;
   mutable std::shared_ptr<const RoutingIndex> index_;
 };
+
+/// Slows each scale-out link (a duplex link between a node's device and the fabric, e.g. a
+/// NIC and its leaf) with probability `fraction` by a factor 1 + X, X exponentially
+/// distributed of mean `mean_factor` - 1; every draw is a pure function of (seed, link).
+/// Returns the slowed links (the id of each duplex link's first direction) and factors.
+/// Throws ValidationError when fraction is not in [0, 1] or mean_factor < 1.
+std::vector<std::pair<LinkId, double>> slow_random_links(Cluster& cluster, double fraction,
+                                                         double mean_factor, std::uint64_t seed);
 
 }  // namespace loom::topo

@@ -47,6 +47,26 @@ struct FabricSpec {
   double oversubscription = 1;  ///< leaf downlink : uplink bandwidth, >= 1
 };
 
+/// Hosts that hold ranks (parameter servers): CPU servers on the fabric, outside the GPU
+/// nodes. Host h is node nodes + h with vertices "host<h>/cpu0" and "host<h>/nic<i>"; each NIC
+/// joins the CPU over PCIe Gen5 x16 and the fabric on rail i.
+struct HostsSpec {
+  int count = 0;  ///< hosts; 0: none
+  int nics = 1;   ///< NICs per host (rails 0 .. nics - 1)
+  HostSpec host;  ///< memory bandwidth and capacity of each
+};
+
+/// The host `--hosts N` adds to a preset: a dual-socket Xeon Platinum 8480+ server, DGX H100's
+/// CPUs (docs/clusters.md gives the figures and their sources).
+HostSpec default_host();
+
+/// One group of identical nodes: their GPU and node template.
+struct NodeGroup {
+  GpuSpec gpu;
+  NodeTemplate node;
+  int nodes = 1;
+};
+
 /// Adds one node built from `t`: vertex names "node<n>/<local>", local_index per kind.
 void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node);
 /// Adds leaves (one per rail: NIC local index) and spines, links NICs to leaves and every
@@ -58,6 +78,12 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
 /// Throws ValidationError on "nodes" (spelled by `names`) for too many GPUs or no fabric.
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
                       const FabricSpec& fabric, const FieldNames& names);
+/// Builds the node groups in order (ranks follow: group 0's nodes first), `hosts` after them,
+/// and the fabric when there is more than one node or a host; checks connectivity. Throws
+/// ValidationError on "nodes" for too many GPUs, groups with different GPUs per node, or no
+/// fabric, and on "hosts" (spelled by `names`) for hosts without a fabric.
+Cluster build_cluster(const std::string& name, const std::vector<NodeGroup>& groups,
+                      const FabricSpec& fabric, const HostsSpec& hosts, const FieldNames& names);
 
 /// A preset's node template and default fabric; throws ValidationError on an unknown name.
 struct PresetDefinition {
@@ -74,9 +100,10 @@ PresetDefinition find_preset(const std::string& name, const std::string& field =
 using NodesResolver = std::function<std::optional<int>(int gpus_per_node)>;
 
 /// Reads a cluster JSON file (see docs/clusters.md) into a cluster of
-/// `resolve_nodes(gpus per node)` nodes when that is set. Throws ConfigError / ValidationError
-/// (naming "nodes" and "gpus" as `names` spells them).
+/// `resolve_nodes(gpus per node)` nodes when that is set, with `hosts` hosts when that is set
+/// (else the file's). Throws ConfigError / ValidationError (naming "nodes", "gpus" and
+/// "hosts" as `names` spells them).
 Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
-                          const FieldNames& names);
+                          std::optional<int> hosts, const FieldNames& names);
 
 }  // namespace loom::topo

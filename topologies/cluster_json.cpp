@@ -222,10 +222,103 @@ Cluster read_explicit(ObjectReader& r, const std::string& file, const GpuSpec& g
   return cluster;
 }
 
+// A node template: a preset's node (its GPU and fabric the defaults) or explicit vertices.
+struct NodeSource {
+  NodeTemplate node;
+  std::string preset_gpu;  // empty for an explicit node
+  FabricSpec fabric;       // the preset's; empty for an explicit node
+};
+
+NodeSource read_node(ObjectReader& nr, const std::string& path) {
+  NodeSource out;
+  if (nr.has("preset")) {
+    PresetDefinition p;
+    try {
+      p = find_preset(nr.get_string("preset"), nr.pointer_of("preset"));
+    } catch (const ValidationError& e) {
+      throw ConfigError(path, nr.pointer_of("preset"), fmt::format("{}: {}", path, e.what()));
+    }
+    out.node = p.node;
+    out.preset_gpu = p.gpu;
+    out.fabric = p.fabric;
+  } else {
+    out.node = read_template(nr, path);
+  }
+  nr.finish();
+  return out;
+}
+
+// The groups of nodes and the fabric the file's node templates default to.
+struct ClusterParts {
+  std::vector<NodeGroup> groups;
+  FabricSpec fabric;
+};
+
+ClusterParts read_one_group(ObjectReader& r, const std::string& path,
+                            const NodesResolver& resolve_nodes) {
+  const int file_nodes = static_cast<int>(r.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
+  ObjectReader nr = r.child("node");
+  NodeSource src = read_node(nr, path);
+  if (src.node.num_gpus() == 0)
+    r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
+  const int n = resolve_nodes(src.node.num_gpus()).value_or(file_nodes);
+  GpuSpec gpu = read_gpu(r, path, src.preset_gpu);
+  return {{NodeGroup{std::move(gpu), std::move(src.node), n}}, src.fabric};
+}
+
+// "node_groups": [{"nodes": N, "node": {...}, "gpu"?: ...}, ...]: nodes of different GPUs (or
+// node designs) under one fabric; the first group's preset fabric is the default.
+ClusterParts read_node_groups(ObjectReader& r, const std::string& path,
+                              const NodesResolver& resolve_nodes, const FieldNames& names) {
+  for (const char* key : {"node", "nodes", "gpu"}) {
+    if (r.has(key)) r.fail(key, "(with node_groups)", "\"node_groups\" or a single \"node\"");
+  }
+  const auto& gs = array_of(r, "node_groups");
+  ClusterParts out;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    ObjectReader gr(gs[i], path, fmt::format("{}/{}", r.pointer_of("node_groups"), i));
+    const int nodes = static_cast<int>(gr.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
+    ObjectReader nr = gr.child("node");
+    NodeSource src = read_node(nr, path);
+    if (src.node.num_gpus() == 0)
+      gr.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
+    GpuSpec gpu = read_gpu(gr, path, src.preset_gpu);
+    gr.finish();
+    if (i == 0) out.fabric = src.fabric;
+    out.groups.push_back(NodeGroup{std::move(gpu), std::move(src.node), nodes});
+  }
+  if (resolve_nodes(out.groups.front().node.num_gpus())) {
+    throw ValidationError(names("nodes"),
+                          fmt::format("{} gives its node groups' sizes; {} / {} cannot resize it",
+                                      path, names("nodes"), names("gpus")));
+  }
+  return out;
+}
+
+// "hosts": {"count", "nics"?, "memory_bandwidth"?, "memory"?, "name"?}; unset figures are
+// default_host()'s.
+HostsSpec read_hosts(ObjectReader& r) {
+  HostsSpec h;
+  h.host = default_host();
+  h.count = static_cast<int>(r.get_int_in_range_or("count", 0, MAX_CLUSTER_HOSTS, 1));
+  h.nics = static_cast<int>(r.get_int_in_range_or("nics", 1, 64, 1));
+  const bool custom = r.has("memory_bandwidth") || r.has("memory");
+  h.host.memory_bandwidth_Bps =
+      r.get_quantity_or("memory_bandwidth", Unit::BANDWIDTH, h.host.memory_bandwidth_Bps);
+  if (!(h.host.memory_bandwidth_Bps > 0))
+    r.fail("memory_bandwidth", r.raw("memory_bandwidth").dump(), "a positive bandwidth");
+  h.host.memory_bytes = r.get_quantity_or("memory", Unit::BYTES, h.host.memory_bytes);
+  if (!(h.host.memory_bytes > 0)) r.fail("memory", r.raw("memory").dump(), "a positive size");
+  if (custom) h.host.source = "cluster file";
+  h.host.name = r.get_string_or("name", custom ? "custom host" : h.host.name);
+  r.finish();
+  return h;
+}
+
 }  // namespace
 
 Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
-                          const FieldNames& names) {
+                          std::optional<int> hosts, const FieldNames& names) {
   nlohmann::json doc = load_json_file(path, "cluster");
   ObjectReader r(doc, path, "");
   r.allow({"comment", "$schema"});
@@ -237,47 +330,45 @@ Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_
       if (r.has("fabric"))
         r.fail("fabric", "(with vertices)", "fabric only with a \"node\" template");
       if (r.has("nodes")) r.fail("nodes", "(with vertices)", "nodes only with a \"node\" template");
+      for (const char* key : {"node_groups", "hosts"}) {
+        if (r.has(key)) r.fail(key, "(with vertices)", "node groups and hosts need node templates");
+      }
+      if (hosts && *hosts > 0) {
+        throw ValidationError(names("hosts"),
+                              fmt::format("{}: {} lists explicit vertices; {} adds hosts to node "
+                                          "templates only",
+                                          path, names("hosts"), names("hosts")));
+      }
       GpuSpec gpu = read_gpu(r, path, "");
       Cluster c = read_explicit(r, path, gpu, resolve_nodes, name, names);
       r.finish();
       return c;
     }
-    const int file_nodes =
-        static_cast<int>(r.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
-    ObjectReader nr = r.child("node");
-    NodeTemplate t;
-    std::string preset_gpu;
-    FabricSpec fabric;
-    if (nr.has("preset")) {
-      PresetDefinition p;
-      try {
-        p = find_preset(nr.get_string("preset"), nr.pointer_of("preset"));
-      } catch (const ValidationError& e) {
-        throw ConfigError(path, nr.pointer_of("preset"), fmt::format("{}: {}", path, e.what()));
-      }
-      t = p.node;
-      preset_gpu = p.gpu;
-      fabric = p.fabric;
-      nr.finish();
-    } else {
-      t = read_template(nr, path);
-      nr.finish();
-    }
-    if (t.num_gpus() == 0)
-      r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
-    const int n = resolve_nodes(t.num_gpus()).value_or(file_nodes);
-    GpuSpec gpu = read_gpu(r, path, preset_gpu);
+    ClusterParts parts = r.has("node_groups") ? read_node_groups(r, path, resolve_nodes, names)
+                                              : read_one_group(r, path, resolve_nodes);
     if (r.has("fabric")) {
       ObjectReader fr = r.child("fabric");
-      fabric = read_fabric(fr);
+      parts.fabric = read_fabric(fr);
     }
+    HostsSpec host_spec;
+    host_spec.host = default_host();
+    if (r.has("hosts")) {
+      ObjectReader hr = r.child("hosts");
+      host_spec = read_hosts(hr);
+    }
+    if (hosts) host_spec.count = *hosts;
     r.finish();
-    return build_cluster(n > 1 ? fmt::format("{} x{}", name, n) : name, gpu, t, n, fabric, names);
+    int n = 0;
+    for (const NodeGroup& g : parts.groups) n += g.nodes;
+    if (n > 1) name = fmt::format("{} x{}", name, n);
+    if (host_spec.count > 0)
+      name += fmt::format(" +{} host{}", host_spec.count, host_spec.count == 1 ? "" : "s");
+    return build_cluster(name, parts.groups, parts.fabric, host_spec, names);
   } catch (const ValidationError& e) {
     // Graph-level problems (disconnected, duplicate names) get the file name in front; the
     // requested size's own errors pass through.
     if (std::string(e.what()).find(path) != std::string::npos || e.field() == names("nodes") ||
-        e.field() == names("gpus"))
+        e.field() == names("gpus") || e.field() == names("hosts"))
       throw;
     throw ConfigError(path, "", fmt::format("{}: {}", path, e.what()));
   }

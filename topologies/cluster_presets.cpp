@@ -98,26 +98,108 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
 
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
                       const FabricSpec& fabric, const FieldNames& names) {
-  const auto per_node = static_cast<std::int64_t>(t.num_gpus());  // 64-bit: the product below
-  if (static_cast<double>(per_node) * nodes > MAX_CLUSTER_GPUS) {
-    throw ValidationError(names("nodes"), fmt::format("{}: {} nodes x {} GPUs = {} GPUs exceed "
-                                                      "loom's maximum of {}; simulate fewer nodes",
-                                                      names("nodes"), nodes, per_node,
-                                                      per_node * nodes, MAX_CLUSTER_GPUS));
+  return build_cluster(name, {NodeGroup{gpu, t, nodes}}, fabric, HostsSpec{}, names);
+}
+
+HostSpec default_host() {
+  HostSpec h;
+  h.name = "xeon-8480-2s";
+  // Intel Xeon Platinum 8480+ (ark.intel.com 231746): 8 DDR5-4800 channels per socket, each
+  // 4800 MT/s x 8 B = 38.4 GB/s; two sockets (DGX H100 user guide: 2x 8480C).
+  h.memory_bandwidth_Bps = 2 * 8 * 38.4e9;
+  h.memory_bytes = 2e12;  // DGX H100 datasheet: 2 TB system memory
+  h.source = "Intel ARK Xeon Platinum 8480+ (8 ch DDR5-4800 per socket), 2 sockets; 2 TB DRAM";
+  return h;
+}
+
+namespace {
+
+// Host h: node `first_node + h`, a CPU and `nics` NICs on PCIe Gen5 x16.
+void add_hosts(Cluster& cluster, const HostsSpec& hosts, int first_node) {
+  NodeTemplate t;
+  t.add(VertexKind::CPU, "cpu0");
+  for (int i = 0; i < hosts.nics; ++i) {
+    t.add(VertexKind::NIC, fmt::format("nic{}", i));
+    t.link("cpu0", fmt::format("nic{}", i), "pcie5");
+  }
+  for (int h = 0; h < hosts.count; ++h) {
+    std::map<VertexKind, int> counts;
+    std::map<std::string, VertexId, std::less<>> local;
+    for (const auto& v : t.vertices) {
+      Vertex vertex;
+      vertex.kind = v.kind;
+      vertex.name = fmt::format("host{}/{}", h, v.name);
+      vertex.node = first_node + h;
+      vertex.local_index = counts[v.kind]++;
+      local[v.name] = cluster.add_vertex(std::move(vertex));
+    }
+    for (const auto& l : t.links)
+      cluster.add_duplex_link(local.at(l.a), local.at(l.b), l.kind, l.bandwidth_Bps, l.latency_s,
+                              l.label);
+    cluster.add_host(local.at("cpu0"));
+  }
+  cluster.host = hosts.host;
+}
+
+}  // namespace
+
+Cluster build_cluster(const std::string& name, const std::vector<NodeGroup>& groups,
+                      const FabricSpec& fabric, const HostsSpec& hosts, const FieldNames& names) {
+  std::int64_t gpus = 0;  // 64-bit: products of user-given sizes
+  int nodes = 0;
+  for (const NodeGroup& g : groups) {
+    const auto per_node = static_cast<std::int64_t>(g.node.num_gpus());
+    if (per_node != groups.front().node.num_gpus()) {
+      throw ValidationError(names("nodes"),
+                            fmt::format("node groups hold {} and {} GPUs per node; loom lays "
+                                        "ranks out over nodes of equal size, give every group "
+                                        "the same GPUs per node",
+                                        groups.front().node.num_gpus(), per_node));
+    }
+    if (static_cast<double>(per_node) * g.nodes + static_cast<double>(gpus) > MAX_CLUSTER_GPUS) {
+      throw ValidationError(names("nodes"),
+                            fmt::format("{}: {} nodes x {} GPUs = {} GPUs exceed loom's maximum "
+                                        "of {}; simulate fewer nodes",
+                                        names("nodes"), nodes + g.nodes, per_node,
+                                        gpus + per_node * g.nodes, MAX_CLUSTER_GPUS));
+    }
+    gpus += per_node * g.nodes;
+    nodes += g.nodes;
   }
   Cluster cluster;
   cluster.name = name;
-  cluster.gpu = gpu;
-  for (int n = 0; n < nodes; ++n) instantiate_node(cluster, t, n);
-  cluster.set_num_nodes(nodes);
-  if (nodes > 1) {
-    if (fabric.link.empty()) {
-      throw ValidationError(names("nodes"),
-                            fmt::format("cluster '{}' has no fabric, so it cannot span "
-                                        "{} nodes; use {} 1 or give a fabric",
-                                        name, nodes, names("nodes")));
+  cluster.gpu = groups.front().gpu;
+  std::vector<GpuSpec> types;  // beyond groups.front().gpu, by name
+  std::vector<int> rank_type;
+  int node = 0;
+  for (const NodeGroup& g : groups) {
+    int type = 0;
+    if (g.gpu.name != cluster.gpu.name || g.gpu.display_name != cluster.gpu.display_name) {
+      auto it = std::find_if(types.begin(), types.end(), [&](const GpuSpec& x) {
+        return x.name == g.gpu.name && x.display_name == g.gpu.display_name;
+      });
+      type = static_cast<int>(it - types.begin()) + 1;
+      if (it == types.end()) types.push_back(g.gpu);
     }
-    build_rail_fat_tree(cluster, fabric, nodes, names);
+    for (int n = 0; n < g.nodes; ++n, ++node) {
+      instantiate_node(cluster, g.node, node);
+      rank_type.insert(rank_type.end(), static_cast<size_t>(g.node.num_gpus()), type);
+    }
+  }
+  cluster.set_num_nodes(nodes);
+  if (!types.empty()) cluster.set_gpu_types(std::move(types), std::move(rank_type));
+  if (hosts.count > 0) add_hosts(cluster, hosts, nodes);
+  if (nodes > 1 || hosts.count > 0) {
+    if (fabric.link.empty()) {
+      const bool for_hosts = nodes == 1;
+      throw ValidationError(
+          names(for_hosts ? "hosts" : "nodes"),
+          fmt::format("cluster '{}' has no fabric, so it cannot span {} nodes{}; {}", name,
+                      nodes + hosts.count, for_hosts ? " with its hosts" : "",
+                      for_hosts ? "give a fabric for the hosts' NICs"
+                                : fmt::format("use {} 1 or give a fabric", names("nodes"))));
+    }
+    build_rail_fat_tree(cluster, fabric, nodes + hosts.count, names);
     cluster.fabric_link = fabric.link;
     cluster.oversubscription = fabric.oversubscription;
   }
@@ -326,16 +408,25 @@ Cluster load_cluster(const ClusterRequest& request, const FieldNames& names) {
                                       "JSON file",
                                       names("cluster"), join(cluster_preset_names(), ", ")));
   }
+  if (request.hosts && (*request.hosts < 0 || *request.hosts > MAX_CLUSTER_HOSTS)) {
+    throw ValidationError::bad_value(names("hosts"), std::to_string(*request.hosts),
+                                     fmt::format("0 to {}", MAX_CLUSTER_HOSTS));
+  }
   if (looks_like_path(request.spec)) {
     // The GPUs per node (which a GPU count needs) are only known once the file is read.
     return read_cluster_json(
         request.spec,
-        [&](int gpus_per_node) { return resolve_nodes(request, gpus_per_node, names); }, names);
+        [&](int gpus_per_node) { return resolve_nodes(request, gpus_per_node, names); },
+        request.hosts, names);
   }
   const PresetDefinition p = find_preset(request.spec, names("cluster"));
   const int nodes = resolve_nodes(request, p.node.num_gpus(), names).value_or(1);
-  const std::string name = nodes > 1 ? fmt::format("{} x{}", p.name, nodes) : p.name;
-  return build_cluster(name, find_gpu(p.gpu), p.node, nodes, p.fabric, names);
+  std::string name = nodes > 1 ? fmt::format("{} x{}", p.name, nodes) : p.name;
+  HostsSpec hosts;
+  hosts.count = request.hosts.value_or(0);
+  hosts.host = default_host();
+  if (hosts.count > 0) name += fmt::format(" +{} host{}", hosts.count, hosts.count == 1 ? "" : "s");
+  return build_cluster(name, {NodeGroup{find_gpu(p.gpu), p.node, nodes}}, p.fabric, hosts, names);
 }
 
 }  // namespace loom::topo

@@ -17,17 +17,21 @@ namespace loom::topo {
 /// cluster takes 9 s and 2.3 GB to build; beyond this a typo would hang the run).
 inline constexpr int MAX_CLUSTER_NODES = 65536;
 inline constexpr int MAX_CLUSTER_GPUS = 1 << 19;
+/// Most hosts (CPU servers holding ranks) a cluster may add.
+inline constexpr int MAX_CLUSTER_HOSTS = 4096;
 
 /// What the user asked for: a preset name or a path to a cluster JSON, and its size.
 struct ClusterRequest {
   std::string spec;          ///< preset name or path to a cluster JSON file
   std::optional<int> nodes;  ///< number of nodes (default: 1, or the file's "nodes")
   std::optional<int> gpus;   ///< number of GPUs; must be a multiple of the GPUs per node
+  std::optional<int> hosts =
+      std::nullopt;  ///< hosts holding ranks (parameter servers); default: the file's, 0
 };
 
 /// Builds the cluster (routing index finalized). Throws ValidationError on an unknown preset
 /// (with did-you-mean), a bad or inconsistent size or one above MAX_CLUSTER_NODES /
-/// MAX_CLUSTER_GPUS; ConfigError on a bad JSON file; and
+/// MAX_CLUSTER_GPUS, hosts outside 0..MAX_CLUSTER_HOSTS; ConfigError on a bad JSON file; and
 /// ValidationError when the resulting graph is disconnected. Messages name the request's
 /// fields ("cluster", "nodes", "gpus") as `names` spells them.
 Cluster load_cluster(const ClusterRequest& request, const FieldNames& names = {});

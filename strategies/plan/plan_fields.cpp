@@ -242,6 +242,41 @@ void add_moe_rows(std::vector<PlanField>& t) {
   t.back().names = &models::recompute_module_names();
 }
 
+// Data-parallel designs beyond DDP (issue 13; one block).
+void add_dp_mode_rows(std::vector<PlanField>& t) {
+  t.push_back(choice_row(
+      "dp_mode", "--dp-mode",
+      "data-parallel design: ddp (collectives; ZeRO builds on it), dataparallel "
+      "(torch.nn.DataParallel: one process drives one node's GPUs), ps (parameter server)",
+      "ddp", 80, models::dp_mode_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.dp_mode); }));
+  t.push_back(size_row(
+      "ps_servers", "--ps-servers", "parameter servers (--dp-mode ps)", "1", 81, INT_SIZE_MAX, "",
+      [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.ps_servers}; }));
+  t.push_back(row("ps_update", FT::TEXT, "--ps-update",
+                  "how servers apply pushes: sync, async, ssp:S (a worker at most S steps "
+                  "ahead of the slowest) or geo:K (local steps, parameter deltas pushed every "
+                  "K steps)",
+                  "sync", 82, [](const TrainingPlan& p) -> PlanValue {
+                    return models::ps_update_text(p.ps_update, p.ps_update_bound);
+                  }));
+  t.push_back(choice_row(
+      "ps_shard", "--ps-shard",
+      "parameters over servers: bytes (each tensor cut into equal ranges, one per server) or "
+      "tensor (whole tensors round-robin)",
+      "bytes", 83, models::ps_shard_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.ps_shard); }));
+  t.push_back(choice_row(
+      "ps_placement", "--ps-placement",
+      "where servers run: host (CPU servers, --hosts) or gpu (on worker GPUs, one per node in "
+      "turn)",
+      "host", 84, models::ps_placement_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.ps_placement); }));
+  for (PlanField& f : t)
+    if (f.key.substr(0, 3) == "ps_")
+      f.applies = [](const TrainingPlan& p) { return p.dp_mode == models::DpMode::PS; };
+}
+
 std::vector<PlanField> build_table() {
   std::vector<PlanField> t;
   add_size_rows(t);
@@ -249,6 +284,7 @@ std::vector<PlanField> build_table() {
   add_overlap_rows(t);
   add_fsdp_rows(t);
   add_moe_rows(t);
+  add_dp_mode_rows(t);
   return t;
 }
 

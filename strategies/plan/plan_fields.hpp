@@ -27,6 +27,7 @@ enum class FieldType {
   PERCENT,     ///< a percentage in [0, 100)
   LAYER_LIST,  ///< layer counts per pipeline stage ("20,20" / [20, 20])
   NAME_LIST,   ///< a set of names ("mla_up_proj,mlp" / ["mla_up_proj", "mlp"]; "" / [] empty)
+  TEXT,        ///< a value with its own grammar ("ssp:2"), checked where the field resolves
   DERIVED,     ///< written for the reader's benefit; read back only to check it agrees
 };
 
@@ -52,6 +53,9 @@ struct PlanField {
   int help_position = -1;       ///< order among the CLI flags; -1: not a flag
   /// The value of this field in a resolved plan, for the writer; null for input-only fields.
   PlanValue (*get)(const models::TrainingPlan&) = nullptr;
+  /// Whether the field means anything for a plan (the writer leaves it out otherwise, e.g.
+  /// parameter-server settings of a DDP plan); null: always.
+  bool (*applies)(const models::TrainingPlan&) = nullptr;
 };
 
 /// Every plan field, in the order the plan JSON writer prints them (input-only fields last).

@@ -68,6 +68,8 @@ std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
       return r.get_number(key);
     case FieldType::NAME_LIST:
       return name_list(r, key);
+    case FieldType::TEXT:
+      return r.get_string(key);
     case FieldType::LAYER_LIST: {
       const auto parts = layer_list(r, key);
       if (parts.empty()) return std::nullopt;  // what the writer prints for an even split
@@ -108,7 +110,7 @@ PlanInput read_plan_fields(ObjectReader& r) {
 OrderedJson plan_to_json(const models::TrainingPlan& plan) {
   OrderedJson j;
   for (const PlanField& field : plan_fields()) {
-    if (!field.get) continue;
+    if (!field.get || (field.applies && !field.applies(plan))) continue;
     std::visit([&](const auto& v) { j[std::string(field.key)] = v; }, field.get(plan));
   }
   return j;

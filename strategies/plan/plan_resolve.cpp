@@ -186,6 +186,55 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.recompute_modules = modules_or(in, "recompute_modules", p.recompute_modules);
 }
 
+// "sync", "async", "ssp:S" (S >= 0) or "geo:K" (K >= 1) into the plan.
+void parse_ps_update(const PlanInput& in, TrainingPlan& p) {
+  const auto text = in.text("ps_update");
+  if (!text) return;
+  const PlanSources& s = in.sources();
+  const std::string allowed = "sync, async, ssp:S (S >= 0 steps) or geo:K (K >= 1 steps)";
+  const size_t colon = text->find(':');
+  const std::string name = text->substr(0, colon);
+  if (colon == std::string::npos && (name == "sync" || name == "async")) {
+    p.ps_update = name == "sync" ? models::PsUpdate::SYNC : models::PsUpdate::ASYNC;
+    return;
+  }
+  if (colon == std::string::npos || (name != "ssp" && name != "geo"))
+    fail_field(s, "ps_update",
+               ValidationError::bad_value(s.where("ps_update"), *text, allowed).what());
+  const std::string number = text->substr(colon + 1);
+  const bool geo = name == "geo";
+  long bound = -1;
+  try {
+    size_t used = 0;
+    bound = std::stol(number, &used);
+    if (used != number.size()) bound = -1;
+  } catch (const std::exception&) {
+    bound = -1;
+  }
+  if (bound < (geo ? 1 : 0) || bound > 1000000)
+    fail_field(s, "ps_update",
+               ValidationError::bad_value(s.where("ps_update"), *text, allowed).what());
+  p.ps_update = geo ? models::PsUpdate::GEO : models::PsUpdate::SSP;
+  p.ps_update_bound = static_cast<int>(bound);
+}
+
+// The data-parallel design and the parameter-server settings, which need --dp-mode ps.
+void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
+  const PlanSources& s = in.sources();
+  p.dp_mode = choice(in, "dp_mode", p.dp_mode);
+  for (const char* key : {"ps_servers", "ps_update", "ps_shard", "ps_placement"}) {
+    if (in.has(key) && p.dp_mode != models::DpMode::PS) {
+      fail_field(s, key,
+                 fmt::format("{} sets up parameter servers; it needs {} ps", s.where(key),
+                             s.name("dp_mode")));
+    }
+  }
+  p.ps_servers = static_cast<int>(size_or(in, "ps_servers", p.ps_servers));
+  parse_ps_update(in, p);
+  p.ps_shard = choice(in, "ps_shard", p.ps_shard);
+  p.ps_placement = choice(in, "ps_placement", p.ps_placement);
+}
+
 // Memory knobs and the pipeline split.
 void resolve_memory(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
   const PlanSources& s = in.sources();
@@ -260,6 +309,7 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   p.seq = size_or(in, "seq", model_seq.value_or(p.seq));
   resolve_batch(in, gpus, p);
   resolve_choices(in, p);
+  resolve_dp_mode(in, p);
   resolve_memory(in, model_layers, p);
   check_derived(in, p);
   check_effective(in, p);

@@ -169,7 +169,61 @@ void check_interleaved_batches(const TrainingPlan& p, const PlanSources& s) {
                          p.micro_batches(), s.name("pp"), p.pp, s.name("gbs")));
 }
 
+// DataParallel and parameter servers replicate the whole model on every GPU: pure data
+// parallelism (as torch.nn.DataParallel and parameter-server frameworks run it).
+void check_dp_mode(const TrainingPlan& p, const PlanSources& s) {
+  if (p.dp_mode == models::DpMode::DDP) return;
+  const std::pair<const char*, int> sizes[] = {
+      {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"ep", p.ep}};
+  for (const auto& [key, value] : sizes) {
+    if (value == 1) continue;
+    fail_field(s, key,
+               fmt::format("{}: {} {} replicates the whole model on every GPU, so it needs {} 1 "
+                           "(got {}); use {} ddp for model parallelism",
+                           s.where(key), s.name("dp_mode"), models::to_string(p.dp_mode),
+                           s.name(key), value, s.name("dp_mode")));
+  }
+  // A forward call runs its backward before the next forward (the loss is computed in
+  // between on GPU 0): one micro-batch after another.
+  if (p.dp_mode == models::DpMode::DATAPARALLEL && p.schedule != models::Schedule::ONE_F_ONE_B &&
+      p.schedule != models::Schedule::NAIVE) {
+    fail_field(s, "schedule",
+               fmt::format("{} dataparallel runs each micro-batch's backward before the next "
+                           "forward; use {} 1f1b",
+                           s.name("dp_mode"), s.name("schedule")));
+  }
+  if (p.zero != 0) {
+    fail_field(s, "zero",
+               fmt::format("{} {}: ZeRO shards over DDP's collectives; use {} 0 or {} ddp",
+                           s.name("dp_mode"), models::to_string(p.dp_mode), s.name("zero"),
+                           s.name("dp_mode")));
+  }
+}
+
 }  // namespace
+
+void check_dp_mode_cluster(const TrainingPlan& p, int gpus_per_node, int hosts,
+                           const PlanSources& s) {
+  if (p.dp_mode == models::DpMode::DATAPARALLEL && p.gpus() > gpus_per_node) {
+    fail_field(s, "dp_mode",
+               fmt::format("{}: dataparallel drives the GPUs of one node ({}) from one process, "
+                           "but the plan spans {} GPUs; use {} ddp or one node",
+                           s.where("dp_mode"), gpus_per_node, p.gpus(), s.name("dp_mode")));
+  }
+  if (p.dp_mode != models::DpMode::PS) return;
+  if (p.ps_placement == models::PsPlacement::HOST && p.ps_servers > hosts) {
+    fail_field(s, "ps_servers",
+               fmt::format("{}: {} servers on hosts need {} hosts, but the cluster has {}; add "
+                           "hosts (--hosts N, or \"hosts\" in the cluster file) or use {} gpu",
+                           s.where("ps_servers"), p.ps_servers, p.ps_servers, hosts,
+                           s.name("ps_placement")));
+  }
+  if (p.ps_placement == models::PsPlacement::GPU && p.ps_servers > p.gpus()) {
+    fail_field(s, "ps_servers",
+               fmt::format("{}: {} servers on GPUs, but the plan has {} GPUs; use at most {}",
+                           s.where("ps_servers"), p.ps_servers, p.gpus(), p.gpus()));
+  }
+}
 
 void check_size(std::string_view key, std::int64_t value, const PlanSources& s) {
   if (value < 1) {
@@ -234,6 +288,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_interleaved_batches(plan, sources);
   check_framework(plan, sources);
   check_effective_for_model(model, plan, sources);
+  check_dp_mode(plan, sources);
 }
 
 }  // namespace loom::strategies

@@ -34,6 +34,12 @@ void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
 
+/// The data-parallel design against the cluster: DataParallel within one node of
+/// `gpus_per_node` GPUs; parameter servers on at most `hosts` hosts (placement host) or the
+/// plan's GPUs (placement gpu). Throws PlanError on "dp_mode" or "ps_servers".
+void check_dp_mode_cluster(const models::TrainingPlan& plan, int gpus_per_node, int hosts,
+                           const PlanSources& sources = {});
+
 /// The pipeline-split rules: one layer count per virtual stage (pp x vpp) and, when
 /// `model_layers` is known, counts summing to it. Throws PlanError on "pipeline_split".
 void check_pipeline_split(const models::TrainingPlan& plan, std::optional<int> model_layers,

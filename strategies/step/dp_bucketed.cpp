@@ -122,7 +122,11 @@ class BucketedLowering final : public DataParallelLowering {
         const TaskId id = group.collective(
             CollectiveOp::ALL_GATHER, b->params * gathered_param_bytes(plan_),
             g.label("{}-ag c{} L{}-{}", group.name(), c, b->lo, b->hi), false, deps, overlapped);
-        if (!overlapped) continue;
+        if (!overlapped) {  // the next step's forward needs these parameters
+          for (int ri : group.members())
+            g.step_ends[static_cast<size_t>(g.step)][static_cast<size_t>(ri)].push_back(id);
+          continue;
+        }
         for (size_t k = 0; k < group.members().size(); ++k)
           g.engine.add_dependency(id,
                                   group.unit_tasks(k, g.roles.first_forward[s_][c], b->lo).first);

@@ -46,13 +46,13 @@ namespace {
 using sim::CollectiveOp;
 using sim::TaskId;
 
-// Seconds of one memory-bound copy kernel moving `bytes` (reads + writes).
-double copy_seconds(const StepGraph& g, double bytes) {
+// Seconds of one memory-bound copy kernel moving `bytes` (reads + writes) on GPU type `type`.
+double copy_seconds(const StepGraph& g, double bytes, int type = 0) {
   if (bytes <= 0) return 0.0;
   topo::KernelOp op;
   op.kind = topo::KernelKind::MEMORY_BOUND;
   op.bytes = bytes;
-  return g.kernels->seconds(op, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
+  return g.kernels_of(type).seconds(op, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
 }
 
 // The passes and units of one stage in use order, and the shared collective helpers.
@@ -103,10 +103,10 @@ class ShardedLowering : public DataParallelLowering {
   std::vector<TaskId> copies(DpGroup& group, bool gather_stream, double bytes,
                              const std::vector<std::vector<TaskId>>& deps, const char* what) {
     StepGraph& g = group.graph();
-    const double seconds = copy_seconds(g, bytes);
     std::vector<TaskId> out;
     for (size_t k = 0; k < group.members().size(); ++k) {
       const SimGpu& h = group.gpu(k);
+      const double seconds = copy_seconds(g, bytes, h.gpu_type) * h.factor;
       out.push_back(g.add_compute(gather_stream ? h.ag : h.dp, seconds,
                                   g.label("{}-{} copy-in", group.name(), what), TraceCategory::DP,
                                   deps.empty() ? std::vector<TaskId>{} : deps[k]));
@@ -271,17 +271,20 @@ int deepspeed_gathers(double params, std::int64_t bucket_elems) {
 void add_fsdp_copy_out(StepGraph& g) {
   if (g.plan.dp <= 1 || g.plan.zero < 3) return;
   const double per_param = 2.0 * gathered_param_bytes(g.plan);  // read + write
-  for (size_t vs = 0; vs < g.work.units.size(); ++vs) {
-    for (Unit& unit : g.work.units[vs]) {
-      if (unit.cost.params <= 0) continue;
-      const double t = copy_seconds(g, unit.cost.params * per_param);
-      PassCost extra;
-      extra.fwd_s = t;
-      if (fsdp_regathers_in_backward(g, unit.name)) extra.bwd_input_s = t;
-      unit.cost.fwd_s += extra.fwd_s;
-      unit.cost.bwd_input_s += extra.bwd_input_s;
-      g.work.chunk_cost[vs].fwd_s += extra.fwd_s;
-      g.work.chunk_cost[vs].bwd_input_s += extra.bwd_input_s;
+  for (int type = 0; type <= static_cast<int>(g.extra_work.size()); ++type) {
+    StageWork& work = type == 0 ? g.work : g.extra_work[static_cast<size_t>(type - 1)];
+    for (size_t vs = 0; vs < work.units.size(); ++vs) {
+      for (Unit& unit : work.units[vs]) {
+        if (unit.cost.params <= 0) continue;
+        const double t = copy_seconds(g, unit.cost.params * per_param, type);
+        PassCost extra;
+        extra.fwd_s = t;
+        if (fsdp_regathers_in_backward(g, unit.name)) extra.bwd_input_s = t;
+        unit.cost.fwd_s += extra.fwd_s;
+        unit.cost.bwd_input_s += extra.bwd_input_s;
+        work.chunk_cost[vs].fwd_s += extra.fwd_s;
+        work.chunk_cost[vs].bwd_input_s += extra.bwd_input_s;
+      }
     }
   }
 }

@@ -61,6 +61,13 @@ TaskId DpGroup::collective(sim::CollectiveOp op, double bytes, std::string label
 
 void DataParallelLowering::after_optimizer(StageGroups&, const std::vector<TaskId>&) {}
 
+std::vector<TaskId> DataParallelLowering::optimizer(StepGraph& g, int stage,
+                                                    const std::vector<std::vector<TaskId>>& waits) {
+  return lower_optimizer(g, stage, waits, sharded());
+}
+
+void DataParallelLowering::measure(const StepGraph&, DesignReport&) const {}
+
 void add_member_waits(const DpGroup& group, const std::vector<std::vector<TaskId>>& tasks,
                       std::vector<std::vector<TaskId>>& waits) {
   for (size_t k = 0; k < group.members().size(); ++k) {
@@ -84,9 +91,9 @@ class NoDataParallel final : public DataParallelLowering {
   size_t replicas_;
 };
 
-// The groups of `dim` (DP for dense parameters, EDP for experts) of stage `s` to lower: in
-// symmetric mode the representative's; in full mode every group once (its first member
-// issues it for all).
+// The groups of `dim` (DP for dense parameters, EDP for experts) of stage `s` to lower:
+// every group with a simulated member once, issued by its first simulated member for all its
+// simulated members (in symmetric mode the representatives of distinct roles).
 std::vector<DpGroup> stage_groups(StepGraph& g, int s, ParamSet set) {
   const Dim dim = set == ParamSet::DENSE ? Dim::DP : Dim::EDP;
   // The identical groups of its peers run at the same time on the same nodes: a dense
@@ -96,12 +103,12 @@ std::vector<DpGroup> stage_groups(StepGraph& g, int s, ParamSet set) {
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
     const int rank = g.gpus[ri][static_cast<size_t>(s)].rank;
     const std::vector<int>& group = g.index.group(rank, dim);
-    std::vector<int> members{static_cast<int>(ri)};
-    if (g.options.full) {
-      if (group.front() != rank) continue;
-      members.clear();
-      for (int r : group) members.push_back(g.rank_to_replica[static_cast<size_t>(r)]);
+    std::vector<int> members;
+    for (int r : group) {
+      const int rj = g.rank_to_replica[static_cast<size_t>(r)];
+      if (rj >= 0) members.push_back(rj);
     }
+    if (*std::min_element(members.begin(), members.end()) != static_cast<int>(ri)) continue;
     std::vector<std::vector<int>> concurrent;
     for (Dim d : peers)
       for (int peer : g.index.group(rank, d))
@@ -111,7 +118,8 @@ std::vector<DpGroup> stage_groups(StepGraph& g, int s, ParamSet set) {
   return out;
 }
 
-// Parameters of stage `s` in `set` on one GPU.
+}  // namespace
+
 double stage_params(const StepGraph& g, int s, ParamSet set) {
   double sum = 0;
   for (int c = 0; c < g.chunks(); ++c) {
@@ -122,54 +130,75 @@ double stage_params(const StepGraph& g, int s, ParamSet set) {
   return sum;
 }
 
-// The optimizer step, memory-bound over the local shard (dense parameters sharded over DP,
-// experts over EDP when the design shards), on each replica's compute stream after its last
-// backward and the collectives it waits for. Returns the tasks per replica.
 std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
-                                    const std::vector<std::vector<TaskId>>& waits, bool sharded) {
+                                    const std::vector<std::vector<TaskId>>& waits, bool sharded,
+                                    const std::vector<int>& only) {
   const double dense = stage_params(g, s, ParamSet::DENSE);
   const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
   const double local = sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;
   topo::KernelOp step;
   step.kind = topo::KernelKind::OPTIMIZER;
   step.bytes = local * models::optimizer_step_bytes_per_param(g.plan);
-  const double opt_s =
-      g.kernels->seconds(step, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
-  std::vector<TaskId> opts;
+  std::vector<TaskId> opts(g.replicas.size(), -1);
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+    if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ri)) == only.end())
+      continue;
     const SimGpu& h = g.gpus[ri][static_cast<size_t>(s)];
+    const double opt_s =
+        g.kernels_of(h.gpu_type)
+            .seconds(step, topo::KernelPass::FORWARD, compute_dtype(g.plan.precision));
     std::vector<TaskId> deps = waits[ri];
     deps.push_back(h.last_backward);
-    const TaskId opt = g.add_compute(h.compute, opt_s, "optimizer", TraceCategory::OPTIMIZER, deps);
-    opts.push_back(opt);
+    const TaskId opt =
+        g.add_gpu_compute(ri, s, h.compute, opt_s, "optimizer", TraceCategory::OPTIMIZER, deps);
+    opts[ri] = opt;
     if (ri == 0) {
-      g.optimizer_time_s += opt_s / g.stages();
+      g.optimizer_time_s += opt_s * h.factor / g.stages();
       g.reps[static_cast<size_t>(s)].compute.push_back(opt);
     }
   }
   return opts;
 }
 
-}  // namespace
+double union_seconds(const sim::Engine& e, const std::vector<TaskId>& tasks) {
+  std::vector<std::pair<sim::SimTime, sim::SimTime>> iv;
+  for (TaskId t : tasks)
+    if (t >= 0) iv.push_back({e.start(t), e.finish(t)});
+  std::sort(iv.begin(), iv.end());
+  sim::SimTime sum = 0, end = 0;
+  for (const auto& [a, b] : iv) {
+    if (b <= end) continue;
+    sum += b - std::max(a, end);
+    end = b;
+  }
+  return sim::to_seconds(sum);
+}
 
-std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& g, int stage) {
+std::unique_ptr<DataParallelLowering> make_dp_lowering(StepGraph& g, int stage) {
+  if (g.plan.dp_mode == models::DpMode::PS) return make_parameter_server_lowering(g);
+  if (g.plan.dp_mode == models::DpMode::DATAPARALLEL) return make_single_process_lowering(g);
   if (g.plan.dp <= 1) return std::make_unique<NoDataParallel>(g.replicas.size());
   if (g.plan.zero >= 3) return make_fsdp_lowering(g, stage);
   return make_bucketed_lowering(g, stage);
 }
 
 void lower_data_parallel(StepGraph& g) {
+  if (g.designs.empty())
+    for (int s = 0; s < g.stages(); ++s) g.designs.push_back(make_dp_lowering(g, s));
+  auto& ends = g.step_ends[static_cast<size_t>(g.step)];
   for (int s = 0; s < g.stages(); ++s) {
-    const auto design = make_dp_lowering(g, s);
+    DataParallelLowering& design = *g.designs[static_cast<size_t>(s)];
     StageGroups groups;
-    if (g.plan.dp > 1) {
+    if (g.plan.dp > 1 && g.plan.dp_mode == models::DpMode::DDP) {
       groups.dense = stage_groups(g, s, ParamSet::DENSE);
       if (!g.unit_expert_params.empty() && g.edp > 1)
         groups.expert = stage_groups(g, s, ParamSet::EXPERT);
     }
-    const auto waits = design->before_optimizer(groups);
-    const auto opts = lower_optimizer(g, s, waits, design->sharded());
-    design->after_optimizer(groups, opts);
+    const auto waits = design.before_optimizer(groups);
+    const auto opts = design.optimizer(g, s, waits);
+    for (size_t ri = 0; ri < opts.size(); ++ri)
+      if (opts[ri] >= 0) ends[ri].push_back(opts[ri]);
+    design.after_optimizer(groups, opts);
     g.report_progress(StepGraph::DATA_PARALLEL_PROGRESS, s + 1, g.stages());
   }
 }

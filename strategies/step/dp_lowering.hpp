@@ -2,9 +2,12 @@
 // Lowering of data-parallel communication and the optimizer step, one data-parallel group of
 // one pipeline stage at a time. Each data-parallel design is one implementation of
 // DataParallelLowering: plain DDP and ZeRO-1/2 (gradient buckets, sharded parameter
-// gathers; dp_bucketed.cpp) and ZeRO-3/FSDP (per-unit gathers and reduce-scatters;
-// dp_fsdp.cpp). A parameter server or single-process DataParallel is another
-// implementation behind the same interface.
+// gathers; dp_bucketed.cpp), ZeRO-3/FSDP (per-unit gathers and reduce-scatters;
+// dp_fsdp.cpp), parameter servers (pulls, pushes and server-side updates under sync, async,
+// bounded-staleness or GEO rules; dp_parameter_server.cpp) and single-process DataParallel
+// (scatter, replicate, GIL-serialised launches, gather, loss and optimizer on GPU 0;
+// dp_single_process.cpp). A design is made once per stage and lowers every step in turn
+// (StepGraph::step); it may keep state across steps.
 //
 // With expert parallelism (ep > 1) the routed experts' parameters form a second set: their
 // gradients are reduced (and, sharded, their parameters gathered) over the expert
@@ -83,14 +86,41 @@ class DataParallelLowering {
   virtual void after_optimizer(StageGroups& groups, const std::vector<sim::TaskId>& optimizer);
   /// Whether the optimizer state is sharded over the groups (ZeRO >= 1).
   virtual bool sharded() const = 0;
+  /// Adds the optimizer step of `stage` after `waits` (per replica); returns its task per
+  /// replica, -1 where a replica runs none. Default: every replica steps its (sharded when
+  /// sharded()) parameters on its compute stream (lower_optimizer).
+  virtual std::vector<sim::TaskId> optimizer(StepGraph& graph, int stage,
+                                             const std::vector<std::vector<sim::TaskId>>& waits);
+  /// After the engine ran: the design's own figures (breakdown, staleness, device memory).
+  virtual void measure(const StepGraph& graph, DesignReport& report) const;
 };
 
+/// The optimizer step of `stage`, memory-bound over each replica's local parameters (dense
+/// over DP and experts over EDP when `sharded`) on its GPU type, on its compute stream after
+/// its last backward and `waits` (per replica); only `replicas` when not empty. Returns the
+/// task per replica (-1 where none runs).
+std::vector<sim::TaskId> lower_optimizer(StepGraph& graph, int stage,
+                                         const std::vector<std::vector<sim::TaskId>>& waits,
+                                         bool sharded, const std::vector<int>& replicas = {});
+/// Seconds during which at least one of `tasks` ran (the union of their intervals; -1
+/// entries skipped), after the engine ran.
+double union_seconds(const sim::Engine& engine, const std::vector<sim::TaskId>& tasks);
+/// Parameters of `stage` in `set` on one GPU.
+double stage_params(const StepGraph& graph, int stage, ParamSet set);
+
 /// The design the plan selects for `stage` (no DP communication when plan.dp == 1).
-std::unique_ptr<DataParallelLowering> make_dp_lowering(const StepGraph& graph, int stage);
+std::unique_ptr<DataParallelLowering> make_dp_lowering(StepGraph& graph, int stage);
 /// DDP (zero 0) and ZeRO-1/2: gradient buckets, with sharded gathers when zero >= 1.
 std::unique_ptr<DataParallelLowering> make_bucketed_lowering(const StepGraph& graph, int stage);
 /// ZeRO-3 / FSDP: the design plan.fsdp_impl names (PyTorch FSDP2 or DeepSpeed ZeRO-3).
 std::unique_ptr<DataParallelLowering> make_fsdp_lowering(const StepGraph& graph, int stage);
+/// Parameter servers (plan.dp_mode PS; one stage).
+std::unique_ptr<DataParallelLowering> make_parameter_server_lowering(StepGraph& graph);
+/// Single-process DataParallel (plan.dp_mode DATAPARALLEL; one stage).
+std::unique_ptr<DataParallelLowering> make_single_process_lowering(StepGraph& graph);
+/// Under DataParallel, moves the loss out of every replica's head (GPU 0 computes it over
+/// the gathered outputs). Call before the passes are lowered.
+void remove_replica_loss(StepGraph& graph);
 /// Whether ZeRO-3 gathers unit `unit_name` ("emb", "L12", "head") again for its backward:
 /// always under DeepSpeed; under FSDP2 with reshard_after_forward, except the root units and
 /// the model's last block (torchtitan's default policy).
@@ -108,7 +138,8 @@ void add_fsdp_copy_out(StepGraph& graph);
 void add_member_waits(const DpGroup& group, const std::vector<std::vector<sim::TaskId>>& tasks,
                       std::vector<std::vector<sim::TaskId>>& waits);
 
-/// Adds every stage's data-parallel collectives and optimizer steps to `graph`.
+/// Adds every stage's data-parallel communication and optimizer steps of the step being
+/// lowered (StepGraph::step) to `graph`, and each replica's step-end tasks.
 void lower_data_parallel(StepGraph& graph);
 
 /// Bytes of one parameter as gathered between data-parallel ranks (its 16- or 32-bit copy).

@@ -46,12 +46,12 @@ class StageLowering {
       for (int k = 0; k < n; ++k) {
         const auto u = static_cast<size_t>(pass_->kind == PassKind::FORWARD ? k : n - 1 - k);
         std::fill(unit_first_.begin(), unit_first_.end(), -1);
-        emit(us[u].cost, &us[u].name);
+        emit(vs, static_cast<int>(u), &us[u].name);
         for (size_t ri = 0; ri < n_rep; ++ri)
           g_.gpus[ri][s_].units[static_cast<size_t>(pi_)][u] = {unit_first_[ri], last_[ri]};
       }
     } else {
-      emit(g_.work.chunk_cost[static_cast<size_t>(vs)], nullptr);
+      emit(vs, -1, nullptr);
     }
     for (size_t ri = 0; ri < n_rep; ++ri) {
       if (pass_->kind != PassKind::BACKWARD_WEIGHT)  // W has no cross-stage dependency
@@ -64,25 +64,57 @@ class StageLowering {
   }
 
  private:
-  // The work of the pass over `c` (a whole chunk, or one unit; `unit` names it).
-  void emit(const PassCost& c, const std::string* unit) {
+  // Which seconds of a PassCost a compute task runs.
+  enum class Part { NONE, FWD, RECOMPUTE, BWD, BWD_INPUT, BWD_WEIGHT };
+  static double seconds_of(const PassCost& c, Part part) {
+    switch (part) {
+      case Part::NONE:
+        return 0;
+      case Part::FWD:
+        return c.fwd_s;
+      case Part::RECOMPUTE:
+        return c.recompute_s;
+      case Part::BWD:
+        return c.bwd_input_s + c.bwd_weight_s;
+      case Part::BWD_INPUT:
+        return c.bwd_input_s;
+      case Part::BWD_WEIGHT:
+        return c.bwd_weight_s;
+    }
+    return 0;
+  }
+
+  // The cost of the chunk or unit being lowered on replica `ri`'s GPU type.
+  const PassCost& cost(size_t ri) const {
+    const StageWork& w = g_.work_of(g_.gpus[ri][s_].gpu_type);
+    const auto v = static_cast<size_t>(vs_);
+    return unit_ < 0 ? w.chunk_cost[v] : w.units[v][static_cast<size_t>(unit_)].cost;
+  }
+
+  // The work of the pass over virtual stage `vs`: the whole chunk (`u` < 0) or unit `u`
+  // (`unit` names it). Collectives are the same on every GPU type; compute seconds are each
+  // replica's own.
+  void emit(int vs, int u, const std::string* unit) {
+    vs_ = vs;
+    unit_ = u;
+    const PassCost& c = cost(0);
     switch (pass_->kind) {
       case PassKind::FORWARD:
-        compute_then_comm(c.fwd_s, "F", c.fwd_comm, "F", unit);
+        compute_then_comm(Part::FWD, "F", c.fwd_comm, "F", unit);
         break;
       case PassKind::BACKWARD:
       case PassKind::BACKWARD_INPUT: {
         if (c.recompute_s > 0) {
           // Full recompute replays the layers' collectives (recompute_comm); selective none.
-          compute_then_comm(c.recompute_s, "R", c.recompute_comm, "R", unit);
+          compute_then_comm(Part::RECOMPUTE, "R", c.recompute_comm, "R", unit);
         }
         const bool full = pass_->kind == PassKind::BACKWARD;
-        compute_then_comm(full ? c.bwd_input_s + c.bwd_weight_s : c.bwd_input_s, full ? "B" : "Bi",
-                          c.bwd_comm, "B", unit);
+        compute_then_comm(full ? Part::BWD : Part::BWD_INPUT, full ? "B" : "Bi", c.bwd_comm, "B",
+                          unit);
         break;
       }
       case PassKind::BACKWARD_WEIGHT:
-        compute(c.bwd_weight_s, "W", unit);
+        compute(Part::BWD_WEIGHT, "W", unit);
         break;
     }
   }
@@ -91,19 +123,19 @@ class StageLowering {
   // on the tp stream alongside the compute (from a zero-length marker at its start, which
   // carries its cross-stage dependencies), and an exposed residual (tp_overlap_residual of
   // their time) follows both on the compute stream.
-  void compute_then_comm(double seconds, const char* what, const std::vector<CommItem>& items,
+  void compute_then_comm(Part part, const char* what, const std::vector<CommItem>& items,
                          const char* comm_what, const std::string* unit) {
     const bool overlap =
         g_.plan.tp_comm_overlap && g_.plan.tp > 1 &&
         std::any_of(items.begin(), items.end(), [](const CommItem& i) { return i.dim == Dim::TP; });
     if (!overlap) {
-      compute(seconds, what, unit);
+      compute(part, what, unit);
       comm(items, comm_what, unit);
       return;
     }
-    compute(0.0, "start", unit);
+    compute(Part::NONE, "start", unit);
     std::vector<TaskId> marks = last_;
-    compute(seconds, what, unit);
+    compute(part, what, unit);
     std::vector<TaskId> computed = last_;
     overlapped_.assign(g_.replicas.size(), {});
     overlap_ps_ = 0;
@@ -129,20 +161,21 @@ class StageLowering {
     last_[ri] = id;
   }
 
-  void compute(double seconds, const char* what, const std::string* unit) {
+  void compute(Part part, const char* what, const std::string* unit) {
     for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
+      const double seconds = seconds_of(cost(ri), part);
       const TaskId id =
-          g_.add_compute(g_.gpus[ri][s_].compute, seconds,
-                         g_.label("{} mb{} c{}{}{}", what, pass_->micro_batch, pass_->chunk,
-                                  unit ? " " : "", unit ? unit->c_str() : ""),
-                         TraceCategory::COMPUTE);
+          g_.add_gpu_compute(ri, s_, g_.gpus[ri][s_].compute, seconds,
+                             g_.label("{} mb{} c{}{}{}", what, pass_->micro_batch, pass_->chunk,
+                                      unit ? " " : "", unit ? unit->c_str() : ""),
+                             TraceCategory::COMPUTE);
       track(ri, id);
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
+        compute_s_ += seconds * g_.gpus[0][s_].factor;
       }
     }
-    compute_s_ += seconds;
   }
 
   // One comm list (the collectives after a forward, recompute or backward): each run of
@@ -237,6 +270,7 @@ class StageLowering {
   std::vector<std::vector<TaskId>> overlapped_;
   sim::SimTime overlap_ps_ = 0;
   const Pass* pass_ = nullptr;
+  int vs_ = 0, unit_ = -1;  // the virtual stage and unit (-1: whole chunk) being emitted
   RepPass* rep_pass_ = nullptr;
   double compute_s_ = 0;  // the pass's compute seconds (summed per pass, then per stage)
   // Per replica: the first task of the pass, of the current unit, and the last so far.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "models/flops.hpp"
@@ -22,6 +23,8 @@ void PassCost::add(const PassCost& o) {
   bwd_comm.insert(bwd_comm.end(), o.bwd_comm.begin(), o.bwd_comm.end());
   recompute_comm.insert(recompute_comm.end(), o.recompute_comm.begin(), o.recompute_comm.end());
   params += o.params;
+  tensors.insert(tensors.end(), o.tensors.begin(), o.tensors.end());
+  fwd_kernels += o.fwd_kernels;
 }
 
 namespace {
@@ -136,6 +139,8 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     const bool rerun = full || models::selective_reruns(plan, op);
     if (rerun) c.recompute_s += t.forward;
     c.params += op.params;
+    if (op.params > 0) c.tensors.push_back(op.params);
+    c.fwd_kernels += std::max(1, op.kernels);
     if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
       c.fwd_comm.push_back(fwd);

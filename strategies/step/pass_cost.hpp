@@ -36,7 +36,11 @@ struct PassCost {
   /// Forward collectives full recompute repeats (those of transformer layers only).
   std::vector<CommItem> recompute_comm;
   double params = 0;  ///< parameters on this GPU
-  /// Adds `other`'s seconds, collectives and parameters.
+  /// Parameters of each op that holds some, in op order (the tensors a parameter server
+  /// deals round-robin).
+  std::vector<double> tensors;
+  int fwd_kernels = 0;  ///< kernels the forward launches (a host launches each one)
+  /// Adds `other`'s seconds, collectives, parameters, tensors and kernels.
   void add(const PassCost& other);
 };
 

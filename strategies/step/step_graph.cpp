@@ -1,11 +1,14 @@
 #include "strategies/step/step_graph.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.hpp"
+#include "common/seeded_draw.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
 #include "sim/nccl_model.hpp"
+#include "strategies/step/dp_lowering.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -45,15 +48,6 @@ PassRoles find_roles(const PipelineSchedule& schedule, int chunks) {
   return r;
 }
 
-std::vector<Replica> simulated_replicas(const models::TrainingPlan& plan, bool full) {
-  std::vector<Replica> out;
-  if (!full) return {Replica{}};
-  for (int d = 0; d < plan.dp; ++d)
-    for (int c = 0; c < plan.cp; ++c)
-      for (int t = 0; t < plan.tp; ++t) out.push_back({t, c, d});
-  return out;
-}
-
 // Routed-expert parameters of each unit, laid out as cost_stages lays out the units (the
 // embedding first on virtual stage 0, then the layers, the head last); empty when ep == 1.
 std::vector<std::vector<double>> expert_params(const models::ModelSpec& m,
@@ -85,7 +79,52 @@ std::vector<std::vector<double>> expert_params(const models::ModelSpec& m,
   return out;
 }
 
+std::vector<std::shared_ptr<const topo::KernelTimeModel>> extra_type_models(
+    const topo::Cluster& cluster, const SimulateOptions& o) {
+  std::vector<std::shared_ptr<const topo::KernelTimeModel>> out;
+  for (int k = 1; k < cluster.num_gpu_types(); ++k)
+    out.push_back(std::make_shared<topo::DatasheetKernelModel>(cluster.gpu_type(k), o.efficiency));
+  return out;
+}
+
+std::vector<StageWork> extra_type_work(
+    const models::ModelSpec& m, const models::TrainingPlan& p,
+    const std::vector<std::shared_ptr<const topo::KernelTimeModel>>& models) {
+  std::vector<StageWork> out;
+  for (const auto& k : models) out.push_back(cost_stages(m, p, *k));
+  return out;
+}
+
+// The slowest of `ranks` on `stage` in step `k`: its GPU type and straggler factor.
+std::pair<int, double> slowest(const StepGraph& g, const std::vector<int>& ranks, int stage,
+                               int k) {
+  std::pair<int, double> best{0, 0.0};
+  double worst = -1;
+  for (int r : ranks) {
+    const int type = g.cluster.gpu_type_of_rank(r);
+    const double f = straggler_factor(g.options, k, r);
+    const double t = f * g.stage_seconds(type, stage);
+    if (t > worst) {
+      worst = t;
+      best = {type, f};
+    }
+  }
+  return best;
+}
+
 }  // namespace
+
+double straggler_factor(const SimulateOptions& o, int step, int rank) {
+  double f = 1.0;
+  if (auto it = o.stragglers.find(rank); it != o.stragglers.end()) f = it->second;
+  const RandomStragglers& rs = o.random_stragglers;
+  if (rs.fraction > 0 && rs.mean_factor > 1) {
+    const auto k = static_cast<std::uint64_t>(step), r = static_cast<std::uint64_t>(rank);
+    if (uniform_draw(rs.seed, k, r, 0) < rs.fraction)
+      f *= 1.0 + exponential_draw(rs.mean_factor - 1.0, rs.seed, k, r, 1);
+  }
+  return f;
+}
 
 double comm_sm_share(const topo::GpuSpec& gpu) {
   if (gpu.sm_count <= 0) return 0.0;
@@ -107,23 +146,25 @@ bool ends_weight_gradients(const Pass& pass) {
 }
 
 StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
-                     const topo::Cluster& cluster, const SimulateOptions& o)
+                     const topo::Cluster& c, const SimulateOptions& o)
     : model(m),
       plan(p),
       options(o),
+      cluster(c),
       kernels(o.kernels ? o.kernels
-                        : std::make_shared<topo::DatasheetKernelModel>(cluster.gpu, o.efficiency)),
+                        : std::make_shared<topo::DatasheetKernelModel>(c.gpu, o.efficiency)),
+      extra_kernels(extra_type_models(c, o)),
       index(RankLayout(p, o.order), p),
-      engine(cluster, engine_options(o)),
+      engine(c, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
       work(cost_stages(m, p, *kernels)),
+      extra_work(extra_type_work(m, p, extra_kernels)),
       unit_expert_params(expert_params(m, p, work)),
       edp(p.expert_dp()),
       roles(find_roles(schedule, p.vpp)),
-      replicas(simulated_replicas(p, o.full)),
       reps(static_cast<size_t>(p.pp)) {
+  choose_replicas();
   const bool fsdp = p.dp > 1 && p.zero >= 3;
-  const double slowdown = overlap_slowdown(cluster.gpu);
   gpus.resize(replicas.size());
   rank_to_replica.assign(static_cast<size_t>(p.gpus()), -1);
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
@@ -134,6 +175,7 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       g.dp = engine.add_stream(fmt::format("rank{}/dp", g.rank), g.rank);
       g.ag = fsdp ? engine.add_stream(fmt::format("rank{}/dp-ag", g.rank), g.rank) : g.dp;
       // DP collectives overlapping compute take SMs from it (see overlap_slowdown).
+      const double slowdown = overlap_slowdown(c.gpu_of_rank(g.rank));
       if (p.tp_comm_overlap && p.tp > 1)
         g.tp = engine.add_stream(fmt::format("rank{}/tp-overlap", g.rank), g.rank);
       if (slowdown > 1.0) {
@@ -142,12 +184,123 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
         if (g.tp != sim::NO_STREAM) engine.add_contention(g.compute, g.tp, slowdown);
       }
       g.units.resize(schedule.per_stage[s].size());
+      g.gpu_type = c.gpu_type_of_rank(g.rank);
       rank_to_replica[static_cast<size_t>(g.rank)] = static_cast<int>(ri);
       gpus[ri].push_back(std::move(g));
     }
   }
   pass_tasks.assign(replicas.size(), std::vector<PassTasks>(static_cast<size_t>(2) *
                                                             micro_batches() * p.pp * p.vpp));
+}
+
+StepGraph::~StepGraph() = default;
+
+void StepGraph::choose_replicas() {
+  std::vector<Replica> all;
+  for (int d = 0; d < plan.dp; ++d)
+    for (int c = 0; c < plan.cp; ++c)
+      for (int t = 0; t < plan.tp; ++t) all.push_back({t, c, d});
+  // Every worker when the design couples them all (see file comment).
+  if (options.full || plan.dp_mode != models::DpMode::DDP) {
+    replicas = all;
+    for (const Replica& r : replicas) {
+      represents.emplace_back();
+      for (int s = 0; s < plan.pp; ++s) represents.back().push_back({index.rank(r.t, r.c, r.d, s)});
+    }
+    return;
+  }
+  // Symmetric: one replica (t = c = 0) per distinct role along dp.
+  std::map<std::vector<std::pair<int, double>>, int> seen;
+  for (int d = 0; d < plan.dp; ++d) {
+    std::vector<std::vector<int>> members(static_cast<size_t>(plan.pp));
+    std::vector<std::pair<int, double>> role;
+    for (int s = 0; s < plan.pp; ++s) {
+      for (int c = 0; c < plan.cp; ++c)
+        for (int t = 0; t < plan.tp; ++t)
+          members[static_cast<size_t>(s)].push_back(index.rank(t, c, d, s));
+      for (int k = 0; k < steps(); ++k) role.push_back(slowest(*this, members[s], s, k));
+    }
+    if (!seen.emplace(std::move(role), d).second) continue;
+    replicas.push_back({0, 0, d});
+    represents.push_back(std::move(members));
+  }
+}
+
+const StageWork& StepGraph::work_of(int type) const {
+  return type == 0 ? work : extra_work.at(static_cast<size_t>(type - 1));
+}
+
+const topo::KernelTimeModel& StepGraph::kernels_of(int type) const {
+  return type == 0 ? *kernels : *extra_kernels.at(static_cast<size_t>(type - 1));
+}
+
+double StepGraph::stage_seconds(int type, int stage) const {
+  double t = 0;
+  for (int c = 0; c < chunks(); ++c) {
+    const PassCost& pc =
+        work_of(type).chunk_cost[static_cast<size_t>(schedule.virtual_stage(stage, c))];
+    t += pc.fwd_s + pc.bwd_input_s + pc.bwd_weight_s + pc.recompute_s;
+  }
+  return t;
+}
+
+void StepGraph::begin_step(int k) {
+  step = k;
+  if (k == 1) {
+    first_ = {std::move(reps), std::move(all_pass_tasks), std::move(pp_tasks), optimizer_time_s,
+              pass_tasks};
+  }
+  if (k >= 1) {
+    reps.assign(static_cast<size_t>(plan.pp), RepStage{});
+    all_pass_tasks.clear();
+    pp_tasks.clear();
+    optimizer_time_s = 0;
+    for (auto& per_replica : pass_tasks)
+      std::fill(per_replica.begin(), per_replica.end(), PassTasks{});
+  }
+  step_first_task.push_back(engine.num_tasks());
+  step_ends.emplace_back(replicas.size());
+  for (size_t ri = 0; ri < replicas.size(); ++ri) {
+    for (int s = 0; s < plan.pp; ++s) {
+      SimGpu& h = gpus[ri][static_cast<size_t>(s)];
+      std::tie(h.gpu_type, h.factor) = slowest(*this, represents[ri][static_cast<size_t>(s)], s, k);
+      if (k == 0) continue;
+      for (auto& u : h.units) u.clear();
+      h.last_backward = -1;
+      // DDP and ZeRO: the step starts on every stream of the GPU once the previous step ended
+      // there (its optimizer; ZeRO's parameter gathers after it), which FIFO order alone
+      // would not give the dp and gather streams.
+      const auto& prev = step_ends[static_cast<size_t>(k - 1)][ri];
+      if (plan.dp_mode != models::DpMode::DDP || prev.empty()) continue;
+      engine.add_compute(h.compute, 0, label("step {} start", k), prev);
+      if (plan.dp <= 1) continue;
+      engine.add_compute(h.dp, 0, label("step {} start", k), prev);
+      if (h.ag != h.dp) engine.add_compute(h.ag, 0, label("step {} start", k), prev);
+    }
+  }
+}
+
+void StepGraph::end_steps() {
+  if (steps() <= 1) return;
+  reps = std::move(first_.reps);
+  all_pass_tasks = std::move(first_.all_pass_tasks);
+  pp_tasks = std::move(first_.pp_tasks);
+  optimizer_time_s = first_.optimizer_time_s;
+  pass_tasks = std::move(first_.pass_tasks);
+}
+
+sim::TaskId StepGraph::add_transfer(const sim::TransferSpec& spec, TraceCategory c,
+                                    const std::vector<sim::TaskId>& deps) {
+  const sim::TaskId id = engine.add_transfer(spec, deps);
+  record(id, c);
+  return id;
+}
+
+sim::TaskId StepGraph::add_gpu_compute(size_t replica, int stage, sim::StreamId stream,
+                                       double seconds, std::string label, TraceCategory c,
+                                       const std::vector<sim::TaskId>& deps) {
+  const double f = gpus[replica][static_cast<size_t>(stage)].factor;
+  return add_compute(stream, seconds * f, std::move(label), c, deps);
 }
 
 size_t StepGraph::pass_key(bool backward, int micro_batch, int virtual_stage) const {
@@ -157,9 +310,15 @@ size_t StepGraph::pass_key(bool backward, int micro_batch, int virtual_stage) co
 }
 
 bool StepGraph::split_pass(int s, int i) const {
+  const Pass& pass = schedule.per_stage[s][static_cast<size_t>(i)];
+  // DataParallel launches every forward unit by unit from the host; parameter-server
+  // workers pull each unit before its first forward and push it after its final backward.
+  if (plan.dp_mode == models::DpMode::DATAPARALLEL) return pass.kind == PassKind::FORWARD;
+  if (plan.dp_mode == models::DpMode::PS)
+    return roles.first_forward[s][pass.chunk] == i || roles.final_pass[s][pass.chunk] == i;
   if (plan.dp <= 1) return false;
   if (plan.zero >= 3) return true;
-  const int c = schedule.per_stage[s][static_cast<size_t>(i)].chunk;
+  const int c = pass.chunk;
   if (plan.overlap_grad_reduce && roles.final_pass[s][c] == i) return true;
   if (plan.zero >= 1 && plan.overlap_param_gather && roles.first_forward[s][c] == i) return true;
   return false;

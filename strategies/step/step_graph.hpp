@@ -1,15 +1,23 @@
 #pragma once
-// The task graph of one step under construction, shared by the lowering stages
+// The task graph of one or more steps under construction, shared by the lowering stages
 // (lower_passes, lower_pipeline, the data-parallel lowerings) and read by the step report:
-// the engine, the schedule, the costed work, which GPUs are simulated and their streams, the
-// tasks later stages hang dependencies on, and what the report measures on the
-// representative GPU of each stage.
+// the engine, the schedule, the costed work (per GPU type), which GPUs are simulated and
+// their streams, the tasks later stages hang dependencies on, and what the report measures
+// on the representative GPU of each stage (in the first step).
+//
+// Simulated replicas: every (tp, cp, dp) replica in full mode; in symmetric mode one per
+// distinct role along dp (t = c = 0): replicas whose GPU types and straggler factors match
+// in every stage and step behave alike, so the first of each kind stands for the others. A
+// replica stands for its TP and CP peers too, taking the slowest of them (their collectives
+// make them wait for it). Parameter servers and single-process DataParallel simulate every
+// worker (the servers see every push; one process drives every GPU).
 #include <fmt/format.h>
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -39,6 +47,8 @@ struct SimGpu {
   sim::StreamId tp = sim::NO_STREAM;       ///< TP collectives overlapping GEMMs (tp_comm_overlap)
   sim::TaskId last_backward = -1;          ///< the last pass that ends weight gradients
   std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
+  int gpu_type = 0;   ///< its GPU type (topo::Cluster::gpu_type), the slowest peer's in symmetric
+  double factor = 1;  ///< compute slowdown in the step being lowered (a straggler's, >= 1)
 };
 
 /// The (tp, cp, dp) coordinates of a simulated replica of the pipeline.
@@ -82,6 +92,9 @@ struct RepStage {
   std::vector<sim::TaskId> dp;      ///< its DP collectives
   std::vector<sim::TaskId> gather;  ///< of which parameter gathers compute waits on
   double dp_bytes = 0;              ///< ZeRO paper Sec. 7 volume per GPU, bytes
+  /// Its DP tasks run side by side (parameter-server flows, DataParallel copies): their time
+  /// is the union of their intervals, not the sum.
+  bool dp_concurrent = false;
 };
 
 /// Which passes of a stage play a role for data-parallel overlap.
@@ -90,20 +103,28 @@ struct PassRoles {
   std::vector<std::vector<int>> first_forward;  ///< [stage][chunk]: its first forward
 };
 
+class DataParallelLowering;
+
 /// The step's task graph under construction (see file comment).
 struct StepGraph {
   StepGraph(const models::ModelSpec& model, const models::TrainingPlan& plan,
             const topo::Cluster& cluster, const SimulateOptions& options);
+  ~StepGraph();
 
   const models::ModelSpec& model;
   const models::TrainingPlan& plan;
   const SimulateOptions& options;
-  /// Times every kernel: SimulateOptions::kernels, or the datasheet model of the GPU.
+  const topo::Cluster& cluster;
+  /// Times every kernel on GPU type 0: SimulateOptions::kernels, or the datasheet model of
+  /// the cluster's GPU.
   std::shared_ptr<const topo::KernelTimeModel> kernels;
+  /// The datasheet models of GPU types 1.. (heterogeneous clusters), by type - 1.
+  std::vector<std::shared_ptr<const topo::KernelTimeModel>> extra_kernels;
   RankIndex index;
   sim::Engine engine;
   PipelineSchedule schedule;
-  StageWork work;
+  StageWork work;                     ///< costed on GPU type 0
+  std::vector<StageWork> extra_work;  ///< costed on GPU types 1.., by type - 1
   /// [virtual stage][unit]: routed-expert parameters on this GPU, reduced over the expert
   /// data-parallel group; empty without expert parallelism (ep == 1: all params are dense).
   std::vector<std::vector<double>> unit_expert_params;
@@ -131,6 +152,18 @@ struct StepGraph {
   double optimizer_time_s = 0;  ///< mean over stages
   /// Trace category of every task (filled only when the timeline is kept).
   std::vector<TraceCategory> category;
+  /// [replica][stage]: the global ranks a simulated GPU stands for (itself in full mode).
+  std::vector<std::vector<std::vector<int>>> represents;
+
+  // Several steps (SimulateOptions::steps): lowered one after another into one engine.
+  int step = 0;  ///< the step being lowered
+  /// [step]: the first task id of its lowering.
+  std::vector<sim::TaskId> step_first_task;
+  /// [step][replica]: the tasks whose end ends that replica's step (its optimizer steps, a
+  /// parameter server's applies of its pushes).
+  std::vector<std::vector<std::vector<sim::TaskId>>> step_ends;
+  /// The data-parallel design of each stage, made for the first step and kept for the rest.
+  std::vector<std::unique_ptr<DataParallelLowering>> designs;
 
   /// The share of a whole simulation each stage of simulate_step takes, for
   /// SimulateOptions::progress: a stage reports [begin, end] of it. Measured on Llama-3-405B,
@@ -151,13 +184,30 @@ struct StepGraph {
   }
 
   int stages() const { return plan.pp; }
+  /// Number of steps simulated.
+  int steps() const { return options.steps; }
+  /// The costed work on GPU type `type`.
+  const StageWork& work_of(int type) const;
+  /// The kernel model of GPU type `type`.
+  const topo::KernelTimeModel& kernels_of(int type) const;
+  /// Compute seconds of one micro-batch through every chunk of `stage` on GPU type `type`
+  /// (forward, backward, recompute).
+  double stage_seconds(int type, int stage) const;
+  /// Starts lowering step `k` (0, 1, ... in order): sets every simulated GPU's straggler
+  /// factor and, from the second step on, sets aside the first step's measurements and
+  /// clears the per-step task maps.
+  void begin_step(int k);
+  /// After the last step: puts the first step's measurements back for the report.
+  void end_steps();
   int chunks() const { return plan.vpp; }
   int micro_batches() const { return schedule.micro_batches; }
   /// Index into pass_tasks: `backward` false for F, true for B or Bi.
   size_t pass_key(bool backward, int micro_batch, int virtual_stage) const;
   /// Whether pass `pass_index` of `stage` is lowered unit by unit (so DP work can hang on
   /// single units): every pass under ZeRO-3; a chunk's final weight-gradient pass with
-  /// --overlap-grad-reduce; its first forward with --overlap-param-gather (ZeRO-1/2).
+  /// --overlap-grad-reduce; its first forward with --overlap-param-gather (ZeRO-1/2); every
+  /// forward under DataParallel; the first forward and final backward of parameter-server
+  /// workers.
   bool split_pass(int stage, int pass_index) const;
   /// The simulated GPU holding `rank`, or nullptr.
   const SimGpu* gpu_of(int rank, int stage) const;
@@ -178,6 +228,15 @@ struct StepGraph {
       const std::vector<std::pair<sim::CollectiveOp, double>>& ops, const std::vector<int>& group,
       const std::vector<sim::StreamId>& streams, const std::string& label, TraceCategory category,
       std::vector<sim::SimTime>* frozen_ps = nullptr, const std::vector<sim::TaskId>& deps = {});
+  /// A point-to-point transfer (sim::TransferSpec: ranks or device vertices), recorded under
+  /// `category`. Returns its task.
+  sim::TaskId add_transfer(const sim::TransferSpec& spec, TraceCategory category,
+                           const std::vector<sim::TaskId>& deps = {});
+  /// A compute task of `seconds` on `stream` stretched by the straggler factor of simulated
+  /// GPU (`replica`, `stage`), recorded under `category`.
+  sim::TaskId add_gpu_compute(size_t replica, int stage, sim::StreamId stream, double seconds,
+                              std::string label, TraceCategory category,
+                              const std::vector<sim::TaskId>& deps = {});
   /// Labels only feed the timeline (--trace): formatted only when it is kept.
   template <typename... Args>
   std::string label(fmt::format_string<Args...> format, Args&&... args) const {
@@ -187,6 +246,15 @@ struct StepGraph {
 
  private:
   void record(sim::TaskId id, TraceCategory category);
+  void choose_replicas();
+  // The first step's measurements while later steps are lowered (begin_step, end_steps).
+  struct FirstStep {
+    std::vector<RepStage> reps;
+    std::vector<sim::TaskId> all_pass_tasks, pp_tasks;
+    double optimizer_time_s = 0;
+    std::vector<std::vector<PassTasks>> pass_tasks;
+  };
+  FirstStep first_;
 };
 
 /// Whether `pass` ends the weight gradients of its micro-batch and chunk: a B pass, or a W
@@ -210,6 +278,10 @@ double overlap_slowdown(const topo::GpuSpec& gpu);
 /// Decomposition", Sec. 3; Transformer Engine's userbuffers ring-exchange splits by tp), so
 /// 1 / tp of it stays exposed.
 double tp_overlap_residual(int tp);
+
+/// Compute slowdown (>= 1) of global rank `rank` in step `step`: its fixed straggler factor
+/// times, when it draws as a random straggler, 1 + an exponential of mean mean_factor - 1.
+double straggler_factor(const SimulateOptions& options, int step, int rank);
 
 /// Seconds to picoseconds of simulated time.
 inline sim::SimTime to_ps(double seconds) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "models/flops.hpp"
@@ -85,12 +86,108 @@ void record_transfers(const StepGraph& g, StepReport& r) {
   }
 }
 
+// Each replica's end of step k: the latest finish of its step-end tasks (monotone in k).
+std::vector<std::vector<SimTime>> replica_ends(const StepGraph& g) {
+  const sim::Engine& e = g.engine;
+  std::vector<std::vector<SimTime>> out(g.step_ends.size());
+  for (size_t k = 0; k < g.step_ends.size(); ++k) {
+    for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+      SimTime end = k > 0 ? out[k - 1][ri] : 0;
+      for (TaskId t : g.step_ends[k][ri]) end = std::max(end, e.finish(t));
+      out[k].push_back(end);
+    }
+  }
+  return out;
+}
+
+// The value at quantile `q` of `sorted` (nearest rank: the smallest value with at least a
+// fraction q of the values at or below it).
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank > 0 ? rank - 1 : 0)];
+}
+
+// The first step's straggler factor of simulated GPU (`ri`, `s`): the slowest it stands for.
+double straggler_factor_of(const StepGraph& g, size_t ri, int s) {
+  double f = 1;
+  for (int rank : g.represents[ri][static_cast<size_t>(s)])
+    f = std::max(f, straggler_factor(g.options, 0, rank));
+  return f;
+}
+
+// Step-time statistics, the simulated replicas and the representative's stages. Returns
+// the end of the first step (the last step ends with the run: the makespan).
+SimTime measure_series(const StepGraph& g, StepReport& r) {
+  const auto ends = replica_ends(g);
+  StepSeries& ss = r.steps;
+  SimTime prev_ps = 0, first_ps = 0;
+  double prev = 0;
+  for (size_t k = 0; k < ends.size(); ++k) {
+    SimTime end = std::max(prev_ps, *std::max_element(ends[k].begin(), ends[k].end()));
+    if (k + 1 == ends.size()) end = std::max(end, g.engine.makespan());
+    if (k == 0) first_ps = end;
+    const double t = sim::to_seconds(end);
+    ss.ends_s.push_back(t);
+    ss.times_s.push_back(t - prev);
+    prev = t;
+    prev_ps = end;
+  }
+  std::vector<double> sorted = ss.times_s;
+  std::sort(sorted.begin(), sorted.end());
+  ss.mean_s = prev / static_cast<double>(ss.times_s.size());
+  ss.p50_s = quantile(sorted, 0.50);
+  ss.p99_s = quantile(sorted, 0.99);
+  const int n = g.steps();
+  for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+    ReplicaTime rt;
+    const SimGpu& first = g.gpus[ri][0];
+    rt.replica = g.replicas[ri].d;
+    rt.rank = first.rank;
+    rt.gpu = g.cluster.gpu_type(first.gpu_type).name;
+    double factors = 0;
+    for (int k = 0; k < n; ++k)
+      for (int s = 0; s < g.stages(); ++s)
+        for (int rank : g.represents[ri][static_cast<size_t>(s)])
+          factors += straggler_factor(g.options, k, rank) /
+                     static_cast<double>(g.represents[ri][static_cast<size_t>(s)].size());
+    rt.compute_factor = factors / (n * g.stages());
+    for (int s = 0; s < g.stages(); ++s) {
+      const SimGpu& h = g.gpus[ri][static_cast<size_t>(s)];
+      rt.compute_s =
+          std::max(rt.compute_s, straggler_factor_of(g, ri, s) * g.stage_seconds(h.gpu_type, s) *
+                                     static_cast<double>(g.micro_batches()));
+    }
+    rt.finish_s = sim::to_seconds(ends.back()[ri]);
+    rt.mean_step_s = rt.finish_s / n;
+    r.replicas.push_back(std::move(rt));
+  }
+  for (int s = 0; s < g.stages(); ++s) {
+    const RepStage& rs = g.reps[static_cast<size_t>(s)];
+    StageTime st;
+    st.stage = s;
+    st.gpu = g.cluster.gpu_of_rank(g.gpus[0][static_cast<size_t>(s)].rank).name;
+    st.compute_s = rs.compute_s;
+    st.busy_s = sim::to_seconds(rs.busy_ps);
+    r.stages.push_back(st);
+  }
+  return first_ps;
+}
+
+// Whether workers run apart (asynchronous parameter-server rules): throughput is then the
+// sum of every worker's own rate, not the global batch over the slowest worker's time.
+bool workers_run_apart(const models::TrainingPlan& p) {
+  return p.dp_mode == models::DpMode::PS && p.ps_update != models::PsUpdate::SYNC;
+}
+
 }  // namespace
 
 void measure_step(StepGraph& g, StepReport& r) {
   const sim::Engine& e = g.engine;
   const int p = g.stages();
-  const double step = sim::to_seconds(e.makespan());
+  // The breakdown below is the first step's.
+  const SimTime first_end = measure_series(g, r);
+
   SimTime pipeline_end_ps = 0;
   for (TaskId t : g.all_pass_tasks) pipeline_end_ps = std::max(pipeline_end_ps, e.finish(t));
   const double pipeline_end = sim::to_seconds(pipeline_end_ps);
@@ -113,8 +210,12 @@ void measure_step(StepGraph& g, StepReport& r) {
     Intervals busy;
     for (TaskId t : rs.compute) busy.push_back({e.start(t), e.finish(t)});
     std::sort(busy.begin(), busy.end());
-    for (TaskId t : rs.dp) dp_total += sim::to_seconds(e.finish(t) - e.start(t));
-    dp_exposed += idle_union_s(e, rs.dp, busy, e.makespan());
+    if (rs.dp_concurrent) {
+      dp_total += idle_union_s(e, rs.dp, {}, first_end);  // with nothing busy: the union
+    } else {
+      for (TaskId t : rs.dp) dp_total += sim::to_seconds(e.finish(t) - e.start(t));
+    }
+    dp_exposed += idle_union_s(e, rs.dp, busy, first_end);
     const double gather_wait = idle_union_s(e, rs.gather, busy, pipeline_end_ps);
     bubble = std::min(bubble, sim::to_seconds(pipeline_end_ps - rs.busy_ps) - gather_wait);
     compute += rs.compute_s;
@@ -124,7 +225,14 @@ void measure_step(StepGraph& g, StepReport& r) {
   }
   compute /= p;
   mp_comm /= p;
-  r.step_time_s = step;
+  r.step_time_s = r.steps.mean_s;
+  if (workers_run_apart(g.plan)) {
+    // Each worker's own rate, summed: a fast worker is not held back by a slow one.
+    double per_step = 0;  // global batches per second
+    for (const ReplicaTime& rt : r.replicas)
+      per_step += g.steps() / rt.finish_s / static_cast<double>(g.replicas.size());
+    r.step_time_s = 1.0 / per_step;
+  }
   r.pipeline_time_s = pipeline_end;
   r.bubble_time_s = std::max(0.0, bubble);
   r.bubble_fraction = pipeline_end > 0 ? r.bubble_time_s / pipeline_end : 0;

@@ -1,0 +1,2 @@
+simulate --model examples/models/tiny-gpt.json --cluster dgx-h100 --compare dp-mod=ddp
+exit: 2

@@ -1,0 +1,1 @@
+topo --cluster examples/clusters/h100_a100_mixed.json --hosts 2
