@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       loom::cli::add_simulate_command(root),   loom::cli::add_memory_command(root),
       loom::cli::add_collective_command(root), loom::cli::add_topo_command(root),
       loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
-      loom::cli::add_calibrate_command(root),
+      loom::cli::add_calibrate_command(root),  loom::cli::add_search_command(root),
   };
   try {
     root.parse(argc, argv);

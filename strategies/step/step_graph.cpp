@@ -8,7 +8,6 @@
 #include "sim/nccl_model.hpp"
 
 namespace loom::strategies {
-namespace {
 
 sim::EngineOptions engine_options(const SimulateOptions& o) {
   sim::EngineOptions e;
@@ -21,6 +20,8 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   e.collective_time_scale = o.collective_time_scale;
   return e;
 }
+
+namespace {
 
 PassRoles find_roles(const PipelineSchedule& schedule, int chunks) {
   PassRoles r;
