@@ -106,14 +106,23 @@ std::string why_line(const strategies::SearchResult& r) {
   if (r.ranked.size() < 2) return "";
   const auto& w = r.ranked[0];
   const auto& u = r.ranked[1];
-  const auto d = strategies::largest_difference(w.report, u.report);
-  const double gap = u.report.step_time_s - w.report.step_time_s;
   const auto diff = differences(w.plan, u.plan);
+  const std::string differ =
+      diff.empty() ? "" : fmt::format("; the plans differ in {}", joined(diff));
+  const double gap = u.report.step_time_s - w.report.step_time_s;
+  if (gap <= 0) {
+    const double wm = w.report.memory.peak_bytes, um = u.report.memory.peak_bytes;
+    return fmt::format(
+        "why #1 is ahead of #2: the same simulated step time; {}{}\n",
+        wm < um ? fmt::format("#1 needs less memory ({} vs {})", format_bytes(wm), format_bytes(um))
+                : std::string("#1 comes first in the search order"),
+        differ);
+  }
+  const auto d = strategies::largest_difference(w.report, u.report);
   return fmt::format(
       "why #1 beats #2: {} faster per step ({}); the largest difference is {}, {} vs {}{}\n",
       format_time(gap), pct(gap / u.report.step_time_s), d.part, format_time(d.first_s),
-      format_time(d.second_s),
-      diff.empty() ? "" : fmt::format("; the plans differ in {}", joined(diff)));
+      format_time(d.second_s), differ);
 }
 
 std::string render_table(const models::ModelSpec& model, const topo::Cluster& cluster,

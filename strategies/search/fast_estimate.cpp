@@ -1,6 +1,7 @@
 #include "strategies/search/fast_estimate.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
 #include "models/flops.hpp"
@@ -14,6 +15,10 @@ namespace loom::strategies {
 namespace {
 
 using models::Dim;
+
+// The two sizes at which data-parallel collectives are timed exactly, bytes.
+constexpr double DP_ANCHOR_LOW = 64.0 * 1024 * 1024;
+constexpr double DP_ANCHOR_HIGH = 1024.0 * 1024 * 1024;
 
 GroupKind group_kind(Dim dim) {
   switch (dim) {
@@ -91,14 +96,28 @@ LayerKey layer_key(const models::TrainingPlan& p) {
   return {p.tp, p.cp, p.ep, p.mbs, p.sp, static_cast<int>(p.recompute), p.pp == 1};
 }
 
-FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const SimulateOptions& o)
+std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = times_.find(key);
+  if (it == times_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SharedCollectiveTimes::insert(const CollectiveKey& key, double seconds) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  times_.emplace(key, seconds);
+}
+
+FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const SimulateOptions& o,
+                       std::shared_ptr<SharedCollectiveTimes> s)
     : model(m),
       cluster(c),
       options(o),
       kernels(o.kernels ? o.kernels
                         : std::make_shared<topo::DatasheetKernelModel>(c.gpu, o.efficiency)),
       engine(c, engine_options(o)),
-      slowdown(overlap_slowdown(c.gpu)) {}
+      slowdown(overlap_slowdown(c.gpu)),
+      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()) {}
 
 const models::MemoryOps& FastCaches::memory_ops(const models::TrainingPlan& p) {
   const LayerKey key = layer_key(p);
@@ -148,6 +167,13 @@ const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
   g.dp = layout.group_of(0, Dim::DP);
   g.edp = layout.group_of(0, Dim::EDP);
   if (p.pp > 1) g.p2p = {0, layout.group_of(0, Dim::PP)[1]};
+  // Megatron's order tp-cp-ep-dp-pp (TP fastest): rank 0's groups and their twins.
+  g.decided_by[static_cast<size_t>(GroupKind::TP)] = {p.tp, 0, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::CP)] = {p.tp, p.cp, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::EP)] = {p.expert_tp(), p.ep, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::DP)] = {p.tp, p.cp, p.dp, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::EDP)] = {p.tp, p.cp, p.dp, p.ep};
+  g.decided_by[static_cast<size_t>(GroupKind::P2P)] = {p.tp * p.cp * p.dp, 0, 0, 0};
   if (p.dp > 1) {
     g.dp_concurrent = twin_groups(layout, 0, Dim::DP, {Dim::TP, Dim::CP});
     if (g.edp.size() > 1) g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
@@ -159,9 +185,26 @@ double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::Coll
                                 double bytes) {
   const std::vector<int>& ranks = g.group(kind);
   if (ranks.size() < 2 || bytes <= 0) return 0.0;
-  const auto key = std::make_tuple(g.id, static_cast<int>(kind), static_cast<int>(op), bytes);
+  // Data-parallel sizes follow the parameters (a partial bucket, a unit), so they take any
+  // value, and one collective over thousands of ranks costs milliseconds to lower. In the
+  // bandwidth regime a collective's time is affine in its size (latency + bytes / algBw;
+  // all-gather and reduce-scatter run as rings): they are timed exactly at two sizes,
+  // 64 MiB and 1 GiB, and on the line through them (never below the smaller one's latency).
+  if ((kind == GroupKind::DP || kind == GroupKind::EDP) && bytes != DP_ANCHOR_LOW &&
+      bytes != DP_ANCHOR_HIGH) {
+    const double t0 = collective_s(g, kind, op, DP_ANCHOR_LOW);
+    const double t1 = collective_s(g, kind, op, DP_ANCHOR_HIGH);
+    const double slope = (t1 - t0) / (DP_ANCHOR_HIGH - DP_ANCHOR_LOW);
+    return std::max(t0 - slope * DP_ANCHOR_LOW, 0.0) + slope * bytes;
+  }
+  const auto key = std::make_tuple(static_cast<int>(kind), g.decided_by[static_cast<size_t>(kind)],
+                                   static_cast<int>(op), bytes);
   auto it = collectives_.find(key);
   if (it != collectives_.end()) return it->second;
+  if (const auto known = shared->find(key)) {
+    collectives_.emplace(key, *known);
+    return *known;
+  }
   sim::CollectiveRequest req;
   req.op = op;
   req.ranks = ranks;
@@ -174,6 +217,7 @@ double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::Coll
   if (kind == GroupKind::EDP) req.concurrent_groups = g.edp_concurrent;
   const double t = sim::to_seconds(engine.frozen_time(req));
   collectives_.emplace(key, t);
+  shared->insert(key, t);
   return t;
 }
 
@@ -252,7 +296,11 @@ double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) con
 
 FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
                              const SimulateOptions& options)
-    : caches_(std::make_unique<FastCaches>(model, cluster, options)) {}
+    : caches_(std::make_unique<FastCaches>(model, cluster, options, nullptr)) {}
+
+FastEstimator::FastEstimator(const FastEstimator& other, std::nullptr_t)
+    : caches_(std::make_unique<FastCaches>(other.caches_->model, other.caches_->cluster,
+                                           other.caches_->options, other.caches_->shared)) {}
 
 FastEstimator::~FastEstimator() = default;
 

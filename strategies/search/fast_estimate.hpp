@@ -12,7 +12,9 @@
 // of the memory model and the pass costs per (tp, cp, ep, mbs, sp, recompute, tied head),
 // the in-flight micro-batches per (schedule, pp, micro-batches, vpp), the process groups per
 // (tp, cp, ep, dp, pp) and every collective's time. One estimator per thread: it is not
-// thread-safe, and its answers do not depend on what it answered before.
+// thread-safe (a second one for another thread shares its collective times, behind a
+// mutex), and its answers do not depend on what it or the others answered before.
+#include <cstddef>
 #include <memory>
 
 #include "models/model_spec.hpp"
@@ -31,6 +33,9 @@ class FastEstimator {
   /// (network mode, kernel model, collective overrides).
   FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
                 const SimulateOptions& options = {});
+  /// An estimator for another thread that shares `other`'s collective times (same model,
+  /// cluster and options); each keeps its own engine and caches.
+  explicit FastEstimator(const FastEstimator& other, std::nullptr_t);
   ~FastEstimator();
   FastEstimator(const FastEstimator&) = delete;
   FastEstimator& operator=(const FastEstimator&) = delete;

@@ -5,6 +5,8 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -39,7 +41,10 @@ enum class GroupKind { TP, CP, EP, DP, EDP, P2P };
 /// The representative's process groups under one layout (stage 0's, as every stage's are
 /// the same shape), with the concurrent twins of its data-parallel groups.
 struct LayoutGroups {
-  int id = 0;  ///< index in the collective memo
+  int id = 0;  ///< index of the layout (the unit-times memo)
+  /// Per GroupKind, the sizes that decide that group and its concurrent twins (the TP group
+  /// only tp; a DP group tp, cp and dp): layouts that share them share collective times.
+  std::array<std::array<int, 4>, 6> decided_by{};
   std::vector<int> tp, cp, ep, dp, edp, p2p;
   std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
   /// The group of `kind`.
@@ -70,17 +75,35 @@ struct LayerCosts {
   std::array<bool, UNIT_KINDS> present{};
 };
 
+/// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.
+using CollectiveKey = std::tuple<int, std::array<int, 4>, int, double>;
+
+/// Collective times shared by the estimators of one search's threads: a time depends only on
+/// its key, not on which thread's engine lowered it.
+class SharedCollectiveTimes {
+ public:
+  /// The time of `key` in seconds, if some thread has it.
+  std::optional<double> find(const CollectiveKey& key) const;
+  /// Records the time of `key` (a second record of the same key keeps the first).
+  void insert(const CollectiveKey& key, double seconds);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<CollectiveKey, double> times_;
+};
+
 /// Everything the fast tier keeps between candidates (see fast_estimate.hpp).
 struct FastCaches {
   FastCaches(const models::ModelSpec& model, const topo::Cluster& cluster,
-             const SimulateOptions& options);
+             const SimulateOptions& options, std::shared_ptr<SharedCollectiveTimes> shared);
 
   const models::ModelSpec& model;
   const topo::Cluster& cluster;
   SimulateOptions options;
   std::shared_ptr<const topo::KernelTimeModel> kernels;
-  sim::Engine engine;     ///< only its frozen collective times are used
-  double slowdown = 1.0;  ///< overlap_slowdown of the GPU
+  sim::Engine engine;                             ///< only its frozen collective times are used
+  double slowdown = 1.0;                          ///< overlap_slowdown of the GPU
+  std::shared_ptr<SharedCollectiveTimes> shared;  ///< collective times, across threads
 
   const models::MemoryOps& memory_ops(const models::TrainingPlan& plan);
   const ScheduleFacts& schedule(const models::TrainingPlan& plan);
@@ -102,7 +125,7 @@ struct FastCaches {
   std::map<ScheduleKey, ScheduleFacts> schedules_;
   std::map<LayoutKey, LayoutGroups> layouts_;
   std::map<std::pair<LayerKey, int>, std::array<UnitTimes, UNIT_KINDS>> unit_times_;
-  std::map<std::tuple<int, int, int, double>, double> collectives_;
+  std::map<CollectiveKey, double> collectives_;  // this thread's copy of what it asked
 };
 
 /// The plan's layer key.

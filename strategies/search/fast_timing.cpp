@@ -39,8 +39,10 @@ double pass_s(const TrainingPlan& p, double compute, double tp, double other, do
 // One virtual stage's work for one micro-batch.
 struct Chunk {
   UnitTimes sum;
-  // Units as (kind, count), forward order.
-  std::vector<std::pair<UnitKind, int>> units;
+  // Units as (kind, count), forward order: at most the embedding, dense and MoE layers and
+  // the head.
+  std::array<std::pair<UnitKind, int>, UNIT_KINDS> units{};
+  int kinds = 0;
   double copy_fwd = 0, copy_bwd = 0;                  // ZeRO-3 copy-outs on the compute stream
   double gather_fwd = 0, gather_bwd = 0, reduce = 0;  // ZeRO-3 streams, seconds
   int unit_count = 0;
@@ -62,7 +64,7 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   Chunk c;
   const auto add = [&](UnitKind kind, int n) {
     if (n <= 0) return;
-    c.units.emplace_back(kind, n);
+    c.units[static_cast<size_t>(c.kinds++)] = {kind, n};
     c.sum.add(x.units[static_cast<size_t>(kind)], n);
     c.unit_count += n;
   };
@@ -82,7 +84,8 @@ void add_zero3(const Ctx& x, Chunk& c, bool holds_last_layer) {
   const double gbytes = gathered_param_bytes(p), rbytes = reduced_grad_bytes(p);
   const bool deepspeed = p.fsdp_impl == models::FsdpImpl::DEEPSPEED;
   const double copy_in = deepspeed ? 2.0 * gbytes : fsdp2_copy_in_bytes_per_elem(p);
-  for (const auto& [kind, n] : c.units) {
+  for (int i = 0; i < c.kinds; ++i) {
+    const auto [kind, n] = c.units[static_cast<size_t>(i)];
     const UnitTimes& u = x.units[static_cast<size_t>(kind)];
     for (int set = 0; set < 2; ++set) {
       const double params = set == 0 ? u.params - u.expert_params : u.expert_params;
@@ -102,10 +105,12 @@ void add_zero3(const Ctx& x, Chunk& c, bool holds_last_layer) {
       int regathered = deepspeed ? n : (p.reshard_after_forward && block ? n : 0);
       if (!deepspeed && regathered > 0 && holds_last_layer) {
         // The model's last block is the last block unit of this chunk.
-        const auto last_block = std::find_if(c.units.rbegin(), c.units.rend(), [](const auto& e) {
-          return e.first == UnitKind::DENSE || e.first == UnitKind::MOE;
-        });
-        if (last_block != c.units.rend() && last_block->first == kind) --regathered;
+        UnitKind last_block = UnitKind::HEAD;
+        for (int j = 0; j < c.kinds; ++j) {
+          const UnitKind k = c.units[static_cast<size_t>(j)].first;
+          if (k == UnitKind::DENSE || k == UnitKind::MOE) last_block = k;
+        }
+        if (last_block == kind) --regathered;
       }
       c.gather_fwd += n * gather;
       c.gather_bwd += regathered * gather;
@@ -145,23 +150,50 @@ void time_passes(const Ctx& x, Chunk& c) {
   }
 }
 
-// Gradient buckets (Megatron's: ceil(params / capacity) of them, reverse layer order) of
-// one chunk's parameters: (share of the chunk's backward done when it is ready, seconds).
-void add_buckets(const Ctx& x, double params, GroupKind group, CollectiveOp op, double bytes_per,
-                 std::vector<std::pair<double, double>>& out) {
-  if (params <= 0) return;
+// A chunk's gradient buckets as Megatron makes them (dp_bucketed.cpp: parameters in reverse
+// layer order, a bucket closed at `capacity`): `full` buckets of equal size, then the rest,
+// which holds the chunk's first layers. A bucket's share is the part of the chunk's backward
+// done when it is complete.
+struct Buckets {
+  std::int64_t full = 0;
+  double full_s = 0;  // seconds of one full bucket's collective
+  double rest_s = 0;  // seconds of the last, partial bucket (0: none)
+  double step = 0;    // share of the chunk's parameters in one full bucket
+};
+
+Buckets make_buckets(const Ctx& x, double params, GroupKind group, CollectiveOp op,
+                     double bytes_per) {
+  Buckets b;
+  if (params <= 0) return b;
   const double capacity = std::max(1.0, x.p.dp_bucket_bytes / reduced_grad_bytes(x.p));
-  const auto n = static_cast<std::int64_t>(std::ceil(params / capacity * (1 - 1e-12)));
-  const double full = x.fc.collective_s(x.groups, group, op, capacity * bytes_per);
-  double done = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double size = std::min(capacity, params - done);
-    done += size;
-    const double t =
-        size == capacity ? full : x.fc.collective_s(x.groups, group, op, size * bytes_per);
-    out.emplace_back(done / params, t);
-  }
+  b.full = static_cast<std::int64_t>(std::floor(params / capacity * (1 + 1e-12)));
+  b.step = capacity / params;
+  if (b.full > 0) b.full_s = x.fc.collective_s(x.groups, group, op, capacity * bytes_per);
+  const double rest = params - static_cast<double>(b.full) * capacity;
+  if (rest > capacity * 1e-9) b.rest_s = x.fc.collective_s(x.groups, group, op, rest * bytes_per);
+  return b;
 }
+
+// The data-parallel stream: buckets queued one after another, each once it is ready.
+struct Stream {
+  double t = 0;     // when the stream is free
+  double end = 0;   // when the stage's compute ends
+  double busy = 0;  // seconds of buckets started before `end`
+  double from = 0;  // when the first of them started
+  // `count` buckets of `seconds` each, ready at first, first + gap, ... (gap >= 0).
+  void queue(std::int64_t count, double seconds, double first, double gap) {
+    if (count <= 0 || seconds <= 0) return;
+    const double start = std::max(t, first);
+    // Equal buckets arriving evenly: the last ends after all of them from the first start,
+    // or after its own arrival.
+    t = std::max(start + static_cast<double>(count) * seconds,
+                 first + static_cast<double>(count - 1) * gap + seconds);
+    if (start < end) {
+      from = busy > 0 ? std::min(from, start) : start;
+      busy += std::min(static_cast<double>(count) * seconds, end - start);
+    }
+  }
+};
 
 struct StageTail {
   double finish = 0;   // end of the stage's step
@@ -208,33 +240,29 @@ StageTail dp_tail(const Ctx& x, const std::vector<Chunk>& chunks, const Schedule
   const CollectiveOp op = sharded ? CollectiveOp::REDUCE_SCATTER : CollectiveOp::ALL_REDUCE;
   const double rbytes = reduced_grad_bytes(p);
   // The DP stream: dense buckets of every chunk, then expert ones (stream order).
-  double t = 0, busy = 0, busy_from = end;
+  Stream dp{0, end, 0, end};
   for (int set = 0; set < 2; ++set) {
     for (int c : order) {
       const Chunk& k = chunks[static_cast<size_t>(c * P + s)];
       const double params = set == 0 ? k.sum.params - k.sum.expert_params : k.sum.expert_params;
-      std::vector<std::pair<double, double>> buckets;
-      add_buckets(x, params, set == 0 ? GroupKind::DP : GroupKind::EDP, op, rbytes, buckets);
-      const double final_end = end - behind(c);
+      const Buckets b =
+          make_buckets(x, params, set == 0 ? GroupKind::DP : GroupKind::EDP, op, rbytes);
+      // With the overlap a bucket is ready when the chunk's final pass has done its share.
       const double pass = p.schedule == models::Schedule::ZERO_BUBBLE ? k.w : k.b;
-      for (const auto& [share, seconds] : buckets) {
-        const double ready = p.overlap_grad_reduce ? final_end - pass + share * pass : end;
-        const double start = std::max(t, ready);
-        t = start + seconds;
-        if (start < end) {
-          busy_from = std::min(busy_from, start);
-          busy += seconds;
-        }
-      }
+      const double begin = end - behind(c) - pass;
+      const bool ogr = p.overlap_grad_reduce;
+      dp.queue(b.full, b.full_s, ogr ? begin + b.step * pass : end, ogr ? b.step * pass : 0.0);
+      dp.queue(1, b.rest_s, ogr ? begin + pass : end, 0.0);
     }
   }
   // The compute after the first overlapped bucket, slowed while the stream is busy.
-  const double compute = end - busy_from;
-  out.stretch = contended_end(compute, busy, x.sd) - compute;
-  out.span = std::min(compute, busy);
-  double finish = std::max(end + out.stretch, t) + optimizer;
+  const double compute = end - dp.from;
+  out.stretch = contended_end(compute, dp.busy, x.sd) - compute;
+  out.span = std::min(compute, dp.busy);
+  double finish = std::max(end + out.stretch, dp.t) + optimizer;
   // ZeRO-1/2: the updated parameter shards all-gathered per bucket, after the optimizer or,
-  // overlapped, from the start of the step ahead of each chunk's first forward.
+  // overlapped, from the start of the step ahead of each chunk's first forward, in forward
+  // order (the partial bucket first).
   if (sharded) {
     const double gbytes = gathered_param_bytes(p);
     double g = 0;
@@ -242,20 +270,26 @@ StageTail dp_tail(const Ctx& x, const std::vector<Chunk>& chunks, const Schedule
       for (int c = 0; c < V; ++c) {
         const Chunk& k = chunks[static_cast<size_t>(c * P + s)];
         const double params = set == 0 ? k.sum.params - k.sum.expert_params : k.sum.expert_params;
-        std::vector<std::pair<double, double>> buckets;
-        add_buckets(x, params, set == 0 ? GroupKind::DP : GroupKind::EDP, CollectiveOp::ALL_GATHER,
-                    gbytes, buckets);
+        const Buckets b = make_buckets(x, params, set == 0 ? GroupKind::DP : GroupKind::EDP,
+                                       CollectiveOp::ALL_GATHER, gbytes);
         const auto& n = sf.before_first[static_cast<size_t>(s)][static_cast<size_t>(c)];
         const double first = fill + n[0] * k.f + n[1] * k.b + n[2] * k.w;
-        for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) {
-          g += b->second;
-          // A bucket is needed when the forward reaches its first layer (reverse share).
-          if (p.overlap_param_gather)
-            out.stall = std::max(out.stall, g - (first + (1 - b->first) * k.f));
+        // A bucket is needed when the forward reaches its first layer; the waits of evenly
+        // spread equal buckets are largest at the first or the last of them.
+        g += b.rest_s;
+        if (b.rest_s > 0) out.stall = std::max(out.stall, g - first);
+        if (b.full > 0 && p.overlap_param_gather) {
+          const double fb = static_cast<double>(b.full);
+          out.stall = std::max({out.stall, g + b.full_s - (first + (1 - fb * b.step) * k.f),
+                                g + fb * b.full_s - (first + (1 - b.step) * k.f)});
         }
+        g += static_cast<double>(b.full) * b.full_s;
       }
     }
-    if (!p.overlap_param_gather) finish += g;
+    if (!p.overlap_param_gather) {
+      finish += g;
+      out.stall = 0;
+    }
   }
   out.finish = finish;
   return out;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "strategies/search/fast_estimate.hpp"
@@ -62,12 +63,9 @@ void add_invalid(SearchTally& t, const std::string& field, std::int64_t count, s
 // One worker's view of the fast tier: its estimator and its tally.
 class FastWorker {
  public:
-  FastWorker(const models::ModelSpec& model, const SearchSpace& space, const topo::Cluster& cluster,
-             const SearchOptions& options, SearchTally& tally)
-      : space_(space),
-        estimator_(model, cluster, options.simulate),
-        capacity_(cluster.gpu.hbm_bytes),
-        t_(tally) {}
+  FastWorker(const SearchSpace& space, const FastEstimator& shared, double capacity,
+             SearchTally& tally)
+      : space_(space), estimator_(shared, nullptr), capacity_(capacity), t_(tally) {}
 
   void visit(std::int64_t index) {
     const auto shape = space_.shape(index);
@@ -218,6 +216,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
                                  ? (space.shapes() - shard.index + shard.count - 1) / shard.count
                                  : 0;
   std::mutex merge_mutex;
+  const FastEstimator shared(model, cluster, options.simulate);  // the threads' collective times
   struct State {
     SearchTally tally;
     std::unique_ptr<FastWorker> worker;
@@ -236,7 +235,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
         s->tally.keep_sample = whole.keep_sample;
         s->mutex = &merge_mutex;
         s->into = &whole;
-        s->worker = std::make_unique<FastWorker>(model, space, cluster, options, s->tally);
+        s->worker = std::make_unique<FastWorker>(space, shared, cluster.gpu.hbm_bytes, s->tally);
         return s;
       },
       [&](std::unique_ptr<State>& s, std::int64_t i) {
@@ -252,10 +251,12 @@ void check_tally(const SearchTally& t, const SearchSpace& space, double capacity
   if (t.enumerated == 0) {
     throw ValidationError(
         s.where("tp"),
-        fmt::format("no {} x {} x {} among the candidates divides the cluster's {} GPUs{}; change "
-                    "the fixed sizes or the cluster",
-                    s.name("tp"), s.name("pp"), s.name("cp"), space.gpus(),
-                    space.sources().has("dp") ? "" : " (or matches the fixed dp)"));
+        fmt::format("no {} x {} x {} among the candidates {} the cluster's {} GPUs; change the "
+                    "fixed sizes or the cluster",
+                    s.name("tp"), s.name("pp"), s.name("cp"),
+                    space.dp_fixed() ? fmt::format("gives the fixed {} on", s.name("dp"))
+                                     : std::string("divides"),
+                    space.gpus()));
   }
   if (t.invalid == t.enumerated) {
     const InvalidCount* most = nullptr;
@@ -340,8 +341,10 @@ SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space
   r.rho_sample = spearman(fast, exact);
   for (size_t i = 0; i < n_best; ++i)
     if (errors[i].empty()) r.ranked.push_back(std::move(sims[i]));
+  // Equal step times: the plan needing less memory first, then the lower id.
   std::sort(r.ranked.begin(), r.ranked.end(), [](const auto& a, const auto& b) {
-    return RankedId{a.report.step_time_s, a.id} < RankedId{b.report.step_time_s, b.id};
+    return std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
+           std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id);
   });
   r.tally = std::move(tally);
   return r;

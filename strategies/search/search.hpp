@@ -95,7 +95,8 @@ struct SimulatedCandidate {
 /// The search's answer.
 struct SearchResult {
   SearchTally tally;
-  /// The re-simulated candidates by (simulated step time, id): the final ranking.
+  /// The re-simulated candidates by (simulated step time, peak memory, id): the final
+  /// ranking.
   std::vector<SimulatedCandidate> ranked;
   /// The sample's (fast estimate, simulated step time), in seconds, by sampling order.
   std::vector<std::pair<double, double>> sample_times;

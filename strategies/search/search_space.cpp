@@ -164,6 +164,11 @@ std::optional<PlanShape> SearchSpace::shape(std::int64_t index) const {
     if (pinned_dp_ && gpus_ / mp != *pinned_dp_) return std::nullopt;
   }
   if (s.sp && *s.sp && tp == 1) return std::nullopt;
+  // One stage has no pipeline to schedule: GPipe and ZB-H1 take 1F1B's time (and GPipe holds
+  // more activations); a free schedule with pp 1 is 1F1B alone.
+  if (s.schedule && s.schedule->schedule != Schedule::ONE_F_ONE_B && pp == 1 &&
+      s.schedule->schedule != Schedule::INTERLEAVED)
+    return std::nullopt;
   return s;
 }
 

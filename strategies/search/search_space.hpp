@@ -15,9 +15,10 @@
 // gbs, sp off/on, zero 0-3, recompute none/selective/full, each overlap off/on.
 //
 // What is not a plan is not enumerated: shapes whose tp x pp x cp does not divide the GPUs
-// (there is no dp), and a free switch that cannot act on a plan (sp or the TP overlap with
-// tp 1; ZeRO, the gradient-reduce overlap with dp 1; the parameter-gather overlap without
-// ZeRO 1/2). Every other combination is a candidate: resolve_plan and validate_plan decide
+// (there is no dp), a free switch that cannot act on a plan (sp or the TP overlap with tp 1;
+// ZeRO, the gradient-reduce overlap with dp 1; the parameter-gather overlap without ZeRO
+// 1/2), and GPipe and ZB-H1 with pp 1 (one stage: 1F1B's time, at most its memory). Every
+// other combination is a candidate: resolve_plan and validate_plan decide
 // whether it is valid (strategies/plan), naming the rule it breaks. When pp x vpp does not
 // divide the layers and the split is free, the candidate gets the balanced split (the
 // first and last virtual stages hold the fewer layers, as Megatron-LM's uneven splits put
@@ -67,7 +68,8 @@ class SearchSpace {
   /// Switch combinations per shape (the radix of the inner index).
   std::int64_t switch_combinations() const { return switch_combinations_; }
   /// The shape with index `index`; nullopt when it is not a plan (tp x pp x cp does not
-  /// divide the GPUs, or gives another dp than a pinned one; a free sp with tp 1).
+  /// divide the GPUs, or gives another dp than a pinned one; a free sp with tp 1; a free
+  /// GPipe or ZB-H1 schedule with pp 1).
   std::optional<PlanShape> shape(std::int64_t index) const;
   /// The input of a shape: the user's values with the shape's set (sources: the canonical
   /// flags) and, when needed, the balanced pipeline split.
@@ -88,6 +90,8 @@ class SearchSpace {
   /// that is not a candidate.
   models::TrainingPlan candidate(std::int64_t id) const;
 
+  /// Whether the input fixes dp.
+  bool dp_fixed() const { return pinned_dp_.has_value(); }
   /// How messages name the plan fields (the input's sources).
   const PlanSources& sources() const { return input_.sources(); }
   /// The GPUs every plan occupies.

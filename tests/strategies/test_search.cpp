@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "models/model_loader.hpp"
 #include "strategies/memory_plan.hpp"
@@ -97,7 +98,8 @@ TEST_CASE("strategies::Search: top-K ordering") {
   for (size_t i = 1; i < r.ranked.size(); ++i) {
     const auto& a = r.ranked[i - 1];
     const auto& b = r.ranked[i];
-    CHECK(RankedId{a.report.step_time_s, a.id} < RankedId{b.report.step_time_s, b.id});
+    CHECK(std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
+          std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id));
   }
   // Every re-simulated plan is one of the fast tier's 12 best, named by its position there.
   for (const auto& s : r.ranked) {
