@@ -21,7 +21,7 @@ int fail(const std::string& message, loom::ExitCode code) {
 
 // Subcommands DESIGN.md names that are not built yet: the error says so instead of only
 // listing the valid ones.
-constexpr std::string_view PLANNED[] = {"search", "plan"};
+constexpr std::string_view PLANNED[] = {"plan"};
 
 // The first argument must be a subcommand. CLI11 would take an unknown one for a stray
 // positional and blame the next flag ("unknown flag '--model'"); this says what is wrong.
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       loom::cli::add_simulate_command(root),   loom::cli::add_memory_command(root),
       loom::cli::add_collective_command(root), loom::cli::add_topo_command(root),
       loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
-      loom::cli::add_calibrate_command(root),
+      loom::cli::add_calibrate_command(root),  loom::cli::add_search_command(root),
   };
   if (const auto problem = check_subcommand(argc, argv, root))
     return fail(*problem, loom::ExitCode::BAD_INPUT);

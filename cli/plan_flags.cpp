@@ -88,8 +88,7 @@ strategies::PlanInput flags_input(const PlanFlags& f) {
   return in;
 }
 
-ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
+strategies::PlanInput merged_input(const PlanFlags& given) {
   // Precedence: --plan < --deepspeed < --megatron-args < explicit flags.
   strategies::PlanInput in;
   in.sources() = strategies::PlanSources::command_line();
@@ -97,6 +96,12 @@ ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gp
   if (given.deepspeed_file) in.merge(strategies::import_deepspeed_json(*given.deepspeed_file));
   if (given.megatron_args) in.merge(strategies::import_megatron_args(*given.megatron_args));
   in.merge(flags_input(given));
+  return in;
+}
+
+ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
+                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
+  const strategies::PlanInput in = merged_input(given);
   return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers, model_seq), in.sources()};
 }
 

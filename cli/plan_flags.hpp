@@ -39,6 +39,11 @@ void add_order_flag(CLI::App& app, std::string& order);
 /// The explicit flags as a PlanInput (sources: the canonical flag of each field).
 strategies::PlanInput flags_input(const PlanFlags& flags);
 
+/// Every plan value the command line gives, merged: --plan < --deepspeed < --megatron-args <
+/// explicit flags, each with its source (what resolve_plan resolves; `loom search` reads
+/// which fields are fixed from it). Throws ConfigError (files) or PlanError (foreign flags).
+strategies::PlanInput merged_input(const PlanFlags& flags);
+
 /// A resolved plan and how messages name each of its fields.
 struct ResolvedPlan {
   models::TrainingPlan plan;

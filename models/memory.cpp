@@ -205,8 +205,44 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
 
 }  // namespace
 
+const LayerMemoryFacts& MemoryOps::layer(const ModelSpec& m, const TrainingPlan& p,
+                                         int layer_index) const {
+  return layers[m.is_moe_layer(layer_index) ? 1 : 0][layer_recomputed(p, layer_index) ? 1 : 0];
+}
+
+MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
+  MemoryOps out;
+  out.embedding = embedding_ops(m, p);
+  out.head = head_ops(m, p);
+  out.total_parameters = count_parameters(m).total;
+  // layer_ops depends on the layer index only through these two (flops.cpp, recompute.cpp).
+  bool filled[2][2] = {};
+  for (int l = 0; l < m.layers; ++l) {
+    const int moe = m.is_moe_layer(l) ? 1 : 0, rec = layer_recomputed(p, l) ? 1 : 0;
+    if (filled[moe][rec]) continue;
+    filled[moe][rec] = true;
+    const auto ops = layer_ops(m, p, l);
+    LayerMemoryFacts& f = out.layers[moe][rec];
+    const OpParams lp = sum_params(ops);
+    f.dense_params = lp.dense;
+    f.expert_params = lp.expert;
+    f.stored_bytes = stored_bytes(m, p, ops, l);
+    // A recomputed layer rematerialises, during its backward, what it did not keep.
+    if (rec) f.recompute_working_bytes = sum_saved(ops, any_op) - f.stored_bytes;
+    for (const OpCost& op : ops)
+      f.widest_tensor_bytes = std::max(f.widest_tensor_bytes, op.output_bytes);
+  }
+  return out;
+}
+
 MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
                              const std::vector<double>& in_flight) {
+  validate_model(m);
+  return estimate_memory(m, p, in_flight, memory_ops(m, p));
+}
+
+MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
+                             const std::vector<double>& in_flight, const MemoryOps& mops) {
   validate_model(m);
   if (in_flight.size() != static_cast<size_t>(p.pp)) {
     throw ValidationError("in_flight", fmt::format("{} in-flight counts for {} pipeline stages; "
@@ -214,15 +250,15 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
                                                    in_flight.size(), p.pp));
   }
   MemoryReport report;
-  report.parameters = count_parameters(m).total;
+  report.parameters = mops.total_parameters;
   report.bytes_per_param = bytes_per_parameter(p);
   const double dense_group = static_cast<double>(p.dp) * p.cp;
   const double expert_group = p.expert_dp();  // tp x dp x cp / (etp x ep)
   const BytesPerParameter dense_b = sharded_bytes_per_parameter(p, p.zero, dense_group);
   const BytesPerParameter expert_b = sharded_bytes_per_parameter(p, p.zero, expert_group);
   const auto ranks = stage_layer_indices(m, p);
-  const auto embed = embedding_ops(m, p);
-  const auto head = head_ops(m, p);
+  const auto& embed = mops.embedding;
+  const auto& head = mops.head;
   // The same on every stage: NCCL buffers per process group, pipeline send + receive.
   int groups = 0;
   for (int size : {p.tp, p.cp, p.dp, p.ep, p.pp})
@@ -238,18 +274,13 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     OpParams layer_params, edge_params;
     double largest_layer = 0, widest_tensor = 0;
     for (int l : s.layers) {
-      const auto ops = layer_ops(m, p, l);
-      OpParams lp = sum_params(ops);
-      layer_params.dense += lp.dense;
-      layer_params.expert += lp.expert;
-      largest_layer = std::max(largest_layer, lp.dense + lp.expert);
-      const double stored = stored_bytes(m, p, ops, l);
-      s.layer_activation_bytes += stored;
-      // A recomputed layer rematerialises, during its backward, what it did not keep.
-      if (layer_recomputed(p, l))
-        s.recompute_working_bytes =
-            std::max(s.recompute_working_bytes, sum_saved(ops, any_op) - stored);
-      for (const OpCost& op : ops) widest_tensor = std::max(widest_tensor, op.output_bytes);
+      const LayerMemoryFacts& f = mops.layer(m, p, l);
+      layer_params.dense += f.dense_params;
+      layer_params.expert += f.expert_params;
+      largest_layer = std::max(largest_layer, f.dense_params + f.expert_params);
+      s.layer_activation_bytes += f.stored_bytes;
+      s.recompute_working_bytes = std::max(s.recompute_working_bytes, f.recompute_working_bytes);
+      widest_tensor = std::max(widest_tensor, f.widest_tensor_bytes);
     }
     if (first) edge_params.dense += sum_params(embed).dense;
     if (last) {  // the head, with any multi-token-prediction layer (its experts included)

@@ -7,6 +7,7 @@
 // every assumption. Nothing here knows the GPU; callers compare with its capacity.
 #include <vector>
 
+#include "models/flops.hpp"
 #include "models/model_spec.hpp"
 #include "models/training_plan.hpp"
 
@@ -89,6 +90,35 @@ double stored_layer_activation_bytes(const ModelSpec& model, const TrainingPlan&
 /// it writes (2 B) unless training in fp32; SGD with momentum 20 (+2), plain SGD 12 (+2).
 double optimizer_step_bytes_per_param(const TrainingPlan& plan);
 
+/// What the memory model reads of one layer's op list under a plan.
+struct LayerMemoryFacts {
+  double dense_params = 0;             ///< parameters on one GPU outside routed experts
+  double expert_params = 0;            ///< routed-expert parameters on one GPU
+  double stored_bytes = 0;             ///< activations kept per micro-batch under plan.recompute
+  double recompute_working_bytes = 0;  ///< rematerialised in its backward (0 unless recomputed)
+  double widest_tensor_bytes = 0;      ///< its largest op output, bytes
+};
+
+/// The op-level inputs of the memory model under one plan, computed once: the embedding and
+/// head op lists, the facts of each kind of layer (dense or MoE, recomputed or not) and the
+/// model's parameter count. They depend on the plan only through what the op lists read
+/// (tp, cp, ep, etp, mbs, seq, sp, recompute, precision, kernels; pp only through a tied
+/// head), not on dp, zero, the schedule or the overlaps: a search reuses them across plans.
+struct MemoryOps {
+  std::vector<OpCost> embedding;
+  std::vector<OpCost> head;
+  double total_parameters = 0;  ///< count_parameters(model).total
+  /// Facts by [MoE layer][recomputed]; only the kinds the model has are filled.
+  LayerMemoryFacts layers[2][2];
+  /// Facts of layer `layer_index` under `plan` (the plan memory_ops was built for).
+  const LayerMemoryFacts& layer(const ModelSpec& model, const TrainingPlan& plan,
+                                int layer_index) const;
+};
+
+/// The op-level inputs of estimate_memory for `plan` (see MemoryOps). Calls layer_ops once
+/// per kind of layer the model has.
+MemoryOps memory_ops(const ModelSpec& model, const TrainingPlan& plan);
+
 /// Memory per GPU for every pipeline stage. `in_flight[stage]` is the number of micro-batches
 /// (in units of the stage's full layer set) whose activations the stage holds at its peak;
 /// the pipeline schedule decides it (strategies::estimate_memory derives it from the
@@ -97,5 +127,9 @@ double optimizer_step_bytes_per_param(const TrainingPlan& plan);
 /// not know them. Throws ValidationError when `in_flight` does not have one entry per stage.
 MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan,
                              const std::vector<double>& in_flight);
+/// estimate_memory with its op-level inputs given (`ops` = memory_ops(model, plan') for a
+/// plan' that agrees with `plan` on every field the op lists read). Same result, faster.
+MemoryReport estimate_memory(const ModelSpec& model, const TrainingPlan& plan,
+                             const std::vector<double>& in_flight, const MemoryOps& ops);
 
 }  // namespace loom::models

@@ -123,13 +123,7 @@ void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, Traini
   }
   if (gbs) {
     p.gbs = size_or(in, "gbs", 0);
-    if (p.gbs % (p.mbs * p.dp) != 0) {
-      fail_field(s, "gbs",
-                 fmt::format("{} {} is not a multiple of {} {} x {} {} = {}; make the global "
-                             "batch a multiple of it",
-                             s.name("gbs"), p.gbs, s.name("mbs"), p.mbs, s.name("dp"), p.dp,
-                             p.mbs * p.dp));
-    }
+    check_global_batch(p, s);
   }
 }
 

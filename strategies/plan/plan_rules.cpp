@@ -160,9 +160,17 @@ void check_framework(const TrainingPlan& p, const PlanSources& s) {
   }
 }
 
-// Megatron-LM's interleaved schedule runs the micro-batches in groups of pp.
+// Megatron-LM's interleaved schedule needs a pipeline (arguments.py: virtual pipeline
+// stages need pipeline-model-parallel size > 1) and runs the micro-batches in groups of pp.
 void check_interleaved_batches(const TrainingPlan& p, const PlanSources& s) {
-  if (p.schedule != models::Schedule::INTERLEAVED || p.micro_batches() % p.pp == 0) return;
+  if (p.schedule != models::Schedule::INTERLEAVED) return;
+  if (p.pp < 2) {
+    fail_field(s, "pp",
+               fmt::format("{}: the interleaved schedule needs {} 2 or more (its virtual stages "
+                           "pass activations between pipeline ranks); use another {} with {} 1",
+                           s.where("pp"), s.name("pp"), s.name("schedule"), s.name("pp")));
+  }
+  if (p.micro_batches() % p.pp == 0) return;
   fail_field(s, "gbs",
              fmt::format("the interleaved schedule needs the number of micro-batches ({}) to be "
                          "a multiple of {} {} (Megatron-LM's rule); change {}",
@@ -233,6 +241,15 @@ void check_size(std::string_view key, std::int64_t value, const PlanSources& s) 
   if (field.max > 0 && value > field.max) fail_bad_value(s, key, std::to_string(value), "< 2^30");
 }
 
+void check_global_batch(const TrainingPlan& p, const PlanSources& s) {
+  if (p.global_batch() % (p.mbs * p.dp) == 0) return;
+  fail_field(s, "gbs",
+             fmt::format("{} {} is not a multiple of {} {} x {} {} = {}; make the global batch a "
+                         "multiple of it",
+                         s.name("gbs"), p.global_batch(), s.name("mbs"), p.mbs, s.name("dp"), p.dp,
+                         p.mbs * p.dp));
+}
+
 void check_gpu_count(const TrainingPlan& p, std::int64_t cluster_gpus, const PlanSources& s) {
   if (p.gpus() == cluster_gpus) return;
   fail_field(s, "dp",
@@ -285,6 +302,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_fields(plan, sources);
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
+  check_global_batch(plan, sources);
   check_interleaved_batches(plan, sources);
   check_framework(plan, sources);
   check_effective_for_model(model, plan, sources);

@@ -40,6 +40,10 @@ void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpe
 void check_dp_mode_cluster(const models::TrainingPlan& plan, int gpus_per_node, int hosts,
                            const PlanSources& sources = {});
 
+/// The batch rule: the global batch is a whole number of micro-batches per data-parallel
+/// rank (gbs a multiple of mbs x dp). Throws PlanError on "gbs".
+void check_global_batch(const models::TrainingPlan& plan, const PlanSources& sources = {});
+
 /// The pipeline-split rules: one layer count per virtual stage (pp x vpp) and, when
 /// `model_layers` is known, counts summing to it. Throws PlanError on "pipeline_split".
 void check_pipeline_split(const models::TrainingPlan& plan, std::optional<int> model_layers,

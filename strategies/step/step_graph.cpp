@@ -11,7 +11,6 @@
 #include "strategies/step/dp_lowering.hpp"
 
 namespace loom::strategies {
-namespace {
 
 sim::EngineOptions engine_options(const SimulateOptions& o) {
   sim::EngineOptions e;
@@ -30,6 +29,8 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   }
   return e;
 }
+
+namespace {
 
 PassRoles find_roles(const PipelineSchedule& schedule, int chunks) {
   PassRoles r;

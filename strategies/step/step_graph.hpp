@@ -257,6 +257,10 @@ struct StepGraph {
   FirstStep first_;
 };
 
+/// The engine settings a simulated step runs with (network mode, frozen or live collectives,
+/// measured collective times, the fitted collective factor).
+sim::EngineOptions engine_options(const SimulateOptions& options);
+
 /// Whether `pass` ends the weight gradients of its micro-batch and chunk: a B pass, or a W
 /// pass under zero-bubble (whose Bi computes no weight gradients).
 bool ends_weight_gradients(const Pass& pass);

@@ -1,2 +1,2 @@
-search --model llama3-8b --cluster dgx-h100
+plan --model llama3-8b --cluster dgx-h100
 exit: 2

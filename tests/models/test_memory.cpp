@@ -404,3 +404,32 @@ TEST_CASE("models::Memory: DeepSeek-V3 MTP on the last stage: embedding copy and
   CHECK(with.stages[1].parameters - without.stages[1].parameters ==
         doctest::Approx(layer + 2 * h * h + 3 * h + V * h));
 }
+
+TEST_CASE("models::Memory: op-level inputs computed once serve plans that differ elsewhere") {
+  // memory_ops depends on what the op lists read (tp, cp, mbs, recompute, ...), not on dp,
+  // ZeRO or the schedule: the search computes it once per layer key.
+  const ModelSpec m = model_preset("gpt3-175b");
+  TrainingPlan a;
+  a.tp = 8;
+  a.pp = 8;
+  a.dp = 16;
+  a.gbs = 1536;
+  a.recompute = Recompute::SELECTIVE;
+  const MemoryOps ops = memory_ops(m, a);
+  TrainingPlan b = a;
+  b.dp = 4;
+  b.zero = 3;
+  b.gbs = 512;
+  const std::vector<double> in_flight(8, 4.0);
+  for (const TrainingPlan& p : {a, b}) {
+    const MemoryReport direct = estimate_memory(m, p, in_flight);
+    const MemoryReport reused = estimate_memory(m, p, in_flight, ops);
+    CHECK(reused.peak_bytes == direct.peak_bytes);
+    for (size_t s = 0; s < direct.stages.size(); ++s)
+      CHECK(reused.stages[s].total_bytes == direct.stages[s].total_bytes);
+  }
+  // A recomputed layer's facts carry what it rematerialises.
+  const LayerMemoryFacts& f = ops.layer(m, a, 0);
+  CHECK(f.recompute_working_bytes > 0);
+  CHECK(f.dense_params > 0);
+}

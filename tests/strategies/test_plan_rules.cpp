@@ -111,3 +111,21 @@ TEST_CASE("strategies::PlanRules: nvfp4 needs a GPU with FP4 tensor cores") {
   p.precision = models::Precision::FP8;
   CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("h100")));
 }
+
+TEST_CASE("strategies::PlanRules: the batch rule and the interleaved schedule's pipeline") {
+  const ModelSpec model = models::model_preset("llama3-8b");
+  models::TrainingPlan p;
+  p.dp = 4;
+  p.gbs = 6;  // 6 sequences over 4 data-parallel ranks
+  CHECK_THROWS_WITH_AS(validate_plan(model, p, std::nullopt),
+                       "gbs 6 is not a multiple of mbs 1 x dp 4 = 4; make the global batch a "
+                       "multiple of it",
+                       PlanError);
+  p.gbs = 8;
+  p.schedule = models::Schedule::INTERLEAVED;
+  p.vpp = 2;
+  // Megatron-LM: virtual pipeline stages need a pipeline.
+  CHECK_THROWS_WITH_AS(validate_plan(model, p, std::nullopt),
+                       doctest::Contains("pp: the interleaved schedule needs pp 2 or more"),
+                       PlanError);
+}

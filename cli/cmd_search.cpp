@@ -1,0 +1,347 @@
+// `loom search`: the fastest plans for a model on a cluster. Every plan over the dimensions
+// the flags leave free is validated and estimated by the fast tier; the best are simulated
+// exactly and ranked by simulated step time (strategies/search/, docs/search.md). The output
+// is the same, byte for byte, for any --threads.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <iostream>
+#include <thread>
+
+#include "cli/cluster_flags.hpp"
+#include "cli/commands.hpp"
+#include "cli/plan_flags.hpp"
+#include "common/document.hpp"
+#include "common/error.hpp"
+#include "common/table.hpp"
+#include "common/units.hpp"
+#include "models/model_loader.hpp"
+#include "strategies/plan/plan_json.hpp"
+#include "strategies/search/search.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct SearchFlags {
+  std::string model;
+  ClusterFlags cluster;
+  PlanFlags plan;
+  int top = 10;
+  int threads = 0;  // 0: the hardware's
+  int exact = 0;
+  int sample = 0;
+  std::string network = "flow";
+  std::string format;
+};
+
+// 1234567 -> "1,234,567".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string pct(double x) {
+  return fmt::format("{:.1f}%", 100.0 * x);
+}
+
+std::string schedule_text(const models::TrainingPlan& p) {
+  if (p.schedule == models::Schedule::INTERLEAVED) return fmt::format("interleaved/{}", p.vpp);
+  return models::to_string(p.schedule);
+}
+
+// "tp8 pp8 dp16 mbs1 1f1b z1 rc:selective sp ogr opg".
+std::string plan_label(const models::TrainingPlan& p) {
+  std::string s = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" cp{}", p.cp);
+  if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
+  s += fmt::format(" mbs{} {} z{} rc:{}", p.mbs, schedule_text(p), p.zero,
+                   models::to_string(p.recompute));
+  if (p.sp) s += " sp";
+  if (p.overlap_grad_reduce) s += " ogr";
+  if (p.overlap_param_gather) s += " opg";
+  if (p.tp_comm_overlap) s += " tpo";
+  return s;
+}
+
+// The search dimensions in which two plans differ: "zero 1 vs 0, mbs 1 vs 2".
+std::vector<std::string> differences(const models::TrainingPlan& a, const models::TrainingPlan& b) {
+  std::vector<std::string> out;
+  const auto cmp = [&](const char* name, auto x, auto y) {
+    if (x != y) out.push_back(fmt::format("{} {} vs {}", name, x, y));
+  };
+  const auto onoff = [](bool v) { return v ? "on" : "off"; };
+  cmp("tp", a.tp, b.tp);
+  cmp("pp", a.pp, b.pp);
+  cmp("dp", a.dp, b.dp);
+  cmp("cp", a.cp, b.cp);
+  cmp("ep", a.ep, b.ep);
+  cmp("schedule", schedule_text(a), schedule_text(b));
+  cmp("mbs", a.mbs, b.mbs);
+  cmp("zero", a.zero, b.zero);
+  cmp("recompute", models::to_string(a.recompute), models::to_string(b.recompute));
+  cmp("sp", onoff(a.sp), onoff(b.sp));
+  cmp("overlap-grad-reduce", onoff(a.overlap_grad_reduce), onoff(b.overlap_grad_reduce));
+  cmp("overlap-param-gather", onoff(a.overlap_param_gather), onoff(b.overlap_param_gather));
+  cmp("tp-comm-overlap", onoff(a.tp_comm_overlap), onoff(b.tp_comm_overlap));
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+std::string rho_text(double rho) {
+  return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
+}
+
+// "why #1 beats #2: ..." (empty with a single plan).
+std::string why_line(const strategies::SearchResult& r) {
+  if (r.ranked.size() < 2) return "";
+  const auto& w = r.ranked[0];
+  const auto& u = r.ranked[1];
+  const auto diff = differences(w.plan, u.plan);
+  const std::string differ =
+      diff.empty() ? "" : fmt::format("; the plans differ in {}", joined(diff));
+  const double gap = u.report.step_time_s - w.report.step_time_s;
+  if (gap <= 0) {
+    const double wm = w.report.memory.peak_bytes, um = u.report.memory.peak_bytes;
+    return fmt::format(
+        "why #1 is ahead of #2: the same simulated step time; {}{}\n",
+        wm < um ? fmt::format("#1 needs less memory ({} vs {})", format_bytes(wm), format_bytes(um))
+                : std::string("#1 comes first in the search order"),
+        differ);
+  }
+  const auto d = strategies::largest_difference(w.report, u.report);
+  return fmt::format(
+      "why #1 beats #2: {} faster per step ({}); the largest difference is {}, {} vs {}{}\n",
+      format_time(gap), pct(gap / u.report.step_time_s), d.part, format_time(d.first_s),
+      format_time(d.second_s), differ);
+}
+
+std::string render_table(const models::ModelSpec& model, const topo::Cluster& cluster,
+                         const strategies::SearchSpace& space, const strategies::SearchResult& r,
+                         const SearchFlags& f) {
+  const auto& t = r.tally;
+  const models::TrainingPlan& any = r.ranked.front().plan;
+  std::string out =
+      fmt::format("model {} on {} ({} x {}), network {}; gbs {} seq {} {} {}\n", model.name,
+                  cluster.name, cluster.num_gpus(), cluster.gpu.name, f.network, any.global_batch(),
+                  any.seq, models::to_string(any.precision), models::to_string(any.optimizer));
+  out += fmt::format("search space: {}\n", space.describe());
+  out += fmt::format("plans: {} enumerated, {} invalid, {} out of memory ({} per GPU), {} fit\n",
+                     grouped(t.enumerated), grouped(t.invalid), grouped(t.out_of_memory),
+                     format_bytes(cluster.gpu.hbm_bytes), grouped(t.fitting));
+  if (!t.invalid_by_field.empty()) {
+    out += "invalid by the field whose rule they break:\n";
+    for (const auto& [field, c] : t.invalid_by_field)
+      out += fmt::format("  {:<16} {:>14}  e.g. {}\n", field, grouped(c.count), c.example);
+  }
+  out += fmt::format(
+      "fast tier ranked the {} fitting plans; the best {} re-simulated by the step simulator\n\n",
+      grouped(t.fitting), r.ranked.size());
+  Table table(
+      {"rank", "plan", "step time", "MFU", "peak memory", "bubble", "exposed comm", "fast tier"});
+  table.align_left(1);
+  const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(f.top));
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& c = r.ranked[i];
+    table.add_row({std::to_string(i + 1), plan_label(c.plan), format_time(c.report.step_time_s),
+                   pct(c.report.mfu), format_bytes(c.report.memory.peak_bytes),
+                   format_time(c.report.bubble_time_s), format_time(c.report.exposed_comm_time_s),
+                   fmt::format("{} (#{})", format_time(c.fast_step_s), c.fast_rank)});
+  }
+  out += table.render();
+  out +=
+      "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, "
+      "overlap-param-gather, tp-comm-overlap on\n";
+  out += why_line(r);
+  if (r.failed > 0) {
+    out += fmt::format(
+        "note: the step simulator could not run {} of the re-simulated plans "
+        "(left out); candidate {}: {}\n",
+        r.failed, r.first_failed_id, r.first_failure);
+  }
+  out += fmt::format(
+      "rank agreement (Spearman rho, fast tier vs step simulator): {} over the {} "
+      "re-simulated plans",
+      rho_text(r.rho_resimulated), r.ranked.size());
+  if (!r.sample_times.empty())
+    out += fmt::format("; {} over a sample of {} fitting plans", rho_text(r.rho_sample),
+                       r.sample_times.size());
+  out += "\n";
+  return out;
+}
+
+OrderedJson nullable(double x) {
+  return std::isnan(x) ? OrderedJson(nullptr) : OrderedJson(x);
+}
+
+OrderedJson render_results(const strategies::SearchSpace& space, const strategies::SearchResult& r,
+                           double capacity, int top) {
+  const auto& t = r.tally;
+  OrderedJson res;
+  OrderedJson counts;
+  counts["enumerated"] = t.enumerated;
+  counts["invalid"] = t.invalid;
+  counts["out_of_memory"] = t.out_of_memory;
+  counts["fitting"] = t.fitting;
+  OrderedJson by = OrderedJson::object();
+  for (const auto& [field, c] : t.invalid_by_field)
+    by[field] = {{"count", c.count}, {"example", c.example}};
+  counts["invalid_by_field"] = by;
+  res["counts"] = counts;
+  res["space"] = space.describe();
+  res["capacity_bytes"] = capacity;
+  res["resimulated"] = r.ranked.size();
+  res["simulation_failures"] = r.failed;
+  if (r.failed > 0) res["first_simulation_failure"] = r.first_failure;
+  OrderedJson agreement;
+  agreement["spearman_resimulated"] = nullable(r.rho_resimulated);
+  agreement["sample_size"] = r.sample_times.size();
+  agreement["spearman_sample"] = nullable(r.rho_sample);
+  res["rank_agreement"] = agreement;
+  OrderedJson plans = OrderedJson::array();
+  for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i) {
+    const auto& c = r.ranked[i];
+    OrderedJson p;
+    p["rank"] = i + 1;
+    p["id"] = c.id;
+    p["fast_rank"] = c.fast_rank;
+    p["plan"] = strategies::plan_to_json(c.plan);
+    p["step_time_s"] = c.report.step_time_s;
+    p["fast_step_time_s"] = c.fast_step_s;
+    p["tokens_per_s"] = c.report.tokens_per_s;
+    p["mfu"] = c.report.mfu;
+    p["peak_memory_bytes"] = c.report.memory.peak_bytes;
+    p["bubble_time_s"] = c.report.bubble_time_s;
+    p["bubble_fraction"] = c.report.bubble_fraction;
+    p["exposed_comm_time_s"] = c.report.exposed_comm_time_s;
+    OrderedJson exposed;
+    for (models::Dim d : models::REPORTED_COMM_DIMS)
+      exposed[models::to_string(d)] = c.report.exposed_comm_s[models::index(d)];
+    p["exposed_comm_time_s_by_kind"] = exposed;
+    plans.push_back(p);
+  }
+  res["plans"] = plans;
+  if (r.ranked.size() >= 2) {
+    const auto d = strategies::largest_difference(r.ranked[0].report, r.ranked[1].report);
+    OrderedJson why;
+    why["difference_s"] = r.ranked[1].report.step_time_s - r.ranked[0].report.step_time_s;
+    why["largest_part"] = d.part;
+    why["winner_s"] = d.first_s;
+    why["runner_up_s"] = d.second_s;
+    why["differs_in"] = differences(r.ranked[0].plan, r.ranked[1].plan);
+    res["winner_vs_runner_up"] = why;
+  }
+  return res;
+}
+
+std::string render_csv(const strategies::SearchResult& r, int top) {
+  std::string out =
+      "rank,id,tp,pp,dp,cp,ep,vpp,mbs,schedule,zero,recompute,sp,overlap_grad_reduce,"
+      "overlap_param_gather,tp_comm_overlap,step_time_s,fast_step_time_s,fast_rank,tokens_per_s,"
+      "mfu,peak_memory_bytes,bubble_time_s,exposed_comm_time_s\n";
+  for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i) {
+    const auto& c = r.ranked[i];
+    const auto& p = c.plan;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       i + 1, c.id, p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp, p.mbs,
+                       models::to_string(p.schedule), p.zero, models::to_string(p.recompute),
+                       int(p.sp), int(p.overlap_grad_reduce), int(p.overlap_param_gather),
+                       int(p.tp_comm_overlap), c.report.step_time_s, c.fast_step_s, c.fast_rank,
+                       c.report.tokens_per_s, c.report.mfu, c.report.memory.peak_bytes,
+                       c.report.bubble_time_s, c.report.exposed_comm_time_s);
+  }
+  return out;
+}
+
+// A progress line on stderr, only when it is a terminal (never part of the output).
+void show_progress(const char* tier, std::int64_t done, std::int64_t total) {
+  const int width = 30;
+  const double share = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  const int filled = static_cast<int>(share * width);
+  fmt::print(stderr, "\rloom search: {:<5} [{}{}] {:3.0f}%", tier, std::string(filled, '#'),
+             std::string(width - filled, ' '), 100 * share);
+  if (done >= total) fmt::print(stderr, "\r{}\r", std::string(60, ' '));
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+Command add_search_command(CLI::App& root) {
+  auto flags = std::make_shared<SearchFlags>();
+  Command command;
+  CLI::App* app =
+      root.add_subcommand("search",
+                          "the fastest plans for a model on a cluster: every plan over the free "
+                          "dimensions, the best re-simulated (docs/search.md)");
+  command.app = app;
+  app->add_option("--model", flags->model, "model preset, loom model JSON or HF config.json")
+      ->required();
+  add_cluster_flags(*app, flags->cluster, true);
+  add_plan_flags(*app, flags->plan);
+  app->add_option("--top", flags->top, "plans to list")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app->add_option("--threads", flags->threads, "worker threads (default: the hardware's)")
+      ->check(CLI::Range(1, 4096));
+  app->add_option("--exact", flags->exact,
+                  "candidates re-simulated by the step simulator (default: max(4 x top, 32))")
+      ->check(CLI::Range(1, 1000000));
+  app->add_option("--sample", flags->sample,
+                  "also simulate N random fitting plans and report the fast tier's rank "
+                  "agreement on them")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app->add_option("--network", flags->network, "network model: flow|analytical|ideal")
+      ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
+      ->capture_default_str();
+  add_format_flag(*app, flags->format, {"table", "json", "csv"});
+  command.run = [flags]() -> int {
+    const SearchFlags& f = *flags;
+    const models::ModelSpec model = models::load_model(f.model, "--model");
+    const topo::Cluster cluster = resolve_cluster(f.cluster);
+    const strategies::SearchSpace space(model, merged_input(f.plan), cluster.num_gpus());
+    if (f.plan.print_config) {
+      std::cout << "search space: " << space.describe() << "\n";
+      return 0;
+    }
+    strategies::SearchOptions options;
+    options.top = f.top;
+    options.exact = f.exact;
+    options.sample = f.sample;
+    const unsigned hw = std::thread::hardware_concurrency();
+    options.threads = f.threads > 0 ? f.threads : static_cast<int>(hw > 0 ? hw : 1);
+    options.simulate.network = sim::parse_network_mode(f.network, "--network");
+    if (isatty(STDERR_FILENO)) options.progress = show_progress;
+    const strategies::SearchResult r = strategies::run_search(model, space, cluster, options);
+    const Format format = parse_format(f.format);
+    if (format == Format::JSON) {
+      OrderedJson context;
+      context["model"] = model.name;
+      context["cluster"] = cluster.name;
+      context["gpus"] = cluster.num_gpus();
+      context["network"] = f.network;
+      context["top"] = f.top;
+      context["exact"] = options.exact_count();
+      context["sample"] = f.sample;
+      std::cout << render_document(
+          make_document(context, render_results(space, r, cluster.gpu.hbm_bytes, f.top)));
+    } else if (format == Format::CSV) {
+      std::cout << render_csv(r, f.top);
+    } else {
+      std::cout << render_table(model, cluster, space, r, f);
+    }
+    return 0;
+  };
+  return command;
+}
+
+}  // namespace loom::cli

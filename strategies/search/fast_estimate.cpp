@@ -1,0 +1,317 @@
+#include "strategies/search/fast_estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+#include "models/flops.hpp"
+#include "strategies/memory_plan.hpp"
+#include "strategies/rank_layout.hpp"
+#include "strategies/schedule.hpp"
+#include "strategies/search/fast_model.hpp"
+#include "strategies/step/step_graph.hpp"
+
+namespace loom::strategies {
+namespace {
+
+using models::Dim;
+
+// The two sizes at which data-parallel collectives are timed exactly, bytes.
+constexpr double DP_ANCHOR_LOW = 64.0 * 1024 * 1024;
+constexpr double DP_ANCHOR_HIGH = 1024.0 * 1024 * 1024;
+
+GroupKind group_kind(Dim dim) {
+  switch (dim) {
+    case Dim::CP:
+      return GroupKind::CP;
+    case Dim::EP:
+      return GroupKind::EP;
+    default:
+      return GroupKind::TP;
+  }
+}
+
+// The data-parallel groups of the peers of `rank` along `peer_dims` (the concurrent twins
+// stage_groups gives a symmetric-mode DP collective), from the groups of `dim` indexed by
+// member.
+std::vector<std::vector<int>> twin_groups(const RankLayout& layout, int rank, Dim dim,
+                                          std::initializer_list<Dim> peer_dims) {
+  const auto all = layout.groups(dim);
+  std::vector<int> owner(static_cast<size_t>(layout.world_size()), -1);
+  for (size_t g = 0; g < all.size(); ++g)
+    for (int r : all[g]) owner[static_cast<size_t>(r)] = static_cast<int>(g);
+  std::vector<std::vector<int>> out;
+  for (Dim d : peer_dims)
+    for (int peer : layout.group_of(rank, d))
+      if (peer != rank) out.push_back(all[static_cast<size_t>(owner[static_cast<size_t>(peer)])]);
+  return out;
+}
+
+// Passes of each kind (F, B or Bi, W) in `order` from `begin` to `end`.
+std::array<int, 3> count_passes(const std::vector<Pass>& order, size_t begin, size_t end) {
+  std::array<int, 3> n{};
+  for (size_t i = begin; i < end; ++i) {
+    const PassKind k = order[i].kind;
+    ++n[k == PassKind::FORWARD ? 0 : k == PassKind::BACKWARD_WEIGHT ? 2 : 1];
+  }
+  return n;
+}
+
+}  // namespace
+
+void UnitTimes::add(const UnitTimes& o, double times) {
+  fwd += times * o.fwd;
+  bwd_input += times * o.bwd_input;
+  bwd_weight += times * o.bwd_weight;
+  recompute += times * o.recompute;
+  fwd_tp += times * o.fwd_tp;
+  fwd_other += times * o.fwd_other;
+  bwd_tp += times * o.bwd_tp;
+  bwd_other += times * o.bwd_other;
+  rec_tp += times * o.rec_tp;
+  rec_other += times * o.rec_other;
+  params += times * o.params;
+  expert_params += times * o.expert_params;
+}
+
+const std::vector<int>& LayoutGroups::group(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::TP:
+      return tp;
+    case GroupKind::CP:
+      return cp;
+    case GroupKind::EP:
+      return ep;
+    case GroupKind::DP:
+      return dp;
+    case GroupKind::EDP:
+      return edp;
+    case GroupKind::P2P:
+      return p2p;
+  }
+  return tp;
+}
+
+LayerKey layer_key(const models::TrainingPlan& p) {
+  return {p.tp, p.cp, p.ep, p.mbs, p.sp, static_cast<int>(p.recompute), p.pp == 1};
+}
+
+std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = times_.find(key);
+  if (it == times_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SharedCollectiveTimes::insert(const CollectiveKey& key, double seconds) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  times_.emplace(key, seconds);
+}
+
+FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const SimulateOptions& o,
+                       std::shared_ptr<SharedCollectiveTimes> s)
+    : model(m),
+      cluster(c),
+      options(o),
+      kernels(o.kernels ? o.kernels
+                        : std::make_shared<topo::DatasheetKernelModel>(c.gpu, o.efficiency)),
+      engine(c, engine_options(o)),
+      slowdown(overlap_slowdown(c.gpu)),
+      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()) {}
+
+const models::MemoryOps& FastCaches::memory_ops(const models::TrainingPlan& p) {
+  const LayerKey key = layer_key(p);
+  auto it = memory_ops_.find(key);
+  if (it == memory_ops_.end()) it = memory_ops_.emplace(key, models::memory_ops(model, p)).first;
+  return it->second;
+}
+
+const ScheduleFacts& FastCaches::schedule(const models::TrainingPlan& p) {
+  const ScheduleKey key{static_cast<int>(p.schedule), p.pp, p.micro_batches(), p.vpp};
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  const PipelineSchedule sched =
+      build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp);
+  ScheduleFacts f;
+  f.after_final.resize(static_cast<size_t>(p.pp));
+  f.before_first.resize(static_cast<size_t>(p.pp));
+  for (int s = 0; s < p.pp; ++s) {
+    const auto& order = sched.per_stage[static_cast<size_t>(s)];
+    f.in_flight.push_back(peak_in_flight(sched, s));
+    for (int c = 0; c < p.vpp; ++c) {
+      size_t final_pass = 0, first_forward = order.size();
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i].chunk != c) continue;
+        if (ends_weight_gradients(order[i])) final_pass = i;
+        if (order[i].kind == PassKind::FORWARD && first_forward == order.size()) first_forward = i;
+      }
+      f.after_final[static_cast<size_t>(s)].push_back(
+          count_passes(order, final_pass + 1, order.size()));
+      f.before_first[static_cast<size_t>(s)].push_back(count_passes(order, 0, first_forward));
+    }
+  }
+  return schedules_.emplace(key, std::move(f)).first->second;
+}
+
+const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
+  const LayoutKey key{p.tp, p.cp, p.ep, p.dp, p.pp};
+  auto it = layouts_.find(key);
+  if (it != layouts_.end()) return it->second;
+  const RankLayout layout(p);
+  LayoutGroups g;
+  g.id = static_cast<int>(layouts_.size());
+  // The representative of stage 0 is rank 0 (coordinates 0 in every dimension).
+  g.tp = layout.group_of(0, Dim::TP);
+  g.cp = layout.group_of(0, Dim::CP);
+  g.ep = layout.group_of(0, Dim::EP);
+  g.dp = layout.group_of(0, Dim::DP);
+  g.edp = layout.group_of(0, Dim::EDP);
+  if (p.pp > 1) g.p2p = {0, layout.group_of(0, Dim::PP)[1]};
+  // Megatron's order tp-cp-ep-dp-pp (TP fastest): rank 0's groups and their twins.
+  g.decided_by[static_cast<size_t>(GroupKind::TP)] = {p.tp, 0, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::CP)] = {p.tp, p.cp, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::EP)] = {p.expert_tp(), p.ep, 0, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::DP)] = {p.tp, p.cp, p.dp, 0};
+  g.decided_by[static_cast<size_t>(GroupKind::EDP)] = {p.tp, p.cp, p.dp, p.ep};
+  g.decided_by[static_cast<size_t>(GroupKind::P2P)] = {p.tp * p.cp * p.dp, 0, 0, 0};
+  if (p.dp > 1) {
+    g.dp_concurrent = twin_groups(layout, 0, Dim::DP, {Dim::TP, Dim::CP});
+    if (g.edp.size() > 1) g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
+  }
+  return layouts_.emplace(key, std::move(g)).first->second;
+}
+
+double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::CollectiveOp op,
+                                double bytes) {
+  const std::vector<int>& ranks = g.group(kind);
+  if (ranks.size() < 2 || bytes <= 0) return 0.0;
+  // Data-parallel sizes follow the parameters (a partial bucket, a unit), so they take any
+  // value, and one collective over thousands of ranks costs milliseconds to lower. In the
+  // bandwidth regime a collective's time is affine in its size (latency + bytes / algBw;
+  // all-gather and reduce-scatter run as rings): they are timed exactly at two sizes,
+  // 64 MiB and 1 GiB, and on the line through them (never below the smaller one's latency).
+  if ((kind == GroupKind::DP || kind == GroupKind::EDP) && bytes != DP_ANCHOR_LOW &&
+      bytes != DP_ANCHOR_HIGH) {
+    const double t0 = collective_s(g, kind, op, DP_ANCHOR_LOW);
+    const double t1 = collective_s(g, kind, op, DP_ANCHOR_HIGH);
+    const double slope = (t1 - t0) / (DP_ANCHOR_HIGH - DP_ANCHOR_LOW);
+    return std::max(t0 - slope * DP_ANCHOR_LOW, 0.0) + slope * bytes;
+  }
+  const auto key = std::make_tuple(static_cast<int>(kind), g.decided_by[static_cast<size_t>(kind)],
+                                   static_cast<int>(op), bytes);
+  auto it = collectives_.find(key);
+  if (it != collectives_.end()) return it->second;
+  if (const auto known = shared->find(key)) {
+    collectives_.emplace(key, *known);
+    return *known;
+  }
+  sim::CollectiveRequest req;
+  req.op = op;
+  req.ranks = ranks;
+  req.bytes = bytes;
+  if (kind == GroupKind::P2P) {
+    req.root = 0;
+    req.algorithm = sim::Algorithm::DIRECT;  // as Engine::add_transfer lowers a transfer
+  }
+  if (kind == GroupKind::DP) req.concurrent_groups = g.dp_concurrent;
+  if (kind == GroupKind::EDP) req.concurrent_groups = g.edp_concurrent;
+  const double t = sim::to_seconds(engine.frozen_time(req));
+  collectives_.emplace(key, t);
+  shared->insert(key, t);
+  return t;
+}
+
+const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::TrainingPlan& p) {
+  const LayoutGroups& g = layout(p);
+  const auto key = std::make_pair(layer_key(p), g.id);
+  auto it = unit_times_.find(key);
+  if (it != unit_times_.end()) return it->second;
+  auto ct = costs_.find(key.first);
+  if (ct == costs_.end()) {
+    LayerCosts lc;
+    const auto emb = models::embedding_ops(model, p);
+    if (!emb.empty()) {
+      lc.cost[static_cast<size_t>(UnitKind::EMBEDDING)] =
+          cost_ops(emb, p, *kernels, OpList::EMBEDDING);
+      lc.present[static_cast<size_t>(UnitKind::EMBEDDING)] = true;
+    }
+    // cost_stages costs the first layer of each kind and reuses it for the others.
+    for (int l = 0; l < model.layers; ++l) {
+      const auto kind =
+          static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
+      if (lc.present[kind]) continue;
+      lc.cost[kind] = cost_ops(models::layer_ops(model, p, l), p, *kernels);
+      lc.present[kind] = true;
+    }
+    lc.cost[static_cast<size_t>(UnitKind::HEAD)] =
+        cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD);
+    lc.present[static_cast<size_t>(UnitKind::HEAD)] = true;
+    ct = costs_.emplace(key.first, std::move(lc)).first;
+  }
+  std::array<UnitTimes, UNIT_KINDS> out{};
+  const models::ModelSpec& m = model;
+  for (size_t k = 0; k < UNIT_KINDS; ++k) {
+    if (!ct->second.present[k]) continue;
+    const PassCost& c = ct->second.cost[k];
+    UnitTimes& u = out[k];
+    u.fwd = c.fwd_s;
+    u.bwd_input = c.bwd_input_s;
+    u.bwd_weight = c.bwd_weight_s;
+    u.recompute = c.recompute_s;
+    u.params = c.params;
+    const auto comm = [&](const std::vector<CommItem>& items, double& tp, double& other) {
+      for (const CommItem& item : items) {
+        const double t = collective_s(g, group_kind(item.dim), item.op, item.bytes);
+        (item.dim == Dim::TP ? tp : other) += t;
+      }
+    };
+    comm(c.fwd_comm, u.fwd_tp, u.fwd_other);
+    comm(c.bwd_comm, u.bwd_tp, u.bwd_other);
+    comm(c.recompute_comm, u.rec_tp, u.rec_other);
+    if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
+      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params.
+      int first = 0;
+      while (first < m.layers && !m.is_moe_layer(first)) ++first;
+      for (const auto& op : models::layer_ops(m, p, first))
+        if (op.expert) u.expert_params += op.params;
+    }
+  }
+  return unit_times_.emplace(key, out).first->second;
+}
+
+double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {
+  if (bytes <= 0) return 0.0;
+  topo::KernelOp op;
+  op.kind = topo::KernelKind::MEMORY_BOUND;
+  op.bytes = bytes;
+  return kernels->seconds(op, topo::KernelPass::FORWARD, compute_dtype(p.precision));
+}
+
+double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) const {
+  topo::KernelOp step;
+  step.kind = topo::KernelKind::OPTIMIZER;
+  step.bytes = params * models::optimizer_step_bytes_per_param(p);
+  return kernels->seconds(step, topo::KernelPass::FORWARD, compute_dtype(p.precision));
+}
+
+FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
+                             const SimulateOptions& options)
+    : caches_(std::make_unique<FastCaches>(model, cluster, options, nullptr)) {}
+
+FastEstimator::FastEstimator(const FastEstimator& other, ShareTimes)
+    : caches_(std::make_unique<FastCaches>(other.caches_->model, other.caches_->cluster,
+                                           other.caches_->options, other.caches_->shared)) {}
+
+FastEstimator::~FastEstimator() = default;
+
+double FastEstimator::peak_memory_bytes(const models::TrainingPlan& plan) {
+  return models::estimate_memory(caches_->model, plan, caches_->schedule(plan).in_flight,
+                                 caches_->memory_ops(plan))
+      .peak_bytes;
+}
+
+double FastEstimator::step_time_s(const models::TrainingPlan& plan) {
+  return fast_step_time(*caches_, plan);
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,137 @@
+#pragma once
+// Internal to strategies/search: the fast tier's caches and the pieces its two source files
+// share. fast_estimate.cpp builds them (pass costs, memory inputs, process groups,
+// collective times); fast_timing.cpp composes a plan's step time from them.
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "models/memory.hpp"
+#include "sim/engine.hpp"
+#include "strategies/search/fast_estimate.hpp"
+#include "strategies/step/pass_cost.hpp"
+
+namespace loom::strategies {
+
+/// One unit kind's passes for one micro-batch on the representative GPU: compute seconds,
+/// and its model-parallel communication split into TP (which tp_comm_overlap can hide) and
+/// the rest (CP, EP), as the engine's frozen times on the representative's groups.
+struct UnitTimes {
+  double fwd = 0, bwd_input = 0, bwd_weight = 0, recompute = 0;
+  double fwd_tp = 0, fwd_other = 0;
+  double bwd_tp = 0, bwd_other = 0;
+  double rec_tp = 0, rec_other = 0;
+  double params = 0;         ///< parameters on this GPU
+  double expert_params = 0;  ///< of which routed experts (reduced over EDP)
+  /// Adds `times` copies of `other`.
+  void add(const UnitTimes& other, double times = 1.0);
+};
+
+/// The kinds of unit a virtual stage holds, in cost_stages' order.
+enum class UnitKind { EMBEDDING, DENSE, MOE, HEAD };
+inline constexpr int UNIT_KINDS = 4;
+
+/// Which group of the representative a collective runs on.
+enum class GroupKind { TP, CP, EP, DP, EDP, P2P };
+
+/// The representative's process groups under one layout (stage 0's, as every stage's are
+/// the same shape), with the concurrent twins of its data-parallel groups.
+struct LayoutGroups {
+  int id = 0;  ///< index of the layout (the unit-times memo)
+  /// Per GroupKind, the sizes that decide that group and its concurrent twins (the TP group
+  /// only tp; a DP group tp, cp and dp): layouts that share them share collective times.
+  std::array<std::array<int, 4>, 6> decided_by{};
+  std::vector<int> tp, cp, ep, dp, edp, p2p;
+  std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
+  /// The group of `kind`.
+  const std::vector<int>& group(GroupKind kind) const;
+};
+
+/// (tp, cp, ep, mbs, sp, recompute, pp == 1): what the op lists read of a plan that the search
+/// varies; everything else they read is the same for every candidate of one search.
+using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool>;
+/// (tp, cp, ep, dp, pp): what the process groups depend on.
+using LayoutKey = std::tuple<int, int, int, int, int>;
+/// (schedule, pp, micro-batches, vpp): what a pipeline schedule depends on.
+using ScheduleKey = std::tuple<int, int, std::int64_t, int>;
+
+/// What the fast tier reads of a pipeline schedule (strategies/schedule.hpp), per stage: the
+/// in-flight micro-batches (the memory model's), and per chunk the passes (F, B or Bi, W)
+/// after the pass that ends its weight gradients and before its first forward.
+struct ScheduleFacts {
+  std::vector<double> in_flight;
+  std::vector<std::vector<std::array<int, 3>>> after_final;   ///< [stage][chunk]: F, B/Bi, W
+  std::vector<std::vector<std::array<int, 3>>> before_first;  ///< [stage][chunk]: F, B/Bi, W
+};
+
+/// The pass costs of each unit kind under one LayerKey (cost_ops of the first layer of each
+/// kind, as cost_stages does).
+struct LayerCosts {
+  std::array<PassCost, UNIT_KINDS> cost;
+  std::array<bool, UNIT_KINDS> present{};
+};
+
+/// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.
+using CollectiveKey = std::tuple<int, std::array<int, 4>, int, double>;
+
+/// Collective times shared by the estimators of one search's threads: a time depends only on
+/// its key, not on which thread's engine lowered it.
+class SharedCollectiveTimes {
+ public:
+  /// The time of `key` in seconds, if some thread has it.
+  std::optional<double> find(const CollectiveKey& key) const;
+  /// Records the time of `key` (a second record of the same key keeps the first).
+  void insert(const CollectiveKey& key, double seconds);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<CollectiveKey, double> times_;
+};
+
+/// Everything the fast tier keeps between candidates (see fast_estimate.hpp).
+struct FastCaches {
+  FastCaches(const models::ModelSpec& model, const topo::Cluster& cluster,
+             const SimulateOptions& options, std::shared_ptr<SharedCollectiveTimes> shared);
+
+  const models::ModelSpec& model;
+  const topo::Cluster& cluster;
+  SimulateOptions options;
+  std::shared_ptr<const topo::KernelTimeModel> kernels;
+  sim::Engine engine;                             ///< only its frozen collective times are used
+  double slowdown = 1.0;                          ///< overlap_slowdown of the GPU
+  std::shared_ptr<SharedCollectiveTimes> shared;  ///< collective times, across threads
+
+  const models::MemoryOps& memory_ops(const models::TrainingPlan& plan);
+  const ScheduleFacts& schedule(const models::TrainingPlan& plan);
+  const LayoutGroups& layout(const models::TrainingPlan& plan);
+  /// Unit times of every kind under the plan's layer key and layout.
+  const std::array<UnitTimes, UNIT_KINDS>& unit_times(const models::TrainingPlan& plan);
+  /// Seconds of one collective on the representative's group of `kind` (0 for a group of
+  /// one rank), memoised.
+  double collective_s(const LayoutGroups& groups, GroupKind kind, sim::CollectiveOp op,
+                      double bytes);
+  /// Seconds of a memory-bound copy moving `bytes` (reads + writes).
+  double copy_s(const models::TrainingPlan& plan, double bytes) const;
+  /// Seconds of the optimizer step over `params` local parameters.
+  double optimizer_s(const models::TrainingPlan& plan, double params) const;
+
+ private:
+  std::map<LayerKey, models::MemoryOps> memory_ops_;
+  std::map<LayerKey, LayerCosts> costs_;
+  std::map<ScheduleKey, ScheduleFacts> schedules_;
+  std::map<LayoutKey, LayoutGroups> layouts_;
+  std::map<std::pair<LayerKey, int>, std::array<UnitTimes, UNIT_KINDS>> unit_times_;
+  std::map<CollectiveKey, double> collectives_;  // this thread's copy of what it asked
+};
+
+/// The plan's layer key.
+LayerKey layer_key(const models::TrainingPlan& plan);
+
+/// The estimated step time of a valid plan (fast_timing.cpp; docs/search.md).
+double fast_step_time(FastCaches& caches, const models::TrainingPlan& plan);
+
+}  // namespace loom::strategies

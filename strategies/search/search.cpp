@@ -1,0 +1,413 @@
+#include "strategies/search/search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "common/error.hpp"
+#include "strategies/search/fast_estimate.hpp"
+
+namespace loom::strategies {
+namespace {
+
+// Shapes a worker takes at once: small enough to balance two threads over a few thousand
+// shapes, large enough that the shared counter is not contended.
+constexpr std::int64_t SHAPE_BLOCK = 8;
+
+// SplitMix64 (Steele, Lea and Flood 2014): a fixed, seedless hash that spreads the ids,
+// so that the sample is a deterministic pseudo-random draw of the fitting plans.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double sample_key(std::int64_t id) {
+  return static_cast<double>(splitmix64(static_cast<std::uint64_t>(id)) >> 11);  // exact in 53 bits
+}
+
+// Keeps the `keep` smallest of `list` (sorted), dropping the rest.
+void trim(std::vector<RankedId>& list, std::int64_t keep) {
+  const auto n = static_cast<size_t>(std::max<std::int64_t>(0, keep));
+  if (list.size() > n) {
+    std::nth_element(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(n), list.end());
+    list.resize(n);
+  }
+  std::sort(list.begin(), list.end());
+}
+
+// Adds `item`, trimming only now and then (amortised).
+void push_bounded(std::vector<RankedId>& list, RankedId item, std::int64_t keep) {
+  if (keep <= 0) return;
+  list.push_back(item);
+  if (static_cast<std::int64_t>(list.size()) >= 2 * keep + 64) trim(list, keep);
+}
+
+void add_invalid(SearchTally& t, const std::string& field, std::int64_t count, std::int64_t id,
+                 const std::string& message) {
+  InvalidCount& c = t.invalid_by_field[field];
+  c.count += count;
+  if (c.first_id < 0 || id < c.first_id) {
+    c.first_id = id;
+    c.example = message;
+  }
+}
+
+// One worker's view of the fast tier: its estimator and its tally.
+class FastWorker {
+ public:
+  FastWorker(const SearchSpace& space, const FastEstimator& shared, double capacity,
+             SearchTally& tally)
+      : space_(space),
+        estimator_(shared, FastEstimator::ShareTimes{}),
+        capacity_(capacity),
+        t_(tally) {}
+
+  void visit(std::int64_t index) {
+    const auto shape = space_.shape(index);
+    if (!shape) return;
+    ++t_.shapes;
+    const auto [tp, dp] = space_.tp_dp(*shape);
+    const std::int64_t n = switch_count(tp, dp);
+    const std::int64_t base = index * space_.switch_combinations();
+    t_.enumerated += n;
+    models::TrainingPlan plan;
+    try {
+      plan = space_.resolve(*shape);
+    } catch (const PlanError& e) {
+      t_.invalid += n;
+      add_invalid(t_, e.key(), n, base + first_switch(tp, dp), e.what());
+      return;
+    } catch (const ValidationError& e) {
+      t_.invalid += n;
+      add_invalid(t_, e.field(), n, base + first_switch(tp, dp), e.what());
+      return;
+    }
+    // Memory depends on the ZeRO stage and recompute policy, not on the overlaps.
+    std::map<std::pair<int, int>, double> peaks;
+    for (std::int64_t j = 0; j < space_.switch_combinations(); ++j) {
+      const auto w = space_.switches(j, plan.tp, plan.dp);
+      if (!w) continue;
+      models::TrainingPlan q = plan;
+      SearchSpace::apply(*w, q);
+      const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
+      const std::int64_t id = base + j;
+      try {
+        auto it = peaks.find(key);
+        if (it == peaks.end()) it = peaks.emplace(key, estimator_.peak_memory_bytes(q)).first;
+        t_.min_peak_bytes = std::min(t_.min_peak_bytes, it->second);
+        if (it->second > capacity_) {
+          ++t_.out_of_memory;
+          continue;
+        }
+        const double step = estimator_.step_time_s(q);
+        ++t_.fitting;
+        push_bounded(t_.best, {step, id}, t_.keep_best);
+        push_bounded(t_.sample, {sample_key(id), id}, t_.keep_sample);
+      } catch (const ValidationError& e) {
+        // A rule the plan rules do not state (a schedule shape, a layout): counted, not fatal.
+        ++t_.invalid;
+        add_invalid(t_, e.field(), 1, id, e.what());
+      }
+    }
+  }
+
+ private:
+  std::int64_t switch_count(int tp, int dp) {
+    const auto key = std::make_pair(tp, dp);
+    auto it = counts_.find(key);
+    if (it == counts_.end()) it = counts_.emplace(key, space_.switch_count(tp, dp)).first;
+    return it->second;
+  }
+  std::int64_t first_switch(int tp, int dp) const {
+    for (std::int64_t j = 0; j < space_.switch_combinations(); ++j)
+      if (space_.switches(j, tp, dp)) return j;
+    return 0;
+  }
+
+  const SearchSpace& space_;
+  FastEstimator estimator_;
+  double capacity_;
+  SearchTally& t_;
+  std::map<std::pair<int, int>, std::int64_t> counts_;
+};
+
+// Runs `work(worker, item)` for items 0..total-1 on `threads` threads, each with its own
+// state made by `make(worker)`, reporting progress from the calling thread.
+template <typename Make, typename Work>
+void parallel_for(std::int64_t total, std::int64_t block, int threads, const char* tier,
+                  const SearchOptions& options, Make make, Work work) {
+  std::atomic<std::int64_t> next{0}, done{0};
+  std::atomic<int> running{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  const int n = std::max(1, threads);
+  std::vector<std::thread> pool;
+  running = n;
+  for (int w = 0; w < n; ++w) {
+    pool.emplace_back([&, w] {
+      try {
+        auto state = make(w);
+        for (std::int64_t start; (start = next.fetch_add(block)) < total;) {
+          const std::int64_t end = std::min(total, start + block);
+          for (std::int64_t i = start; i < end; ++i) work(state, i);
+          done += end - start;
+        }
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = total;  // the others stop too
+      }
+      --running;
+    });
+  }
+  while (options.progress && running > 0) {
+    options.progress(tier, done.load(), total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : pool) t.join();
+  if (options.progress) options.progress(tier, done.load(), total);
+  if (error) std::rethrow_exception(error);
+}
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double avg = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = avg;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+void SearchTally::merge(const SearchTally& o) {
+  shapes += o.shapes;
+  enumerated += o.enumerated;
+  invalid += o.invalid;
+  out_of_memory += o.out_of_memory;
+  fitting += o.fitting;
+  for (const auto& [field, c] : o.invalid_by_field)
+    add_invalid(*this, field, c.count, c.first_id, c.example);
+  min_peak_bytes = std::min(min_peak_bytes, o.min_peak_bytes);
+  keep_best = std::max(keep_best, o.keep_best);
+  keep_sample = std::max(keep_sample, o.keep_sample);
+  best.insert(best.end(), o.best.begin(), o.best.end());
+  sample.insert(sample.end(), o.sample.begin(), o.sample.end());
+  trim(best, keep_best);
+  trim(sample, keep_sample);
+}
+
+SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
+                      const topo::Cluster& cluster, const SearchOptions& options,
+                      SearchShard shard) {
+  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
+    throw ValidationError("shard", fmt::format("{}/{} is not a shard; give K/N with 0 <= K < N",
+                                               shard.index, shard.count));
+  cluster.finalize();  // its routing index is built lazily: build it before the threads share it
+  SearchTally whole;
+  whole.keep_best = options.exact_count();
+  whole.keep_sample = std::max(0, options.sample);
+  // The shard's shapes: index, index + count, ...
+  const std::int64_t total = space.shapes() > shard.index
+                                 ? (space.shapes() - shard.index + shard.count - 1) / shard.count
+                                 : 0;
+  std::mutex merge_mutex;
+  const FastEstimator shared(model, cluster, options.simulate);  // the threads' collective times
+  struct State {
+    SearchTally tally;
+    std::unique_ptr<FastWorker> worker;
+    std::mutex* mutex;
+    SearchTally* into;
+    ~State() {
+      const std::lock_guard<std::mutex> lock(*mutex);
+      into->merge(tally);
+    }
+  };
+  parallel_for(
+      total, SHAPE_BLOCK, options.threads, "fast", options,
+      [&](int) {
+        auto s = std::make_unique<State>();
+        s->tally.keep_best = whole.keep_best;
+        s->tally.keep_sample = whole.keep_sample;
+        s->mutex = &merge_mutex;
+        s->into = &whole;
+        s->worker = std::make_unique<FastWorker>(space, shared, cluster.gpu.hbm_bytes, s->tally);
+        return s;
+      },
+      [&](std::unique_ptr<State>& s, std::int64_t i) {
+        s->worker->visit(shard.index + i * shard.count);
+      });
+  trim(whole.best, whole.keep_best);
+  trim(whole.sample, whole.keep_sample);
+  return whole;
+}
+
+void check_tally(const SearchTally& t, const SearchSpace& space, double capacity) {
+  const PlanSources& s = space.sources();
+  if (t.enumerated == 0) {
+    throw ValidationError(
+        s.where("tp"),
+        fmt::format("no {} x {} x {} among the candidates {} the cluster's {} GPUs; change the "
+                    "fixed sizes or the cluster",
+                    s.name("tp"), s.name("pp"), s.name("cp"),
+                    space.dp_fixed() ? fmt::format("gives the fixed {} on", s.name("dp"))
+                                     : std::string("divides"),
+                    space.gpus()));
+  }
+  if (t.invalid == t.enumerated) {
+    const InvalidCount* most = nullptr;
+    for (const auto& [field, c] : t.invalid_by_field)
+      if (!most || c.count > most->count) most = &c;
+    throw ValidationError(s.where("tp"),
+                          fmt::format("none of the {} candidate plans is valid; the most common "
+                                      "reason: {}",
+                                      t.enumerated, most ? most->example : "?"));
+  }
+  if (t.fitting == 0) {
+    throw InfeasibleError(fmt::format(
+        "none of the {} valid plans fits in {:.1f} GiB per GPU; the smallest needs "
+        "{:.1f} GiB; use more GPUs, a larger GPU, or a shorter sequence",
+        t.enumerated - t.invalid, capacity / 1073741824.0, t.min_peak_bytes / 1073741824.0));
+  }
+}
+
+SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space,
+                        const topo::Cluster& cluster, SearchTally tally,
+                        const SearchOptions& options) {
+  cluster.finalize();
+  SearchResult r;
+  const size_t n_best = std::min(tally.best.size(), static_cast<size_t>(options.exact_count()));
+  const size_t n_sample = std::min(tally.sample.size(), static_cast<size_t>(options.sample));
+  // Every candidate to simulate once: the best, then the sample's others.
+  std::vector<std::int64_t> ids;
+  std::map<std::int64_t, size_t> slot;
+  for (size_t i = 0; i < n_best; ++i) {
+    slot.emplace(tally.best[i].id, ids.size());
+    ids.push_back(tally.best[i].id);
+  }
+  for (size_t i = 0; i < n_sample; ++i)
+    if (slot.emplace(tally.sample[i].id, ids.size()).second) ids.push_back(tally.sample[i].id);
+  std::vector<SimulatedCandidate> sims(ids.size());
+  std::vector<std::string> errors(ids.size());
+  parallel_for(
+      static_cast<std::int64_t>(ids.size()), 1, options.threads, "exact", options,
+      [&](int) { return 0; },
+      [&](int, std::int64_t i) {
+        SimulatedCandidate& c = sims[static_cast<size_t>(i)];
+        c.id = ids[static_cast<size_t>(i)];
+        c.plan = space.candidate(c.id);
+        try {
+          c.report = simulate_step(model, c.plan, cluster, options.simulate);
+        } catch (const Error& e) {
+          // A valid plan the simulator cannot run: reported, not ranked (a loom limitation).
+          errors[static_cast<size_t>(i)] = e.what();
+        }
+      });
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (errors[i].empty()) continue;
+    if (r.failed == 0 || ids[i] < r.first_failed_id) {
+      r.first_failed_id = ids[i];
+      r.first_failure = errors[i];
+    }
+    ++r.failed;
+  }
+  // The fast tier's estimate of each: from the best list, or again for the sample's others.
+  FastEstimator estimator(model, cluster, options.simulate);
+  for (size_t i = 0; i < sims.size(); ++i) {
+    sims[i].fast_step_s = i < n_best ? tally.best[i].key : estimator.step_time_s(sims[i].plan);
+    sims[i].fast_rank = i < n_best ? static_cast<int>(i) + 1 : 0;
+  }
+  std::vector<double> fast, exact;
+  for (size_t i = 0; i < n_best; ++i) {
+    if (!errors[i].empty()) continue;
+    fast.push_back(sims[i].fast_step_s);
+    exact.push_back(sims[i].report.step_time_s);
+  }
+  r.rho_resimulated = spearman(fast, exact);
+  fast.clear();
+  exact.clear();
+  for (size_t i = 0; i < n_sample; ++i) {
+    const size_t k = slot.at(tally.sample[i].id);
+    if (!errors[k].empty()) continue;
+    const SimulatedCandidate& c = sims[k];
+    r.sample_times.emplace_back(c.fast_step_s, c.report.step_time_s);
+    fast.push_back(c.fast_step_s);
+    exact.push_back(c.report.step_time_s);
+  }
+  r.rho_sample = spearman(fast, exact);
+  for (size_t i = 0; i < n_best; ++i)
+    if (errors[i].empty()) r.ranked.push_back(std::move(sims[i]));
+  // Equal step times: the plan needing less memory first, then the lower id.
+  std::sort(r.ranked.begin(), r.ranked.end(), [](const auto& a, const auto& b) {
+    return std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
+           std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id);
+  });
+  r.tally = std::move(tally);
+  return r;
+}
+
+SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
+                        const topo::Cluster& cluster, const SearchOptions& options) {
+  SearchTally tally = fast_tier(model, space, cluster, options);
+  check_tally(tally, space, cluster.gpu.hbm_bytes);
+  SearchResult r = exact_tier(model, space, cluster, std::move(tally), options);
+  if (r.ranked.empty()) {
+    throw InternalError(
+        fmt::format("the step simulator could not run any of the {} best plans; "
+                    "the first error: {}",
+                    r.failed, r.first_failure));
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> ra = ranks({a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n)});
+  const std::vector<double> rb = ranks({b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n)});
+  // Pearson's correlation of the ranks (exact with ties).
+  const double mean = (static_cast<double>(n) + 1) / 2;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - mean) * (rb[i] - mean);
+    saa += (ra[i] - mean) * (ra[i] - mean);
+    sbb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  if (saa == 0 || sbb == 0) return std::numeric_limits<double>::quiet_NaN();
+  return sab / std::sqrt(saa * sbb);
+}
+
+BreakdownDifference largest_difference(const StepReport& a, const StepReport& b) {
+  const auto parts = [](const StepReport& r) {
+    std::vector<std::pair<std::string, double>> out = {
+        {"compute", r.compute_time_s - r.optimizer_time_s},
+        {"pipeline bubble", r.bubble_time_s},
+        {"optimizer step", r.optimizer_time_s}};
+    for (models::Dim d : {models::Dim::TP, models::Dim::CP, models::Dim::EP, models::Dim::DP})
+      out.emplace_back(fmt::format("exposed {} communication", models::to_string(d)),
+                       r.exposed_comm_s[static_cast<size_t>(models::index(d))]);
+    return out;
+  };
+  const auto pa = parts(a), pb = parts(b);
+  BreakdownDifference best{pa[0].first, pa[0].second, pb[0].second};
+  for (size_t i = 1; i < pa.size(); ++i)
+    if (pb[i].second - pa[i].second > best.second_s - best.first_s)
+      best = {pa[i].first, pa[i].second, pb[i].second};
+  return best;
+}
+
+}  // namespace loom::strategies

@@ -1,0 +1,2 @@
+search --model examples/models/tiny-gpt.json --cluster dgx-a100 --nodes 1 --gbs 16 --tp 5
+exit: 2

@@ -1,0 +1,166 @@
+// The search's two tiers: the same answer for any thread count and any sharding, top-K
+// ordering, the partial-result JSON, Spearman's rho, and the fast tier against the step
+// simulator.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "models/model_loader.hpp"
+#include "strategies/memory_plan.hpp"
+#include "strategies/search/fast_estimate.hpp"
+#include "strategies/search/search.hpp"
+#include "topologies/cluster_presets.hpp"
+
+using namespace loom;
+using namespace loom::strategies;
+
+namespace {
+
+// The small GPT example on one DGX A100: a few thousand candidates, every dimension free but
+// the batch (gbs 16) and the sequence (1024).
+struct Case {
+  models::ModelSpec model =
+      models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/tiny-gpt.json");
+  topo::Cluster cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 1, std::nullopt});
+  SearchSpace space{model, input(), 8};
+
+  static PlanInput input() {
+    PlanInput in;
+    in.sources() = PlanSources::command_line();
+    in.set("gbs", std::int64_t{16});
+    in.set("seq", std::int64_t{1024});
+    return in;
+  }
+};
+
+SearchOptions options(int threads) {
+  SearchOptions o;
+  o.top = 5;
+  o.exact = 12;
+  o.sample = 8;
+  o.threads = threads;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("strategies::Search: the same answer for any thread count") {
+  const Case c;
+  const SearchResult one = run_search(c.model, c.space, c.cluster, options(1));
+  const SearchResult three = run_search(c.model, c.space, c.cluster, options(3));
+  CHECK(one.tally == three.tally);
+  REQUIRE(one.ranked.size() == three.ranked.size());
+  for (size_t i = 0; i < one.ranked.size(); ++i) {
+    CHECK(one.ranked[i].id == three.ranked[i].id);
+    CHECK(one.ranked[i].report.step_time_s == three.ranked[i].report.step_time_s);
+    CHECK(one.ranked[i].fast_step_s == three.ranked[i].fast_step_s);
+  }
+  CHECK(one.sample_times == three.sample_times);
+  CHECK(one.tally.enumerated > 1000);
+  CHECK(one.tally.invalid > 0);
+}
+
+TEST_CASE("strategies::Search: shards merge into the whole, through their JSON") {
+  const Case c;
+  const SearchTally whole = fast_tier(c.model, c.space, c.cluster, options(2));
+  SearchTally merged;
+  for (int k = 0; k < 3; ++k) {
+    const SearchTally part = fast_tier(c.model, c.space, c.cluster, options(1), {k, 3});
+    CHECK(part.enumerated < whole.enumerated);
+    const std::string text = tally_to_json(part, c.space);
+    const SearchTally back = tally_from_json(text, "part.json", c.space);
+    CHECK(back == part);
+    merged.merge(back);
+  }
+  CHECK(merged == whole);
+}
+
+TEST_CASE("strategies::Search: a partial result of another search does not merge") {
+  const Case c;
+  const SearchTally part = fast_tier(c.model, c.space, c.cluster, options(1), {0, 4});
+  PlanInput other = Case::input();
+  other.set("tp", std::int64_t{2});
+  const SearchSpace pinned(c.model, other, 8);
+  CHECK_THROWS_WITH_AS(tally_from_json(tally_to_json(part, c.space), "part.json", pinned),
+                       doctest::Contains("part.json: a partial result of another search"),
+                       ConfigError);
+  CHECK_THROWS_AS(tally_from_json("{\"schema\": 1}", "bad.json", c.space), ConfigError);
+  CHECK_THROWS_AS(fast_tier(c.model, c.space, c.cluster, options(1), {3, 3}), ValidationError);
+}
+
+TEST_CASE("strategies::Search: top-K ordering") {
+  const Case c;
+  const SearchResult r = run_search(c.model, c.space, c.cluster, options(2));
+  // The fast tier's list is sorted by (estimate, id); the final ranking by (simulated, id).
+  for (size_t i = 1; i < r.tally.best.size(); ++i) CHECK(r.tally.best[i - 1] < r.tally.best[i]);
+  REQUIRE(r.ranked.size() == 12);
+  for (size_t i = 1; i < r.ranked.size(); ++i) {
+    const auto& a = r.ranked[i - 1];
+    const auto& b = r.ranked[i];
+    CHECK(std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
+          std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id));
+  }
+  // Every re-simulated plan is one of the fast tier's 12 best, named by its position there.
+  for (const auto& s : r.ranked) {
+    REQUIRE(s.fast_rank >= 1);
+    REQUIRE(s.fast_rank <= 12);
+    CHECK(r.tally.best[static_cast<size_t>(s.fast_rank - 1)].id == s.id);
+    CHECK(s.report.memory.peak_bytes <= c.cluster.gpu.hbm_bytes);
+  }
+  CHECK(r.sample_times.size() == 8);
+}
+
+TEST_CASE("strategies::Search: Spearman's rho") {
+  CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
+  CHECK(spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == doctest::Approx(-1.0));
+  // Ranks (1, 2, 3, 4) and (1, 3, 2, 4): 1 - 6 x 2 / (4 x 15) = 0.8.
+  CHECK(spearman({1, 2, 3, 4}, {1, 3, 2, 4}) == doctest::Approx(0.8));
+  // Ties take their average rank: (1, 2.5, 2.5, 4) against (1, 2, 3, 4): Pearson 0.9487.
+  CHECK(spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == doctest::Approx(0.948683).epsilon(1e-5));
+  CHECK(std::isnan(spearman({1}, {2})));
+  CHECK(std::isnan(spearman({1, 1}, {2, 3})));
+}
+
+TEST_CASE("strategies::FastEstimator: memory is the memory model's, time near the simulator's") {
+  // GPT-3 175B on 1,024 A100: Narayanan et al.'s plan and a few around it (1F1B, ZeRO-1 with
+  // both DP overlaps, TP overlap, zero-bubble, ZeRO-3). The fast tier composes the same costs
+  // in closed form; it stays within 2% of the simulated step on these.
+  const auto model = models::load_model("gpt3-175b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 128, std::nullopt});
+  FastEstimator fast(model, cluster);
+  struct Variant {
+    int tp, pp, zero;
+    models::Recompute recompute;
+    bool sp, ogr, opg, tpo;
+    models::Schedule schedule;
+  };
+  using models::Recompute;
+  using models::Schedule;
+  for (const Variant& v :
+       {Variant{8, 8, 0, Recompute::FULL, false, false, false, false, Schedule::ONE_F_ONE_B},
+        Variant{8, 8, 1, Recompute::SELECTIVE, true, true, true, true, Schedule::ONE_F_ONE_B},
+        Variant{8, 16, 1, Recompute::SELECTIVE, true, true, false, false, Schedule::GPIPE},
+        Variant{8, 8, 0, Recompute::FULL, true, false, false, true, Schedule::ZERO_BUBBLE},
+        Variant{8, 4, 3, Recompute::FULL, true, false, false, false, Schedule::ONE_F_ONE_B}}) {
+    models::TrainingPlan p;
+    p.tp = v.tp;
+    p.pp = v.pp;
+    p.dp = 1024 / (v.tp * v.pp);
+    p.gbs = 1536;
+    p.precision = models::Precision::FP16;
+    p.zero = v.zero;
+    p.recompute = v.recompute;
+    p.sp = v.sp;
+    p.overlap_grad_reduce = v.ogr;
+    p.overlap_param_gather = v.opg;
+    p.tp_comm_overlap = v.tpo;
+    p.schedule = v.schedule;
+    CAPTURE(p.tp);
+    CAPTURE(p.pp);
+    CAPTURE(p.zero);
+    const StepReport exact = simulate_step(model, p, cluster);
+    CHECK(fast.peak_memory_bytes(p) == exact.memory.peak_bytes);
+    CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.02);
+  }
+}
