@@ -9,7 +9,9 @@
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
+#include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
+#include "cli/report_html.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -33,6 +35,7 @@ struct SimulateFlags {
   bool full = false;
   std::string format;
   std::string trace;
+  std::string report;       // --report FILE.html; empty: none
   std::string calibration;  // profile path; empty: the model alone
 };
 
@@ -204,6 +207,9 @@ Command add_simulate_command(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--full", flags->full, "simulate every GPU (default: one per pipeline stage)");
   app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE");
+  app->add_option("--report", flags->report,
+                  "write a self-contained HTML report (timeline, memory, communication, plan, "
+                  "assumptions) to FILE");
   app->add_option(
       "--calibration", flags->calibration,
       "calibration profile: measured GEMM times, memory bandwidth, collective times and "
@@ -212,6 +218,7 @@ Command add_simulate_command(CLI::App& root) {
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;
+    if (!f.report.empty()) check_output_path(f.report, "--report");
     const models::ModelSpec model = models::load_model(f.model, "--model");
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
@@ -224,10 +231,15 @@ Command add_simulate_command(CLI::App& root) {
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
-    options.keep_timeline = !f.trace.empty();
+    options.keep_timeline = !f.trace.empty() || !f.report.empty();
     if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
     if (!f.trace.empty()) write_trace(f.trace, r);
+    if (!f.report.empty()) {
+      const ReportInputs inputs{model,   plan, resolved.sources, cluster,
+                                options, r,    f.network,        f.calibration};
+      write_output_file(f.report, render_html_report(inputs), "--report");
+    }
     if (parse_format(f.format) == Format::JSON) {
       OrderedJson context;
       context["model"] = model.name;
