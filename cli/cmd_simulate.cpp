@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
@@ -35,8 +36,8 @@ struct SimulateFlags {
   bool full = false;
   std::string format;
   std::string trace;
-  std::string report;       // --report FILE.html; empty: none
-  std::string calibration;  // profile path; empty: the model alone
+  std::optional<std::string> report;  // --report FILE.html
+  std::string calibration;            // profile path; empty: the model alone
 };
 
 std::string pct(double x) {
@@ -218,7 +219,7 @@ Command add_simulate_command(CLI::App& root) {
   add_format_flag(*app, flags->format, {"table", "json"});
   command.run = [flags]() -> int {
     const SimulateFlags& f = *flags;
-    if (!f.report.empty()) check_output_path(f.report, "--report");
+    if (f.report) check_output_path(*f.report, "--report");
     const models::ModelSpec model = models::load_model(f.model, "--model");
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model.layers);
@@ -231,14 +232,14 @@ Command add_simulate_command(CLI::App& root) {
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
-    options.keep_timeline = !f.trace.empty() || !f.report.empty();
+    options.keep_timeline = !f.trace.empty() || f.report.has_value();
     if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
     if (!f.trace.empty()) write_trace(f.trace, r);
-    if (!f.report.empty()) {
+    if (f.report) {
       const ReportInputs inputs{model,   plan, resolved.sources, cluster,
                                 options, r,    f.network,        f.calibration};
-      write_output_file(f.report, render_html_report(inputs), "--report");
+      write_output_file(*f.report, render_html_report(inputs), "--report");
     }
     if (parse_format(f.format) == Format::JSON) {
       OrderedJson context;

@@ -194,6 +194,10 @@ TEST_CASE("cli::Simulate: a bad --report path is exit 2, one line, before the si
     CHECK(r.err.rfind("loom: error: --report: ", 0) == 0);
     CHECK(count(r.err, "\n") == 1);
   }
+  const Run empty = run_loom(SMALL_RUN + "--report ''", dir);
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("--report: invalid value ''; allowed: a writable file path (the path is "
+                       "empty)") != std::string::npos);
   // A path that accepts no bytes (a full disk) fails when written, still exit 2.
   const Run full = run_loom(SMALL_RUN + "--report /dev/full", dir);
   CHECK(full.exit_code == 2);
