@@ -107,7 +107,7 @@ std::string summary_html(const ReportInputs& in) {
   out += row("MFU", fmt::format("{} ({})", pct(r.mfu), peak));
   out += row("HFU", fmt::format("{} ({})", pct(r.hfu), peak));
   out += row("pipeline bubble",
-             fmt::format("{} ({} of the pipeline phase, {})", format_time(r.bubble_time_s),
+             fmt::format("{}, {} of the pipeline phase ({})", format_time(r.bubble_time_s),
                          pct(r.bubble_fraction), format_time(r.pipeline_time_s)));
   out += row("compute", format_time(r.compute_time_s));
   out += row("exposed communication", format_time(r.exposed_comm_time_s));
@@ -277,8 +277,8 @@ std::string render_html_report(const ReportInputs& in) {
                  "follow it.",
                  report::timeline_html(in.report));
   out += section("memory", "Memory per GPU",
-                 "Per pipeline stage, the busiest GPU of the stage at its peak, against the "
-                 "GPU's capacity (dashed).",
+                 "One GPU of each pipeline stage at its peak, against the GPU's capacity "
+                 "(dashed).",
                  report::memory_html(in.report.memory, in.cluster.gpu.hbm_bytes));
   out += section("communication", "Communication",
                  "Busy time per GPU and step, mean over stages. Exposed: tensor-, context- and "

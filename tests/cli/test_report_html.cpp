@@ -187,7 +187,8 @@ TEST_CASE("cli::HtmlReport: the same run writes the same bytes") {
 TEST_CASE("cli::Simulate: a bad --report path is exit 2, one line, before the simulation") {
   const loom::testing::TempDir dir("report_path");
   // The path is checked first: the unknown model would be the error otherwise.
-  for (const std::string& path : {dir.file("no/such/dir/r.html"), dir.path().string()}) {
+  const std::string too_long(5000, 'a');  // over PATH_MAX: the check itself must not throw
+  for (const std::string& path : {dir.file("no/such/dir/r.html"), dir.path().string(), too_long}) {
     const Run r =
         run_loom("simulate --model no-such-model --cluster dgx-a100 --report " + path, dir);
     CHECK(r.exit_code == 2);
