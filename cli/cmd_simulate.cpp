@@ -4,14 +4,17 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/chrome_trace.hpp"
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
 #include "cli/memory_json.hpp"
+#include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/progress.hpp"
+#include "cli/report_html.hpp"
 #include "cli/simulate_output.hpp"
 #include "cli/simulate_scenarios.hpp"
 #include "common/document.hpp"
@@ -37,7 +40,8 @@ struct SimulateFlags {
   bool full = false;
   std::string format;
   std::string trace;
-  std::string calibration;  // profile path; empty: the model alone
+  std::optional<std::string> report;  // --report FILE.html
+  std::string calibration;            // profile path; empty: the model alone
   std::string order = DEFAULT_ORDER;
   bool require_fit = false;
   ScenarioFlags scenario;  // steps, stragglers, slow links, --compare
@@ -97,6 +101,7 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
 }
 
 int run_simulate(const SimulateFlags& f) {
+  if (f.report) check_output_path(*f.report, "--report");
   const models::ModelSpec model = models::load_model(f.model, "--model");
   topo::Cluster cluster = resolve_cluster(f.cluster);
   const ResolvedPlan resolved =
@@ -124,7 +129,7 @@ int run_simulate(const SimulateFlags& f) {
   strategies::SimulateOptions options;
   options.network = sim::parse_network_mode(f.network, "--network");
   options.full = f.full;
-  options.keep_timeline = !f.trace.empty();
+  options.keep_timeline = !f.trace.empty() || f.report.has_value();
   options.order = setup.order;
   apply_scenario_flags(f.scenario, cluster, options);
   if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
@@ -133,6 +138,11 @@ int run_simulate(const SimulateFlags& f) {
   const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
   progress.clear();
   if (!f.trace.empty()) write_chrome_trace(f.trace, r, plan, setup.order);
+  if (f.report) {
+    const ReportInputs inputs{model,   plan, resolved.sources, cluster,
+                              options, r,    f.network,        f.calibration};
+    write_output_file(*f.report, render_html_report(inputs), "--report");
+  }
   if (!f.scenario.compare.empty()) return compare(model, cluster, f, plan, r, options, setup);
   if (format == Format::JSON) {
     std::cout << render_document(make_document(simulate_context_json(model, plan, cluster, setup),
@@ -164,6 +174,9 @@ Command add_simulate_command(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--full", flags->full, "simulate every GPU (default: one per pipeline stage)");
   app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE");
+  app->add_option("--report", flags->report,
+                  "write a self-contained HTML report (timeline, memory, communication, plan, "
+                  "assumptions) to FILE");
   app->add_option(
       "--calibration", flags->calibration,
       "calibration profile: measured GEMM times, memory bandwidth, collective times and "

@@ -164,6 +164,9 @@ struct StepReport {
   std::int64_t dp_collectives = 0;  ///< DP collectives of the representative replica, all stages
   double optimizer_time_s = 0;
   int simulated_gpus = 0;
+  /// Global rank of the representative GPU of each pipeline stage (DP replica 0, TP rank 0),
+  /// by stage: the GPU whose timeline and memory the report shows.
+  std::vector<int> stage_ranks;
   std::int64_t tasks = 0;
   std::int64_t events = 0;
   models::MemoryReport memory;

@@ -251,6 +251,8 @@ void measure_step(StepGraph& g, StepReport& r) {
   r.dp_bytes_per_gpu = dp_bytes / p;
   r.dp_collectives = dp_count;
   r.simulated_gpus = static_cast<int>(g.replicas.size()) * p;
+  r.stage_ranks.clear();
+  for (int s = 0; s < p; ++s) r.stage_ranks.push_back(g.gpus[0][static_cast<size_t>(s)].rank);
   r.tasks = e.num_tasks();
   r.events = e.events_processed();
   measure_rates(g, r);

@@ -126,7 +126,8 @@ TEST_CASE("models::FusedOps: an MoE layer has a router top-k kernel over fp32 lo
   const ModelSpec m = model_preset("qwen3-30b-a3b");
   TrainingPlan plan;
   plan.seq = 4096;
-  const OpCost* topk = find_op(layer_ops(m, plan, 0), "router_topk");
+  const std::vector<OpCost> ops = layer_ops(m, plan, 0);  // find_op points into it
+  const OpCost* topk = find_op(ops, "router_topk");
   REQUIRE(topk != nullptr);
   CHECK(topk->input_bytes == doctest::Approx(4 * 4096.0 * 128));
   CHECK(topk->output_bytes == doctest::Approx(12 * 4096.0 * 8));

@@ -1,0 +1,300 @@
+// The HTML report document: head (inline style, a content-security policy that forbids any
+// network access), the summary, the drawn parts (report_timeline.cpp, report_charts.cpp),
+// the plan, the resolved configuration and the assumptions, and a few lines of script
+// (legend buttons hide a category of slices).
+#include "cli/report_html.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/html_escape.hpp"
+#include "cli/report_parts.hpp"
+#include "common/document.hpp"
+#include "common/units.hpp"
+#include "common/version.hpp"
+#include "models/plan_dtypes.hpp"
+#include "sim/network.hpp"
+#include "strategies/plan/framework_profile.hpp"
+#include "strategies/plan/plan_json.hpp"
+#include "topologies/kernel_model.hpp"
+
+namespace loom::cli {
+namespace {
+
+constexpr const char* STYLE = R"(
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1300px;padding:0 1em;color:#222;background:#fff}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ddd}
+nav a{margin-right:1em}.sub{color:#555;margin-top:0}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+th,td{border:1px solid #ddd;padding:.2em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}td.text{text-align:left}
+thead th{background:#f3f3f3}.ok{color:#1a7f37}.bad{color:#c62828;font-weight:bold}
+.warning{background:#fdecea;border:1px solid #c62828;padding:.5em .8em;font-weight:bold}
+.note{color:#555;font-size:.9em;max-width:75em}pre{background:#f6f6f6;padding:.6em;overflow:auto}
+svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
+.tick,.limit-label{text-anchor:middle;fill:#555}.stage{font-weight:bold}
+.grid{stroke:#e4e4e4}.marker{stroke:#555;stroke-dasharray:4 3;stroke-width:1.5}
+.limit{stroke:#c62828;stroke-dasharray:5 3;stroke-width:1.5}.limit-label{fill:#c62828}
+.over .value{fill:#c62828;font-weight:bold}
+.legend{margin:.3em 0;font-size:.9em}.legend span,.legend button{margin-right:1em}
+.legend button{border:1px solid #ccc;background:#fafafa;border-radius:3px;cursor:pointer;padding:.1em .5em}
+.legend button.off{opacity:.4;text-decoration:line-through}
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}
+.c-compute{fill:#4e79a7;background:#4e79a7}.c-optimizer{fill:#76b7b2;background:#76b7b2}
+.c-tp{fill:#f28e2b;background:#f28e2b}.c-cp{fill:#edc948;background:#edc948}
+.c-ep{fill:#b07aa1;background:#b07aa1}.c-pp{fill:#59a14f;background:#59a14f}
+.c-dp{fill:#e15759;background:#e15759}.overlapped{opacity:.35}
+.m-weights{fill:#4e79a7;background:#4e79a7}.m-gradients{fill:#f28e2b;background:#f28e2b}
+.m-optimizer{fill:#59a14f;background:#59a14f}.m-activations{fill:#b07aa1;background:#b07aa1}
+.m-other{fill:#9c9c9c;background:#9c9c9c}
+)";
+
+// Every category class the timeline uses gets a rule that hides it under body.hide-<name>.
+constexpr const char* HIDE_STYLE =
+    ".hide-compute .slice.c-compute,.hide-optimizer .slice.c-optimizer,.hide-tp .slice.c-tp,"
+    ".hide-cp .slice.c-cp,.hide-ep .slice.c-ep,.hide-pp .slice.c-pp,.hide-dp .slice.c-dp"
+    "{display:none}\n";
+
+constexpr const char* SCRIPT = R"(
+(function () {
+  var buttons = document.querySelectorAll('#timeline-legend button[data-toggle]');
+  for (var i = 0; i < buttons.length; ++i) {
+    buttons[i].addEventListener('click', function (event) {
+      var button = event.currentTarget;
+      document.body.classList.toggle('hide-' + button.getAttribute('data-toggle'));
+      button.classList.toggle('off');
+    });
+  }
+  document.body.setAttribute('data-loom-ready', '1');
+})();
+)";
+
+std::string esc(std::string_view text) {
+  return html_escape(text);
+}
+
+std::string pct(double x) {
+  return fmt::format("{:.1f}%", 100.0 * x);
+}
+
+std::string row(std::string_view key, std::string_view value_html) {
+  return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
+}
+
+// The dtype whose dense peak MFU is against: the plan's math dtype on tensor cores (fp32 as
+// TF32), fp8 on bf16 tensor cores when the GPU has none (DatasheetKernelModel::peak_flops).
+DType peak_dtype(const ReportInputs& in) {
+  const DType tensor = topo::tensor_core_dtype(models::compute_dtype(in.plan.precision));
+  return tensor == DType::FP8 && in.cluster.gpu.fp8_flops <= 0 ? DType::BF16 : tensor;
+}
+
+std::string summary_html(const ReportInputs& in) {
+  const strategies::StepReport& r = in.report;
+  const double cap = in.cluster.gpu.hbm_bytes;
+  std::string out;
+  if (r.memory.peak_bytes > cap) {
+    out += fmt::format(
+        "<p class=\"warning\" id=\"fit-warning\">This plan does NOT fit: stage {} needs {} per "
+        "GPU, the GPU has {}. The timings below assume it would.</p>\n",
+        r.memory.peak_stage, format_bytes(r.memory.peak_bytes), format_bytes(cap));
+  }
+  out += "<table id=\"summary-table\">\n";
+  out += row("step time", format_time(r.step_time_s));
+  out += row("tokens/s", fmt::format("{:.0f}", r.tokens_per_s));
+  out += row("model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu));
+  out += row("hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu));
+  const std::string peak = fmt::format("of the dense {} peak, {}", to_string(peak_dtype(in)),
+                                       format_flop_rate(r.peak_flops));
+  out += row("MFU", fmt::format("{} ({})", pct(r.mfu), peak));
+  out += row("HFU", fmt::format("{} ({})", pct(r.hfu), peak));
+  out += row("pipeline bubble",
+             fmt::format("{}, {} of the pipeline phase ({})", format_time(r.bubble_time_s),
+                         pct(r.bubble_fraction), format_time(r.pipeline_time_s)));
+  out += row("compute", format_time(r.compute_time_s));
+  out += row("exposed communication", format_time(r.exposed_comm_time_s));
+  out += row("optimizer step", format_time(r.optimizer_time_s));
+  out += row("peak memory per GPU",
+             fmt::format("{} of {} ({})", format_bytes(r.memory.peak_bytes), format_bytes(cap),
+                         r.memory.peak_bytes <= cap ? "fits" : "does NOT fit"));
+  return out + "</table>\n";
+}
+
+std::string plan_html(const models::TrainingPlan& p) {
+  std::string out = "<table id=\"plan-table\">\n";
+  out += row("parallelism",
+             fmt::format("tp {} · pp {} · dp {} · cp {} · ep {}{}{}", p.tp, p.pp, p.dp, p.cp, p.ep,
+                         p.vpp > 1 ? fmt::format(" · vpp {}", p.vpp) : "", p.sp ? " · sp" : ""));
+  out += row("GPUs", std::to_string(p.gpus()));
+  out += row(
+      "batch",
+      fmt::format("micro-batch {} · global batch {} · {} micro-batch{} per step · seq {}", p.mbs,
+                  p.global_batch(), p.micro_batches(), p.micro_batches() == 1 ? "" : "es", p.seq));
+  out += row("schedule", models::to_string(p.schedule));
+  out += row("precision", fmt::format("{} (gradients in {})", models::to_string(p.precision),
+                                      models::to_string(p.grad_dtype)));
+  out += row("optimizer", fmt::format("{} · ZeRO {}", models::to_string(p.optimizer), p.zero));
+  out += row("recompute", models::to_string(p.recompute));
+  out += row("overlap",
+             fmt::format("grad reduce {} · param gather {} · tp comm {}",
+                         p.overlap_grad_reduce ? "on" : "off",
+                         p.overlap_param_gather ? "on" : "off", p.tp_comm_overlap ? "on" : "off"));
+  out += row("framework", models::to_string(p.framework));
+  return out + "</table>\n";
+}
+
+std::string configuration_html(const ReportInputs& in) {
+  std::string out =
+      "<h3>Plan, every field</h3>\n<table id=\"config-table\">\n<thead><tr><th>field</"
+      "th><th>value</th><th>from</th></tr></thead>\n<tbody>\n";
+  const OrderedJson fields = strategies::plan_to_json(in.plan);
+  for (const auto& [key, value] : fields.items()) {
+    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    out += fmt::format("<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>\n",
+                       esc(key), esc(text),
+                       in.sources.has(key) ? esc(in.sources.where(key)) : "flag or default");
+  }
+  out += "</tbody>\n</table>\n<h3>Model</h3>\n<table id=\"model-table\">\n";
+  const models::ModelSpec& m = in.model;
+  out += row("name", esc(m.name));
+  out += row("kind", models::to_string(m.kind));
+  out += row("parameters", fmt::format("{:.3f} B", in.report.memory.parameters / 1e9));
+  out += row("shape", fmt::format("{} layers · hidden {} · {} heads ({} kv) · ffn {} · vocab {}",
+                                  m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab));
+  if (m.is_moe())
+    out += row("experts", fmt::format("{} routed, top {}", m.moe.experts, m.moe.top_k));
+  out += "</table>\n<h3>Cluster</h3>\n<table id=\"cluster-table\">\n";
+  const topo::GpuSpec& g = in.cluster.gpu;
+  out += row("name", esc(in.cluster.name));
+  out += row("GPUs", fmt::format("{} × {}", in.cluster.num_gpus(), esc(g.display_name)));
+  out += row("GPU memory", format_bytes(g.hbm_bytes));
+  out += row("HBM bandwidth", format_bandwidth(g.hbm_bandwidth_Bps));
+  return out + "</table>\n";
+}
+
+std::string kernel_model_text(const ReportInputs& in) {
+  if (in.options.kernels) {
+    return fmt::format(
+        "measured kernel times from the calibration profile {} (GEMMs at measured shapes, "
+        "memory-bound work at the measured bandwidth; attention and unmeasured dtypes from the "
+        "datasheet model)",
+        esc(in.calibration));
+  }
+  const topo::DatasheetKernelModel k(in.cluster.gpu, in.options.efficiency);
+  const DType math = models::compute_dtype(in.plan.precision);
+  const topo::GpuEfficiency& e = k.efficiency();
+  return fmt::format(
+      "the datasheet kernel model (topologies/kernel_model.hpp) of the {} ({}), default "
+      "coefficients: large GEMMs at {} of the dense {} peak, fused attention at {}, "
+      "memory-bound kernels at {} of HBM bandwidth, {} per kernel launch, sustained clock {} "
+      "of boost",
+      esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source), pct(k.gemm_fraction(math)),
+      to_string(topo::tensor_core_dtype(math)), pct(k.attention_fraction()),
+      pct(e.memory_bandwidth_fraction), format_time(e.kernel_overhead_s), pct(k.clock_fraction()));
+}
+
+std::string network_text(const std::string& name) {
+  for (const auto& [mode, description] : sim::network_modes())
+    if (mode == name) return fmt::format("{}: {}", esc(mode), esc(description));
+  return esc(name);
+}
+
+std::string assumptions_html(const ReportInputs& in) {
+  const models::TrainingPlan& p = in.plan;
+  const strategies::FrameworkProfile& fw = strategies::framework_profile(p.framework);
+  std::string out = "<table id=\"assumptions-table\">\n";
+  out += row("framework profile",
+             p.framework == models::Framework::NONE
+                 ? std::string("none: loom's own defaults (Megatron-LM's with its flags off)")
+                 : fmt::format("{}: defaults for choices the plan leaves unset, read from {}; "
+                               "explicit flags win (docs/defaults.md)",
+                               models::to_string(p.framework), esc(fw.source)));
+  out += row("kernel model", kernel_model_text(in));
+  const DType math = models::compute_dtype(p.precision);
+  out += row("precision",
+             fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
+                         models::to_string(p.precision), to_string(topo::tensor_core_dtype(math)),
+                         p.precision == models::Precision::FP32 ? " (fp32 math runs as TF32)" : "",
+                         models::to_string(p.grad_dtype)));
+  out += row("MFU and HFU against",
+             fmt::format("the dense (non-sparse) {} peak of one {}: {}; model FLOPs leave "
+                         "recompute out, hardware FLOPs count it",
+                         to_string(peak_dtype(in)), esc(in.cluster.gpu.display_name),
+                         format_flop_rate(in.report.peak_flops)));
+  out += row("network", network_text(in.network));
+  out += row("simulated GPUs",
+             fmt::format("{} ({})", in.report.simulated_gpus,
+                         in.options.full ? "full: every GPU"
+                                         : "symmetric: one GPU per pipeline stage, its data-"
+                                           "parallel peers as concurrent traffic"));
+  out += row("collectives",
+             in.options.collective_override
+                 ? fmt::format("measured times from {} where they cover a collective, the "
+                               "flow-level model elsewhere",
+                               esc(in.calibration))
+                 : std::string("the flow-level cost of each collective's lowered schedule"));
+  out +=
+      row("memory capacity",
+          fmt::format("{}, the datasheet HBM size; \"other\" holds the CUDA context ({}), "
+                      "communication buffers and the allocator's fragmentation reserve; "
+                      "ZeRO-3 gather buffers count as weights",
+                      format_bytes(in.cluster.gpu.hbm_bytes), format_bytes(p.cuda_context_bytes)));
+  return out + "</table>\n";
+}
+
+std::string section(const char* id, const char* title, const std::string& note,
+                    const std::string& content) {
+  return fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n{}{}</section>\n", id, title,
+                     note.empty() ? "" : fmt::format("<p class=\"note\">{}</p>\n", note), content);
+}
+
+}  // namespace
+
+std::string render_html_report(const ReportInputs& in) {
+  const std::string subject =
+      fmt::format("{} on {} ({} × {})", esc(in.model.name), esc(in.cluster.name),
+                  in.cluster.num_gpus(), esc(in.cluster.gpu.name));
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      "'unsafe-inline'; script-src 'unsafe-inline'\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta name=\"generator\" content=\"loom {0}\">\n<title>loom simulate: {1}</title>\n"
+      "<style>{2}{3}</style>\n</head>\n<body>\n",
+      VERSION, subject, STYLE, HIDE_STYLE);
+  out += fmt::format(
+      "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\">one training step, {} network, "
+      "loom {}</p>\n<nav><a href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "
+      "href=\"#communication\">communication</a><a href=\"#plan\">plan</a><a "
+      "href=\"#configuration\">configuration</a><a href=\"#assumptions\">assumptions</a></nav>\n"
+      "</header>\n",
+      subject, esc(in.network), VERSION);
+  out += section("summary", "Summary", "", summary_html(in));
+  out += section("timeline", "Step timeline",
+                 "The representative GPU of each pipeline stage, one lane per stream; the "
+                 "blocking tensor-, context- and expert-parallel collectives on the compute "
+                 "stream have lanes of their own. Hover a slice for its name and times; "
+                 "neighbours closer than half a pixel are drawn as one. The dashed line is the "
+                 "end of the last forward/backward pass; data-parallel work and the optimizer "
+                 "follow it.",
+                 report::timeline_html(in.report));
+  out += section("memory", "Memory per GPU",
+                 "One GPU of each pipeline stage at its peak, against the GPU's capacity "
+                 "(dashed).",
+                 report::memory_html(in.report.memory, in.cluster.gpu.hbm_bytes));
+  out += section("communication", "Communication",
+                 "Busy time per GPU and step, mean over stages. Exposed: tensor-, context- and "
+                 "expert-parallel collectives block the compute stream (all exposed, except "
+                 "what tp comm overlap hides); data-parallel time counts as exposed while the "
+                 "compute stream is idle; pipeline transfers overlap, their waits are the "
+                 "bubble.",
+                 report::comm_html(in.report));
+  out += section("plan", "Plan", "", plan_html(in.plan));
+  out += section("configuration", "Resolved configuration",
+                 "Every plan field after defaults, framework profile and imports; what "
+                 "<code>--print-config --format json</code> prints.",
+                 configuration_html(in));
+  out += section("assumptions", "Assumptions", "", assumptions_html(in));
+  out += fmt::format("<script>{}</script>\n</body>\n</html>\n", SCRIPT);
+  return out;
+}
+
+}  // namespace loom::cli

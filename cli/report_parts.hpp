@@ -1,0 +1,27 @@
+#pragma once
+// The drawn parts of the HTML report (report_html.hpp), each a piece of HTML with inline
+// SVG; shared by report_html.cpp, report_timeline.cpp and report_charts.cpp only.
+#include <string>
+
+#include "models/memory.hpp"
+#include "strategies/step_simulator.hpp"
+
+namespace loom::cli::report {
+
+/// A coordinate or length in SVG user units with one decimal ("12.5"); 0 when not finite.
+std::string num(double value);
+
+/// The legend buttons (one per category that has slices) and the timeline SVG: one block of
+/// lanes per pipeline stage, the representative GPU's streams (compute, tp, cp, ep, pp, dp,
+/// ...), slices closer than half a pixel merged.
+std::string timeline_html(const strategies::StepReport& r);
+
+/// Memory per stage as stacked bars (weights, gradients, optimizer, activations, other)
+/// against `capacity_bytes`, then the same numbers as a table.
+std::string memory_html(const models::MemoryReport& memory, double capacity_bytes);
+
+/// Communication per parallel dimension, exposed and overlapped, against the step time, then
+/// the same numbers as a table.
+std::string comm_html(const strategies::StepReport& r);
+
+}  // namespace loom::cli::report

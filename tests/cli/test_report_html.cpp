@@ -1,0 +1,207 @@
+// The HTML report of `loom simulate --report`: escaping of every untrusted string, the
+// elements each part draws, byte-identical output, and the CLI's handling of bad paths.
+// The browser test (tests/cli/report_browser.py) loads a report in headless Chromium.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>  // WIFEXITED (POSIX)
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli/html_escape.hpp"
+#include "cli/report_html.hpp"
+#include "models/model_loader.hpp"
+#include "tests/temp_dir.hpp"
+#include "topologies/cluster_presets.hpp"
+
+using namespace loom;
+
+namespace {
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A small llama-style model named `name`, tp 2 x pp 2 x dp 2 on one DGX A100.
+struct Simulated {
+  models::ModelSpec model;
+  models::TrainingPlan plan;
+  topo::Cluster cluster;
+  strategies::SimulateOptions options;
+  strategies::StepReport report;
+};
+
+Simulated simulate(const std::string& name, int layers = 8, std::int64_t hidden = 1024) {
+  Simulated s;
+  s.model = models::load_model("llama3-8b", "--model");
+  s.model.name = name;
+  s.model.layers = layers;
+  s.model.hidden = hidden;
+  s.model.heads = 8;
+  s.model.kv_heads = 8;
+  s.model.head_dim = hidden / 8;
+  s.model.ffn = 4 * hidden;
+  s.plan.tp = 2;
+  s.plan.pp = 2;
+  s.plan.dp = 2;
+  s.plan.gbs = 8;
+  s.plan.seq = 512;
+  s.cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 1, std::nullopt});
+  s.options.keep_timeline = true;
+  s.report = strategies::simulate_step(s.model, s.plan, s.cluster, s.options);
+  return s;
+}
+
+std::string render(const Simulated& s, const std::string& calibration = "") {
+  const strategies::PlanSources sources = strategies::PlanSources::command_line();
+  return cli::render_html_report(
+      {s.model, s.plan, sources, s.cluster, s.options, s.report, "flow", calibration});
+}
+
+struct Run {
+  int exit_code;
+  std::string err;
+};
+
+Run run_loom(const std::string& args, const loom::testing::TempDir& dir) {
+  const std::string err_file = dir.file("stderr.txt");
+  const std::string cmd = std::string(LOOM_BINARY) + " " + args + " > /dev/null 2> " + err_file;
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(err_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+const std::string SMALL_RUN =
+    "simulate --model gpt-1.7b --cluster dgx-a100 --tp 2 --pp 2 --gbs 8 --seq 512 ";
+
+}  // namespace
+
+TEST_CASE("cli::HtmlEscape: markup characters become entities") {
+  CHECK(cli::html_escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
+  CHECK(cli::html_escape("</script><script>") == "&lt;/script&gt;&lt;script&gt;");
+}
+
+TEST_CASE("cli::HtmlEscape: valid UTF-8 passes through, invalid bytes become visible") {
+  CHECK(cli::html_escape("llama \xc3\xa9\xe2\x86\x92 \xf0\x9f\x90\x91") ==
+        "llama \xc3\xa9\xe2\x86\x92 \xf0\x9f\x90\x91");
+  CHECK(cli::html_escape("a\xff"
+                         "b") == "a\\xffb");
+  CHECK(cli::html_escape("\xc3") == "\\xc3");                             // cut-off sequence
+  CHECK(cli::html_escape("\xc0\xaf") == "\\xc0\\xaf");                    // overlong '/'
+  CHECK(cli::html_escape("\xed\xa0\x80") == "\\xed\\xa0\\x80");           // a UTF-16 surrogate
+  CHECK(cli::html_escape("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+}
+
+TEST_CASE("cli::HtmlEscape: control and bidirectional characters become visible escapes") {
+  CHECK(cli::html_escape("a\x1b[31mb") == "a\\x1b[31mb");
+  CHECK(cli::html_escape(std::string("a\0b", 3)) == "a\\x00b");
+  CHECK(cli::html_escape("a\x7f\xc2\x85") == "a\\x7f\\u0085");
+  CHECK(cli::html_escape("abc\xe2\x80\xae"
+                         "def") == "abc\\u202edef");
+  CHECK(cli::html_escape("a\tb\nc") == "a\tb\\x0ac");
+  CHECK(cli::html_escape("a\tb\nc", true) == "a\tb\nc");
+}
+
+TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory bar per stage") {
+  const Simulated s = simulate("tiny");
+  const std::string html = render(s);
+  REQUIRE(s.report.stage_ranks.size() == 2);
+  for (const char* id : {"id=\"summary-table\"", "id=\"timeline-svg\"", "id=\"memory-svg\"",
+                         "id=\"memory-table\"", "id=\"comm-svg\"", "id=\"comm-table\"",
+                         "id=\"plan-table\"", "id=\"config-table\"", "id=\"assumptions-table\""})
+    CHECK_MESSAGE(html.find(id) != std::string::npos, id);
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::string heading = "stage " + std::to_string(stage) + " (rank " +
+                                std::to_string(s.report.stage_ranks[static_cast<size_t>(stage)]) +
+                                ")";
+    CHECK(count(html, heading) == 1);
+  }
+  // Five parts per memory bar; compute, tp and dp slices on the timeline.
+  CHECK(count(html, "<rect class=\"m-weights\"") == 2);
+  CHECK(count(html, "<rect class=\"m-other\"") == 2);
+  CHECK(count(html, "<rect class=\"slice c-compute\"") >= 2);
+  CHECK(count(html, "<rect class=\"slice c-tp\"") >= 2);
+  CHECK(count(html, "<rect class=\"slice c-dp\"") >= 2);
+  CHECK(html.find("id=\"fit-warning\"") == std::string::npos);
+  // MFU names its peak: bf16 on an A100 (312 TFLOP/s dense, NVIDIA A100 datasheet).
+  CHECK(html.find("of the dense bf16 peak, 312.0 TFLOP/s") != std::string::npos);
+  // No network access: nothing is loaded from anywhere.
+  CHECK(html.find("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'") !=
+        std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("url(") == std::string::npos);
+  CHECK(html.find("@import") == std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: every untrusted string is escaped") {
+  const std::string hostile = "<script>alert(1)</script>&\x1b[2J\"'\xff\xe2\x80\xae";
+  const Simulated s = simulate(hostile);
+  const std::string html = render(s, "prof<ile>.json");
+  CHECK(html.find("<script>alert") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(1)&lt;/script&gt;&amp;\\x1b[2J&quot;&#39;\\xff\\u202e") !=
+        std::string::npos);
+  // Only one script element (the report's own) and no raw control or invalid bytes at all.
+  CHECK(count(html, "<script") == 1);
+  const auto raw = std::count_if(html.begin(), html.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return (c < 0x20 && c != '\n') || c == 0x7f || c == 0xff;
+  });
+  CHECK(raw == 0);
+}
+
+TEST_CASE("cli::HtmlReport: a plan that does not fit says so at the top") {
+  // 8 layers of width 16384 (about 4.3e9 parameters each: 4h^2 attention, 3h·4h SwiGLU)
+  // over tp 2 x pp 2: over 9e9 parameters per GPU at 18 bytes each (bf16 weights, fp32
+  // gradients, fp32 master and two Adam states; models/memory.hpp), far beyond 80 GB.
+  const Simulated s = simulate("wide", 8, 16384);
+  REQUIRE(s.report.memory.peak_bytes > s.cluster.gpu.hbm_bytes);
+  const std::string html = render(s);
+  const size_t warning = html.find("id=\"fit-warning\"");
+  REQUIRE(warning != std::string::npos);
+  CHECK(warning < html.find("id=\"summary-table\""));
+  CHECK(html.find("<g class=\"mem-bar over\">") != std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: the same run writes the same bytes") {
+  const Simulated a = simulate("tiny"), b = simulate("tiny");
+  CHECK(render(a) == render(b));
+  const loom::testing::TempDir dir("report_rerun");
+  const std::string first = dir.file("a.html"), second = dir.file("b.html");
+  REQUIRE(run_loom(SMALL_RUN + "--report " + first, dir).exit_code == 0);
+  REQUIRE(run_loom(SMALL_RUN + "--report " + second, dir).exit_code == 0);
+  std::ifstream fa(first, std::ios::binary), fb(second, std::ios::binary);
+  std::stringstream ta, tb;
+  ta << fa.rdbuf();
+  tb << fb.rdbuf();
+  CHECK(ta.str().size() > 1000);
+  CHECK(ta.str() == tb.str());
+}
+
+TEST_CASE("cli::Simulate: a bad --report path is exit 2, one line, before the simulation") {
+  const loom::testing::TempDir dir("report_path");
+  // The path is checked first: the unknown model would be the error otherwise.
+  const std::string too_long(5000, 'a');  // over PATH_MAX: the check itself must not throw
+  for (const std::string& path : {dir.file("no/such/dir/r.html"), dir.path().string(), too_long}) {
+    const Run r =
+        run_loom("simulate --model no-such-model --cluster dgx-a100 --report " + path, dir);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.rfind("loom: error: --report: ", 0) == 0);
+    CHECK(count(r.err, "\n") == 1);
+  }
+  const Run empty = run_loom(SMALL_RUN + "--report ''", dir);
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("--report: invalid value ''; allowed: a writable file path (the path is "
+                       "empty)") != std::string::npos);
+  // A path that accepts no bytes (a full disk) fails when written, still exit 2.
+  const Run full = run_loom(SMALL_RUN + "--report /dev/full", dir);
+  CHECK(full.exit_code == 2);
+  CHECK(full.err.rfind("loom: error: --report: invalid value '/dev/full'", 0) == 0);
+  CHECK(count(full.err, "\n") == 1);
+}
