@@ -127,7 +127,7 @@ OrderedJson render_results(const strategies::StepReport& r, double capacity) {
 
 // Chrome trace: one process per rank, one thread per stream; "X" slices in microseconds and
 // "C" memory counters.
-void write_trace(const std::string& path, const strategies::StepReport& r) {
+void write_trace(std::ofstream& out, const std::string& path, const strategies::StepReport& r) {
   OrderedJson events = OrderedJson::array();
   std::map<std::pair<int, std::string>, int> tids;
   for (const auto& s : r.timeline) {
@@ -165,9 +165,8 @@ void write_trace(const std::string& path, const strategies::StepReport& r) {
   OrderedJson doc;
   doc["traceEvents"] = events;
   doc["displayTimeUnit"] = "ms";
-  std::ofstream out(path);
-  if (!out) throw ValidationError::bad_value("--trace", path, "a writable file path");
-  out << doc.dump() << "\n";
+  out << dump_json(doc, -1) << "\n";
+  close_output_file(out, path, "--trace");
 }
 
 // `options` with the profile's measured kernels, collectives and fitted factors (the factors
@@ -221,13 +220,16 @@ Command add_simulate_command(CLI::App& root) {
       return 0;
     }
     strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
+    // Opened before the simulation: a bad path fails now, not after minutes of work.
+    std::ofstream trace;
+    if (!f.trace.empty()) trace = open_output_file(f.trace, "--trace");
     strategies::SimulateOptions options;
     options.network = sim::parse_network_mode(f.network, "--network");
     options.full = f.full;
     options.keep_timeline = !f.trace.empty();
     if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
     const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
-    if (!f.trace.empty()) write_trace(f.trace, r);
+    if (!f.trace.empty()) write_trace(trace, f.trace, r);
     if (parse_format(f.format) == Format::JSON) {
       OrderedJson context;
       context["model"] = model.name;

@@ -1,5 +1,10 @@
 #include "cli/commands.hpp"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/error.hpp"
 
 namespace loom::cli {
@@ -17,6 +22,29 @@ Format parse_format(const std::string& text) {
   if (text == "dot") return Format::DOT;
   if (text == "table") return Format::TABLE;
   throw ValidationError::unknown_name("--format", text, {"table", "json", "csv", "dot"});
+}
+
+std::ofstream open_output_file(const std::string& path, std::string_view flag) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    const int err = errno;
+    throw ValidationError(std::string(flag),
+                          fmt::format("{}: cannot create '{}' ({}); give a writable file path",
+                                      flag, path, err ? std::strerror(err) : "unknown reason"));
+  }
+  return out;
+}
+
+void close_output_file(std::ofstream& out, const std::string& path, std::string_view flag) {
+  out.flush();
+  const int err = errno;
+  out.close();
+  if (!out) {
+    throw ValidationError(std::string(flag),
+                          fmt::format("{}: could not write all of '{}' ({}); free some space or "
+                                      "give another path",
+                                      flag, path, err ? std::strerror(err) : "write error"));
+  }
 }
 
 }  // namespace loom::cli

@@ -3,7 +3,10 @@
 // runs it after parsing. One file per subcommand: cmd_<name>.cpp.
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <functional>
+#include <string>
+#include <string_view>
 
 namespace loom::cli {
 
@@ -27,5 +30,12 @@ enum class Format { TABLE, JSON, CSV, DOT };
 void add_format_flag(CLI::App& app, std::string& target, const std::vector<std::string>& allowed);
 /// Parses a --format value already checked by CLI11.
 Format parse_format(const std::string& text);
+
+/// Opens the output file `path` that `flag` ("--trace") names, before any long work, so a bad
+/// path fails at once. Throws ValidationError naming the flag when it cannot be created.
+std::ofstream open_output_file(const std::string& path, std::string_view flag);
+/// Flushes and closes `out`; throws ValidationError naming `flag` when not every byte reached
+/// the file (a full disk, /dev/full).
+void close_output_file(std::ofstream& out, const std::string& path, std::string_view flag);
 
 }  // namespace loom::cli

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 
 namespace loom::topo {
 
@@ -86,6 +87,13 @@ VertexId Cluster::add_vertex(Vertex vertex) {
     throw ValidationError(
         "vertex", fmt::format("vertex '{}' is defined twice; names must be unique", vertex.name));
   }
+  if (static_cast<std::int64_t>(vertices_.size()) >= MAX_TOPOLOGY_VERTICES) {
+    throw ValidationError("vertex", fmt::format("the cluster has more than {} vertices, loom's "
+                                                "limit (MAX_TOPOLOGY_VERTICES in "
+                                                "common/limits.hpp, docs/limits.md); describe a "
+                                                "smaller cluster",
+                                                MAX_TOPOLOGY_VERTICES));
+  }
   invalidate();
   auto id = static_cast<VertexId>(vertices_.size());
   if (vertex.kind == VertexKind::GPU) gpus_.push_back(id);
@@ -115,6 +123,12 @@ LinkId Cluster::add_duplex_link(VertexId a, VertexId b, LinkKind kind, double ba
   if (!(latency_s >= 0) || !std::isfinite(latency_s)) {
     throw ValidationError("link", fmt::format("link {} - {}: latency must be zero or positive",
                                               vertices_[a].name, vertices_[b].name));
+  }
+  if (static_cast<std::int64_t>(links_.size()) >= 2 * MAX_TOPOLOGY_LINKS) {
+    throw ValidationError("link", fmt::format("the cluster has more than {} links, loom's limit "
+                                              "(MAX_TOPOLOGY_LINKS in common/limits.hpp, "
+                                              "docs/limits.md); describe a smaller cluster",
+                                              MAX_TOPOLOGY_LINKS));
   }
   invalidate();
   auto id = static_cast<LinkId>(links_.size());

@@ -354,8 +354,8 @@ ImportResult parse_nccl_tests(std::string_view text, const std::string& file) {
 ImportResult import_files(const std::vector<std::string>& files) {
   ImportResult all;
   for (const std::string& file : files) {
-    std::string text = read_text_file(file, "measurement");
-    if (is_gzip(text)) text = gunzip(text, file);
+    std::string text = read_text_file(file, "measurement", MAX_MEASUREMENT_FILE_BYTES);
+    if (is_gzip(text)) text = gunzip(text, file, MAX_MEASUREMENT_FILE_BYTES);
     if (looks_like_kineto(text)) {
       all.traces.push_back(parse_kineto(text, file, all.notes));
       continue;

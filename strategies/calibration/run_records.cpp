@@ -44,7 +44,7 @@ std::optional<std::int64_t> stated_int(const Json& obj, const char* key, const s
   if (!v) return std::nullopt;
   if (!v->is_number_integer() || v->get<std::int64_t>() < 0)
     fail(file, pointer + "/" + key,
-         fmt::format("invalid value {}; allowed: an integer >= 0 or null", v->dump()));
+         fmt::format("invalid value {}; allowed: an integer >= 0 or null", json_excerpt(*v)));
   return v->get<std::int64_t>();
 }
 
@@ -141,7 +141,7 @@ double record_step(const Json& rec, const models::TrainingPlan& plan, int gpus,
     if (!v) return std::nullopt;
     if (!v->is_number() || !(v->get<double>() > 0))
       fail(file, at + "/measured/" + key,
-           fmt::format("invalid value {}; allowed: a number > 0", v->dump()));
+           fmt::format("invalid value {}; allowed: a number > 0", json_excerpt(*v)));
     return v->get<double>();
   };
   if (auto t = positive("iteration_time_s")) return *t;
