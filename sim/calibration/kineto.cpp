@@ -52,6 +52,11 @@ std::string string_arg(const json* args, const char* key) {
   return v && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+// The string at `key` of an event, "" when absent or not a string (json::value() would throw).
+std::string text_of(const json& event, const char* key) {
+  return string_arg(&event, key);
+}
+
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -171,14 +176,14 @@ void Importer::collect() {
   }
   for (size_t i = 0; i < events->size(); ++i) {
     const json& event = (*events)[i];
-    if (!event.is_object() || event.value("ph", "") != "X") continue;  // metadata, flows, ...
+    if (!event.is_object() || text_of(event, "ph") != "X") continue;  // metadata, flows, ...
     auto name = event.find("name");
     if (name == event.end() || !name->is_string()) {
       throw ConfigError::bad_value(file_, fmt::format("/traceEvents/{}/name", i),
                                    name == event.end() ? "nothing" : json_excerpt(*name),
                                    "a string");
     }
-    const std::string category = event.value("cat", "");
+    const std::string category = text_of(event, "cat");
     if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
       Activity a;
       a.args = arg(&event, "args");

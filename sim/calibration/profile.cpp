@@ -96,7 +96,7 @@ FitFactors read_factors(ObjectReader r) {
   if (r.has("fit")) {
     ObjectReader fit = r.child("fit");
     f.runs = fit.get_string_or("runs", "");
-    f.run_count = static_cast<int>(fit.get_count_or("run_count", 0));
+    f.run_count = static_cast<int>(fit.get_int_in_range_or("run_count", 0, 1 << 30, 0));
     f.mape_pct = fit.get_number_or("mape_pct", 0);
     if (fit.has("loo_mape_pct")) f.loo_mape_pct = fit.get_number("loo_mape_pct");
     fit.finish();

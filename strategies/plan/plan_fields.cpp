@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
 #include "common/limits.hpp"
@@ -287,7 +288,8 @@ std::string help_text(const PlanField& field) {
 }
 
 std::string bytes_text(double bytes) {
-  if (bytes == static_cast<double>(static_cast<std::int64_t>(bytes)))
+  // Compared as a double first: converting one beyond int64 ("160EB") is undefined.
+  if (std::abs(bytes) < 0x1p53 && std::floor(bytes) == bytes)
     return std::to_string(static_cast<std::int64_t>(bytes)) + "B";
   return fmt::format("{}B", bytes);
 }

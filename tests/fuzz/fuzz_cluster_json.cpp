@@ -1,7 +1,7 @@
-// Fuzz target: a cluster JSON file, then routing between the first and the last GPU and the
-// NVLink domains. Legal but large clusters (up to 65,536 nodes) take seconds to build by
-// design, so inputs asking for more than 16 nodes or 64 spines are skipped: the fuzzer looks
-// for crashes, not for slow legal work.
+// Fuzz target: a cluster JSON file, then routing between the first and the last GPU, the
+// NVLink domains and the bisection and injection bandwidths `loom topo` prints. Legal but large
+// clusters (up to 65,536 nodes) take seconds to build by design, so inputs asking for more than 16
+// nodes or 64 spines are skipped: the fuzzer looks for crashes, not for slow legal work.
 #include <nlohmann/json.hpp>
 
 #include "tests/fuzz/fuzz_target.hpp"
@@ -31,5 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         text, "fuzz-cluster.json", [](int) { return std::optional<int>(); }, {});
     (void)cluster.route_ranks(0, cluster.num_gpus() - 1);
     (void)cluster.num_nvlink_domains();
+    (void)cluster.bisection_bandwidth_Bps();
+    (void)cluster.injection_bandwidth_Bps(0);
   });
 }
