@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli/field_flags.hpp"
+#include "cli/output_file.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "strategies/rank_layout.hpp"
@@ -103,11 +104,7 @@ void write_chrome_trace(const std::string& path, const strategies::StepReport& r
   OrderedJson doc;
   doc["traceEvents"] = events;
   doc["displayTimeUnit"] = "ms";
-  std::ofstream out(path);
-  if (!out) throw ValidationError::bad_value("--trace", path, "a writable file path");
-  out << doc.dump() << "\n";
-  out.flush();
-  if (!out) throw ValidationError("--trace", fmt::format("--trace: could not write '{}'", path));
+  write_output_file(path, doc.dump() + "\n", "--trace");
 }
 
 }  // namespace loom::cli

@@ -94,7 +94,8 @@ int run_fit(const FitFlags& f) {
       f.runs, f.cluster.empty() ? std::nullopt : std::optional<std::string>(f.cluster));
   // An existing profile keeps its measured collectives, and the fit simulates with them.
   calibration::Profile profile;
-  if (std::filesystem::is_regular_file(f.output)) profile = calibration::read_profile(f.output);
+  std::error_code ec;  // a path the system refuses (too long) is no profile to extend
+  if (std::filesystem::is_regular_file(f.output, ec)) profile = calibration::read_profile(f.output);
   strategies::FitOptions with_measured = options;
   if (!profile.collectives.empty()) {
     with_measured.simulate.collective_override =

@@ -51,7 +51,8 @@ constexpr double MAX_SIZE_BYTES = TiB;
 constexpr int MAX_ROWS = 200;
 
 // nccl-tests sizes ("8", "64K", "1M", "8G": powers of 1024) or loom quantities ("8GiB", "1MB").
-// Throws ValidationError naming `field` for a negative, zero, non-finite or > 1 TiB size.
+// Throws ValidationError naming `field` for a negative, zero, fractional, non-finite or
+// > 1 TiB size.
 double parse_size(const std::string& text, const char* field) {
   const std::string example = "e.g. 8, 64K, 1M, 8G or 8GiB";
   if (!text.empty() && text.front() == '-') {
@@ -82,6 +83,12 @@ double parse_size(const std::string& text, const char* field) {
   if (!(bytes > 0)) {
     throw ValidationError(
         field, fmt::format("{}: size '{}' is zero; give a size > 0, {}", field, text, example));
+  }
+  // A message is a whole number of bytes: "0.5" would print rows of 0-byte messages.
+  if (bytes < 1 || std::floor(bytes) != bytes) {
+    throw ValidationError(field, fmt::format("{}: size '{}' is {} bytes, not a whole number of "
+                                             "bytes >= 1; give one, {}",
+                                             field, text, bytes, example));
   }
   if (!(bytes <= MAX_SIZE_BYTES)) {
     throw ValidationError(field, fmt::format("{}: size '{}' is above the 1 TiB limit; give at "

@@ -101,6 +101,8 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
 }
 
 int run_simulate(const SimulateFlags& f) {
+  // Output paths are checked before the simulation: a bad path fails now, not after minutes.
+  if (!f.trace.empty()) check_output_path(f.trace, "--trace");
   if (f.report) check_output_path(*f.report, "--report");
   const models::ModelSpec model = models::load_model(f.model, "--model");
   topo::Cluster cluster = resolve_cluster(f.cluster);

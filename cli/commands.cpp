@@ -1,5 +1,10 @@
 #include "cli/commands.hpp"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/error.hpp"
 
 namespace loom::cli {

@@ -3,7 +3,10 @@
 // runs it after parsing. One file per subcommand: cmd_<name>.cpp.
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <functional>
+#include <string>
+#include <string_view>
 
 namespace loom::cli {
 

@@ -9,13 +9,16 @@
 
 #include "cli/commands.hpp"
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
 
 namespace {
 
+// One line on stderr; loom::Error messages are printable already, CLI11's and the standard
+// library's are made so here (they may quote a flag's value).
 int fail(const std::string& message, loom::ExitCode code) {
-  std::cerr << "loom: error: " << message << "\n";
+  std::cerr << "loom: error: " << loom::printable(message, loom::MAX_MESSAGE_BYTES) << "\n";
   return static_cast<int>(code);
 }
 
@@ -50,6 +53,16 @@ std::optional<std::string> check_subcommand(int argc, char** argv, const CLI::Ap
   return fmt::format("unknown subcommand '{}'{}; valid: {}", first,
                      suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
                      valid);
+}
+
+// A command's exit code, unless its output did not all reach stdout (a full disk): then 2.
+int finish_output(int code) {
+  std::cout.flush();
+  if (std::cout) return code;
+  return fail(
+      "could not write all of the output to standard output (a full disk or a closed "
+      "pipe); free some space or redirect it elsewhere",
+      loom::ExitCode::BAD_INPUT);
 }
 
 // CLI11 says "The following arguments were not expected"; add the closest real flag.
@@ -126,7 +139,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
+      if (command.app->parsed()) return finish_output(command.run());
     }
     return fail("no subcommand given; see `loom --help`", loom::ExitCode::BAD_INPUT);
   } catch (const loom::Error& e) {

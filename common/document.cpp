@@ -15,7 +15,11 @@ OrderedJson make_document(OrderedJson context, OrderedJson results) {
 }
 
 std::string render_document(const OrderedJson& document) {
-  return document.dump(2) + "\n";
+  return dump_json(document, 2) + "\n";
+}
+
+std::string dump_json(const OrderedJson& value, int indent) {
+  return value.dump(indent, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
 }  // namespace loom

@@ -14,10 +14,13 @@ namespace loom {
 /// Exit codes of the loom executable.
 enum class ExitCode : int { OK = 0, INTERNAL = 1, BAD_INPUT = 2, INFEASIBLE = 3 };
 
-/// Base of every error loom reports; carries the process exit code.
+/// Base of every error loom reports; carries the process exit code. The message is kept to
+/// one printable line: control characters and bytes that are not UTF-8 are escaped, and one
+/// longer than MAX_MESSAGE_BYTES (common/limits.hpp) keeps its head and its tail, so no input
+/// can garble the terminal or flood it.
 class Error : public std::runtime_error {
  public:
-  Error(std::string message, ExitCode code) : std::runtime_error(std::move(message)), code_(code) {}
+  Error(const std::string& message, ExitCode code);
   /// The exit code the CLI returns for this error.
   ExitCode exit_code() const { return code_; }
 

@@ -5,49 +5,168 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/strings.hpp"
 
 namespace loom {
 
+namespace {
+
+// Line and column (1-based) of byte `offset` in `text`.
+std::pair<int, int> line_column(std::string_view text, size_t offset) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+// nlohmann parses iteratively, but everything that walks the value afterwards (dump, copies,
+// comparisons) recurses: the depth is checked before the parser sees the text.
+void check_json_depth(std::string_view text, const std::string& origin) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > MAX_JSON_DEPTH) {
+        const auto [line, column] = line_column(text, i);
+        throw ConfigError(
+            origin, "",
+            fmt::format("{}:{}:{}: JSON nested deeper than {} levels (loom's limit "
+                        "MAX_JSON_DEPTH, docs/limits.md); loom inputs nest a few levels: check "
+                        "that this is the right file",
+                        origin, line, column, MAX_JSON_DEPTH));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+namespace {
+
+// nlohmann's message without its "[json.exception.kind.N] " tag (and, for parse errors, the
+// position loom prints itself).
+std::string exception_detail(const nlohmann::json::exception& e) {
+  std::string detail = e.what();
+  if (auto tag = detail.find("] "); detail.rfind("[json.exception", 0) == 0 && tag != detail.npos)
+    detail = detail.substr(tag + 2);
+  if (auto pos = detail.find("parse error"); pos != std::string::npos) {
+    if (auto colon = detail.find(": ", pos); colon != std::string::npos)
+      detail = detail.substr(colon + 2);
+  }
+  return detail;
+}
+
+// `text` as an ASCII JSON string; a character cut in two by substr() becomes U+FFFD.
+std::string quoted(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+// Writes at most about `budget` bytes of compact JSON for `v` to `out`; containers stop
+// early, so the recursion is no deeper than the budget.
+void write_excerpt(const nlohmann::json& v, std::string& out, size_t budget) {
+  if (out.size() >= budget) return;
+  if (v.is_object() || v.is_array()) {
+    const bool object = v.is_object();
+    out += object ? '{' : '[';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (out.size() >= budget) return;
+      if (!first) out += ", ";
+      first = false;
+      if (object) out += quoted(it.key().substr(0, budget)) + ": ";
+      write_excerpt(it.value(), out, budget);
+    }
+    out += object ? '}' : ']';
+  } else if (v.is_string()) {
+    out += quoted(v.get_ref<const std::string&>().substr(0, budget));
+  } else {
+    out += v.dump();
+  }
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin) {
+  check_json_depth(text, origin);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset; users want line and column.
-    size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int line = 1, column = 1;
-    for (size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    if (auto pos = detail.find("parse error"); pos != std::string::npos) {
-      if (auto colon = detail.find(": ", pos); colon != std::string::npos)
-        detail = detail.substr(colon + 2);
-    }
-    throw ConfigError::parse_error(origin, line, column, detail);
+    const size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const auto [line, column] = line_column(text, offset);
+    throw ConfigError::parse_error(origin, line, column, exception_detail(e));
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond a double ("1e400").
+    throw ConfigError(origin, "",
+                      fmt::format("{}: invalid JSON: {}; numbers must fit a double (about "
+                                  "1.8e308 at most)",
+                                  origin, exception_detail(e)));
   }
 }
 
-std::string read_text_file(const std::string& path, std::string_view what) {
+std::string json_excerpt(const nlohmann::json& value) {
+  std::string out;
+  write_excerpt(value, out, MAX_ECHO_BYTES);
+  return printable(out, MAX_ECHO_BYTES);
+}
+
+std::string read_text_file(const std::string& path, std::string_view what, std::int64_t max_bytes) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) {
     throw ConfigError(
         path, "",
         fmt::format("{}: is a directory, not a {} file; give the path of a JSON file", path, what));
   }
+  if (ec || !fs::exists(status)) throw ConfigError::file_not_found(path, what);
+  if (!fs::is_regular_file(status)) {
+    throw ConfigError(path, "",
+                      fmt::format("{}: not a regular file (a FIFO, socket or device); loom reads "
+                                  "{} files from disk: give the path of one",
+                                  path, what));
+  }
+  const auto too_large = [&](std::uintmax_t size) {
+    return ConfigError(
+        path, "",
+        fmt::format("{}: the {} file holds {} bytes, over loom's limit of {} bytes ({} in "
+                    "common/limits.hpp, docs/limits.md); check that this is the right file",
+                    path, what, size, max_bytes,
+                    max_bytes == MAX_CONFIG_FILE_BYTES ? "MAX_CONFIG_FILE_BYTES"
+                                                       : "MAX_MEASUREMENT_FILE_BYTES"));
+  };
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(max_bytes)) throw too_large(size);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError::file_not_found(path, what);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  // Read in chunks and stop past the limit: the file may have grown since it was measured.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > static_cast<size_t>(max_bytes)) throw too_large(text.size());
+  }
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw ConfigError(
         path, "", fmt::format("{}: the {} file is empty; write a JSON object in it", path, what));
@@ -55,14 +174,15 @@ std::string read_text_file(const std::string& path, std::string_view what) {
   return text;
 }
 
-nlohmann::json load_json_file(const std::string& path, std::string_view what) {
-  return parse_json_text(read_text_file(path, what), path);
+nlohmann::json load_json_file(const std::string& path, std::string_view what,
+                              std::int64_t max_bytes) {
+  return parse_json_text(read_text_file(path, what, max_bytes), path);
 }
 
 ObjectReader::ObjectReader(const nlohmann::json& value, std::string file, std::string pointer)
     : value_(value), file_(std::move(file)), pointer_(std::move(pointer)) {
   if (!value_.is_object()) {
-    throw ConfigError::bad_value(file_, pointer_.empty() ? "/" : pointer_, value_.dump(),
+    throw ConfigError::bad_value(file_, pointer_.empty() ? "/" : pointer_, json_excerpt(value_),
                                  "a JSON object");
   }
 }
@@ -92,8 +212,10 @@ const nlohmann::json& ObjectReader::raw(std::string_view key) {
 
 std::string ObjectReader::get_string(std::string_view key) {
   const auto& v = raw(key);
-  if (!v.is_string()) fail(key, v.dump(), "a string");
-  return v.get<std::string>();
+  if (!v.is_string()) fail(key, json_excerpt(v), "a string");
+  const auto& text = v.get_ref<const std::string&>();
+  if (!is_printable(text)) fail(key, json_excerpt(v), "a string without control characters");
+  return text;
 }
 
 std::string ObjectReader::get_string_or(std::string_view key, std::string_view fallback) {
@@ -102,7 +224,7 @@ std::string ObjectReader::get_string_or(std::string_view key, std::string_view f
 
 double ObjectReader::get_number(std::string_view key) {
   const auto& v = raw(key);
-  if (!v.is_number()) fail(key, v.dump(), "a number");
+  if (!v.is_number()) fail(key, json_excerpt(v), "a number");
   return v.get<double>();
 }
 
@@ -143,7 +265,7 @@ std::int64_t ObjectReader::get_int_in_range(std::string_view key, std::int64_t m
       allowed = min == 0   ? "a non-negative integer"
                 : min == 1 ? "a positive integer"
                            : fmt::format("an integer >= {}", min);
-    fail(key, v.dump(), allowed);
+    fail(key, json_excerpt(v), allowed);
   }
   return value;
 }
@@ -168,14 +290,14 @@ std::int64_t ObjectReader::get_count_or(std::string_view key, std::int64_t fallb
 bool ObjectReader::get_bool_or(std::string_view key, bool fallback) {
   if (!has(key)) return fallback;
   const auto& v = raw(key);
-  if (!v.is_boolean()) fail(key, v.dump(), "true or false");
+  if (!v.is_boolean()) fail(key, json_excerpt(v), "true or false");
   return v.get<bool>();
 }
 
 double ObjectReader::get_quantity(std::string_view key, Unit unit) {
   const auto& v = raw(key);
   if (!v.is_string()) {
-    fail(key, v.dump(), "a string with its unit, e.g. \"80GiB\", \"900GBps\", \"1.5us\"");
+    fail(key, json_excerpt(v), "a string with its unit, e.g. \"80GiB\", \"900GBps\", \"1.5us\"");
   }
   try {
     return parse_quantity(v.get<std::string>(), unit, pointer_of(key));
@@ -198,7 +320,8 @@ std::string ObjectReader::get_enum(std::string_view key, const std::vector<std::
     if (a == s) return s;
   std::string suggestion = did_you_mean(s, allowed);
   fail(key,
-       fmt::format("'{}'{}", s, suggestion.empty() ? "" : " (did you mean '" + suggestion + "'?)"),
+       fmt::format("'{}'{}", printable(s, MAX_ECHO_BYTES),
+                   suggestion.empty() ? "" : " (did you mean '" + suggestion + "'?)"),
        join(allowed, ", "));
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/limits.hpp"
 #include "common/units.hpp"
 
 namespace loom {
@@ -20,16 +21,29 @@ namespace loom {
 /// double, which is how JSON numbers are compared).
 inline constexpr std::int64_t MAX_JSON_INT = std::int64_t{1} << 53;
 
-/// Reads a whole text file; `what` names the kind of file in errors ("model", "cluster").
-/// Throws ConfigError when the path is missing, unreadable, a directory, or the file is empty.
-std::string read_text_file(const std::string& path, std::string_view what);
+/// Reads a whole text file of at most `max_bytes`; `what` names the kind of file in errors
+/// ("model", "cluster"). Throws ConfigError when the path is missing, unreadable, not a
+/// regular file (a directory, FIFO or device), larger than `max_bytes` (naming the limit), or
+/// the file is empty.
+std::string read_text_file(const std::string& path, std::string_view what,
+                           std::int64_t max_bytes = MAX_CONFIG_FILE_BYTES);
 
 /// Reads and parses a JSON file; `what` names the kind of file in errors ("model", "cluster").
-/// Throws ConfigError (see read_text_file, or malformed JSON with line and column).
-nlohmann::json load_json_file(const std::string& path, std::string_view what);
+/// Throws ConfigError (see read_text_file and parse_json_text).
+nlohmann::json load_json_file(const std::string& path, std::string_view what,
+                              std::int64_t max_bytes = MAX_CONFIG_FILE_BYTES);
 
-/// Parses JSON text; `origin` names it in errors. Throws ConfigError with line and column.
+/// Parses JSON text; `origin` names it in errors. Throws ConfigError with line and column on
+/// malformed JSON, a number out of range ("1e400") or nesting deeper than MAX_JSON_DEPTH.
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin);
+
+/// Throws ConfigError with line and column when `text` nests arrays and objects deeper than
+/// MAX_JSON_DEPTH (parse_json_text checks it; parsers of their own call it first).
+void check_json_depth(std::string_view text, const std::string& origin);
+
+/// A short, printable excerpt of `value` for an error message: compact JSON cut after about
+/// MAX_ECHO_BYTES ("[1, 2, 3, ..."), whatever its size or depth.
+std::string json_excerpt(const nlohmann::json& value);
 
 /// Reads one JSON object. Every accessor records its key as known; finish() rejects the
 /// keys nobody asked for.
@@ -43,6 +57,8 @@ class ObjectReader {
   void allow(std::initializer_list<std::string_view> keys);
 
   const nlohmann::json& raw(std::string_view key);  // required
+  /// A string without control characters (every string loom reads is a name, a unit or a
+  /// path, printed back one day); throws ConfigError otherwise.
   std::string get_string(std::string_view key);
   std::string get_string_or(std::string_view key, std::string_view fallback);
   double get_number(std::string_view key);

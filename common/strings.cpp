@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 
 namespace loom {
 
@@ -21,6 +22,7 @@ int edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > 64) return {};  // not a typo of a name, and edit distance is quadratic
   std::string best;
   int best_distance = 0;
   const std::string lowered = to_lower(word);
@@ -49,6 +51,86 @@ std::string to_lower(std::string_view text) {
   std::string out(text);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence starting at text[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return n;
+}
+
+// The escape for the character of `length` bytes at text[i], or "" when it prints as itself.
+std::string escape_of(std::string_view text, std::size_t i, std::size_t length) {
+  static const char* hex = "0123456789abcdef";
+  const auto b = static_cast<unsigned char>(text[i]);
+  if (length == 0) return {'\\', 'x', hex[b >> 4], hex[b & 15]};
+  if (length == 1) {
+    if (b == '\n') return "\\n";
+    if (b == '\r') return "\\r";
+    if (b == '\t') return "\\t";
+    if (b < 0x20 || b == 0x7F) return {'\\', 'x', hex[b >> 4], hex[b & 15]};
+    return "";
+  }
+  // C1 controls U+0080..U+009F are C2 80..C2 9F.
+  const auto second = static_cast<unsigned char>(text[i + 1]);
+  if (length == 2 && b == 0xC2 && second <= 0x9F)
+    return {'\\', 'u', '0', '0', hex[second >> 4], hex[second & 15]};
+  return "";
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes == std::string::npos ? text.size() : max_bytes));
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_length(text, i);
+    const std::string escape = escape_of(text, i, length);
+    const std::size_t adds = escape.empty() ? length : escape.size();
+    if (out.size() + adds > max_bytes) {
+      out += "...";
+      return out;
+    }
+    if (escape.empty())
+      out.append(text.substr(i, length));
+    else
+      out += escape;
+    i += length == 0 ? 1 : length;
+  }
+  return out;
+}
+
+bool is_printable(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = utf8_length(text, i);
+    if (length == 0 || !escape_of(text, i, length).empty()) return false;
+    i += length;
+  }
+  return true;
 }
 
 }  // namespace loom

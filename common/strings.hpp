@@ -1,5 +1,7 @@
 #pragma once
-// Small string utilities shared by every parser: did-you-mean suggestions and joining.
+// Small string utilities shared by every parser: did-you-mean suggestions, joining, and
+// making untrusted text safe to print on one line.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,5 +19,14 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 /// Lower-cased copy (ASCII).
 std::string to_lower(std::string_view text);
+
+/// `text` made safe to print on one line of a terminal: control characters (C0, DEL, C1)
+/// become escapes (\n, \x1b, \u0085), bytes that are not UTF-8 become \xff;
+/// valid printable UTF-8 passes unchanged. Output beyond `max_bytes` is cut at a character
+/// boundary and ends in "...".
+std::string printable(std::string_view text, std::size_t max_bytes = std::string::npos);
+
+/// Whether `text` is valid UTF-8 without control characters (what printable() leaves alone).
+bool is_printable(std::string_view text);
 
 }  // namespace loom

@@ -12,13 +12,15 @@
 namespace loom::models {
 namespace {
 
+// The model's name when its file gives none: the file's stem, printable (a path may hold
+// any byte; the name is printed in tables and JSON).
 std::string stem_of(const std::string& path) {
   std::filesystem::path p(path);
   std::string stem = p.stem().string();
   // "config.json" says nothing; name it after its folder.
   if (stem == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
-    return p.parent_path().filename().string();
-  return stem;
+    stem = p.parent_path().filename().string();
+  return printable(stem, MAX_ECHO_BYTES);
 }
 
 bool looks_like_hf(const nlohmann::json& j) {
@@ -126,7 +128,7 @@ class HfReader {
   std::int64_t integer(const char* key) {
     if (!has(key)) throw ConfigError::missing_key(r_.file(), "/", key);
     const auto& v = r_.raw(key);
-    if (!v.is_number_integer()) r_.fail(key, v.dump(), "an integer");
+    if (!v.is_number_integer()) r_.fail(key, json_excerpt(v), "an integer");
     return v.get<std::int64_t>();
   }
   std::int64_t integer_or(const char* key, std::int64_t fallback) {
@@ -265,8 +267,10 @@ ModelSpec load_model(const std::string& arg, const std::string& field) {
     validate_model(m);
     return m;
   }
+  std::error_code ec;  // a name too long for a path is not a path
   const bool is_path = arg.find('/') != std::string::npos ||
-                       (arg.size() > 5 && arg.ends_with(".json")) || std::filesystem::exists(arg);
+                       (arg.size() > 5 && arg.ends_with(".json")) ||
+                       std::filesystem::exists(arg, ec);
   if (is_path) return load_model_file(arg);
   return model_preset(arg, field);
 }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/strings.hpp"
 
 namespace loom::sim {
@@ -88,6 +89,14 @@ TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<Tas
                                                   streams_[s].name));
     }
   }
+  if (static_cast<std::int64_t>(tasks_.size()) >= MAX_ENGINE_TASKS) {
+    throw ValidationError("tasks",
+                          fmt::format("the step needs more than {} simulated tasks, loom's limit "
+                                      "(MAX_ENGINE_TASKS in common/limits.hpp, docs/limits.md); "
+                                      "simulate a smaller step: fewer micro-batches, layers "
+                                      "or simulated GPUs",
+                                      MAX_ENGINE_TASKS));
+  }
   Task t;
   t.streams_begin = static_cast<std::uint32_t>(task_streams_.size());
   auto id = static_cast<TaskId>(tasks_.size());
@@ -140,7 +149,7 @@ std::pair<TaskId, TaskId> Engine::add_collective_sequence(const std::vector<Coll
   SimTime duration = 0;
   for (const CollectiveSpec& spec : specs) {
     check_streams(spec);
-    duration += frozen_time(spec.request);
+    duration = later(duration, frozen_time(spec.request));
   }
   const TaskId id = add_task(specs.front().streams, deps);
   tasks_[id].duration = duration;
@@ -289,9 +298,11 @@ void Engine::add_contention(StreamId victim, StreamId contender, double slowdown
 void Engine::schedule_contended(StreamId victim) {
   Stream& v = streams_[victim];
   const double rate_ps = v.busy_contenders > 0 ? v.slowdown : 1.0;
-  const auto left = static_cast<SimTime>(std::llround(std::max(0.0, v.work_left) * rate_ps));
+  const double left_ps = std::max(0.0, v.work_left) * rate_ps;
+  if (!(left_ps < 0x1p63)) throw_beyond_clock();
+  const auto left = static_cast<SimTime>(std::llround(left_ps));
   ++v.version;
-  queue_.push(now_ + left, EventKind::TASK_DONE,
+  queue_.push(later(now_, left), EventKind::TASK_DONE,
               static_cast<std::uint64_t>(v.running) | (std::uint64_t{v.version} << 32));
 }
 
@@ -358,13 +369,13 @@ void Engine::start_task(TaskId id) {
       schedule_contended(sid);
       return;
     }
-    queue_.push(now_ + t.duration, EventKind::TASK_DONE, static_cast<std::uint64_t>(id));
+    queue_.push(later(now_, t.duration), EventKind::TASK_DONE, static_cast<std::uint64_t>(id));
     return;
   }
   Comm& c = comms_[t.comm];
   c.phase = 0;
   if (c.schedule.phases.empty()) {
-    queue_.push(now_ + c.schedule.base_latency, EventKind::TASK_DONE,
+    queue_.push(later(now_, c.schedule.base_latency), EventKind::TASK_DONE,
                 static_cast<std::uint64_t>(id));
   } else {
     start_phase(t.comm);
@@ -389,7 +400,7 @@ void Engine::on_batch_done(std::int32_t comm) {
     start_phase(comm);
     return;
   }
-  queue_.push(now_ + c.schedule.base_latency, EventKind::TASK_DONE,
+  queue_.push(later(now_, c.schedule.base_latency), EventKind::TASK_DONE,
               static_cast<std::uint64_t>(c.task));
 }
 

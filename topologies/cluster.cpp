@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 
 namespace loom::topo {
 
@@ -86,6 +87,13 @@ VertexId Cluster::add_vertex(Vertex vertex) {
     throw ValidationError(
         "vertex", fmt::format("vertex '{}' is defined twice; names must be unique", vertex.name));
   }
+  if (static_cast<std::int64_t>(vertices_.size()) >= MAX_TOPOLOGY_VERTICES) {
+    throw ValidationError("vertex", fmt::format("the cluster has more than {} vertices, loom's "
+                                                "limit (MAX_TOPOLOGY_VERTICES in "
+                                                "common/limits.hpp, docs/limits.md); describe a "
+                                                "smaller cluster",
+                                                MAX_TOPOLOGY_VERTICES));
+  }
   invalidate();
   auto id = static_cast<VertexId>(vertices_.size());
   if (vertex.kind == VertexKind::GPU) gpus_.push_back(id);
@@ -115,6 +123,12 @@ LinkId Cluster::add_duplex_link(VertexId a, VertexId b, LinkKind kind, double ba
   if (!(latency_s >= 0) || !std::isfinite(latency_s)) {
     throw ValidationError("link", fmt::format("link {} - {}: latency must be zero or positive",
                                               vertices_[a].name, vertices_[b].name));
+  }
+  if (static_cast<std::int64_t>(links_.size()) >= 2 * MAX_TOPOLOGY_LINKS) {
+    throw ValidationError("link", fmt::format("the cluster has more than {} links, loom's limit "
+                                              "(MAX_TOPOLOGY_LINKS in common/limits.hpp, "
+                                              "docs/limits.md); describe a smaller cluster",
+                                              MAX_TOPOLOGY_LINKS));
   }
   invalidate();
   auto id = static_cast<LinkId>(links_.size());
@@ -465,7 +479,8 @@ using FlowGraph = boost::adjacency_list<
                         boost::property<boost::edge_reverse_t, FlowTraits::edge_descriptor>>>>;
 
 // Max-flow from the `a` terminals to the `b` terminals over the links `keep` accepts.
-// Capacities are integers in kB/s: push-relabel wants exact arithmetic.
+// Capacities are integers in kB/s (push-relabel wants exact arithmetic), in a coarser unit
+// only when the links' sum would not fit 64 bits otherwise (no real cluster comes close).
 template <typename Keep>
 double max_flow_Bps(const std::vector<Vertex>& vertices, const std::vector<Link>& links,
                     const std::vector<VertexId>& a, const std::vector<VertexId>& b, Keep keep) {
@@ -482,16 +497,20 @@ double max_flow_Bps(const std::vector<Vertex>& vertices, const std::vector<Link>
     rev[e] = r;
     rev[r] = e;
   };
+  double sum_Bps = 0;
+  for (const auto& l : links)
+    if (keep(l)) sum_Bps += l.bandwidth_Bps;
+  const double unit = std::max(1e3, sum_Bps / 1e17);  // bytes/s per capacity unit
   std::int64_t total = 0;
   for (const auto& l : links) {
     if (!keep(l)) continue;
-    auto c = static_cast<std::int64_t>(std::llround(l.bandwidth_Bps / 1e3));
+    auto c = static_cast<std::int64_t>(std::llround(l.bandwidth_Bps / unit));
     add(static_cast<size_t>(l.from), static_cast<size_t>(l.to), c);
     total += c;
   }
   for (VertexId v : a) add(source, static_cast<size_t>(v), total + 1);
   for (VertexId v : b) add(static_cast<size_t>(v), sink, total + 1);
-  return static_cast<double>(boost::push_relabel_max_flow(g, source, sink)) * 1e3;
+  return static_cast<double>(boost::push_relabel_max_flow(g, source, sink)) * unit;
 }
 
 }  // namespace

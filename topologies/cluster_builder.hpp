@@ -105,5 +105,9 @@ using NodesResolver = std::function<std::optional<int>(int gpus_per_node)>;
 /// "hosts" as `names` spells them).
 Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
                           std::optional<int> hosts, const FieldNames& names);
+/// read_cluster_json on the text of a cluster JSON; `origin` names it in errors.
+Cluster parse_cluster_json(const std::string& text, const std::string& origin,
+                           const NodesResolver& resolve_nodes, std::optional<int> hosts,
+                           const FieldNames& names);
 
 }  // namespace loom::topo

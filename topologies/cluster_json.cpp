@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
+#include "common/strings.hpp"
 #include "topologies/cluster_builder.hpp"
 #include "topologies/cluster_presets.hpp"
 #include "topologies/gpu_json.hpp"
@@ -74,7 +75,7 @@ NodeTemplate::L read_link(ObjectReader& r, Known known) {
   l.bandwidth_Bps =
       r.get_quantity_or("bandwidth", Unit::BANDWIDTH, spec.lane_bandwidth_Bps * lanes);
   if (!(l.bandwidth_Bps > 0))
-    r.fail("bandwidth", r.raw("bandwidth").dump(), "a positive bandwidth, e.g. \"450GBps\"");
+    r.fail("bandwidth", json_excerpt(r.raw("bandwidth")), "a positive bandwidth, e.g. \"450GBps\"");
   l.latency_s = r.get_quantity_or("latency", Unit::TIME, spec.latency_s);
   l.label = lanes > 1 ? fmt::format("{} x{}", spec.label, lanes) : spec.label;
   r.finish();
@@ -93,7 +94,7 @@ void check_first_link(LinkPairs& seen, ObjectReader& lr, const NodeTemplate::L& 
 
 const nlohmann::json& array_of(ObjectReader& r, std::string_view key) {
   const auto& v = r.raw(key);
-  if (!v.is_array() || v.empty()) r.fail(key, v.dump().substr(0, 40), "a non-empty JSON array");
+  if (!v.is_array() || v.empty()) r.fail(key, json_excerpt(v), "a non-empty JSON array");
   return v;
 }
 
@@ -131,13 +132,13 @@ FabricSpec read_fabric(ObjectReader& r) {
     r.fail("link", fmt::format("'{}'", f.link), "a network link type (ib-*, roce-*)");
   f.bandwidth_Bps = r.get_quantity_or("bandwidth", Unit::BANDWIDTH, 0);
   if (r.has("bandwidth") && !(f.bandwidth_Bps > 0))
-    r.fail("bandwidth", r.raw("bandwidth").dump(), "a positive bandwidth, e.g. \"400Gbps\"");
+    r.fail("bandwidth", json_excerpt(r.raw("bandwidth")), "a positive bandwidth, e.g. \"400Gbps\"");
   f.latency_s = r.get_quantity_or("latency", Unit::TIME, -1);
   f.spines = static_cast<int>(r.get_int_in_range_or("spines", 1, MAX_SPINES, 0));
   f.oversubscription = r.get_number_or("oversubscription", 1);
   if (!(f.oversubscription >= 1 && f.oversubscription <= MAX_OVERSUBSCRIPTION))
     r.fail(
-        "oversubscription", r.raw("oversubscription").dump(),
+        "oversubscription", json_excerpt(r.raw("oversubscription")),
         fmt::format("a ratio from 1 to {} (downlink : uplink; 2 means 2:1)", MAX_OVERSUBSCRIPTION));
   r.finish();
   return f;
@@ -319,10 +320,17 @@ HostsSpec read_hosts(ObjectReader& r) {
 
 Cluster read_cluster_json(const std::string& path, const NodesResolver& resolve_nodes,
                           std::optional<int> hosts, const FieldNames& names) {
-  nlohmann::json doc = load_json_file(path, "cluster");
+  return parse_cluster_json(read_text_file(path, "cluster"), path, resolve_nodes, hosts, names);
+}
+
+Cluster parse_cluster_json(const std::string& text, const std::string& path,
+                           const NodesResolver& resolve_nodes, std::optional<int> hosts,
+                           const FieldNames& names) {
+  nlohmann::json doc = parse_json_text(text, path);
   ObjectReader r(doc, path, "");
   r.allow({"comment", "$schema"});
-  std::string name = r.get_string_or("name", path);
+  // Without a name the cluster is named after its file, printable (a path may hold any byte).
+  std::string name = r.get_string_or("name", printable(path));
   try {
     if (r.has("vertices") || r.has("links")) {
       if (r.has("node"))

@@ -96,6 +96,38 @@ void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
   }
 }
 
+namespace {
+
+// The graph's size before it is built: every vertex and link a template replicated over
+// `nodes` with its fat-tree adds (an upper bound on the spines), against the limits.
+void check_graph_size(const NodeTemplate& t, int nodes, const FabricSpec& fabric,
+                      const FieldNames& names) {
+  const auto nics = static_cast<std::int64_t>(
+      std::count_if(t.vertices.begin(), t.vertices.end(),
+                    [](const auto& v) { return v.kind == VertexKind::NIC; }));
+  const std::int64_t spines = std::max<std::int64_t>(fabric.spines, nics);
+  const bool fat_tree = nodes > 1;
+  const std::int64_t vertices =
+      nodes * static_cast<std::int64_t>(t.vertices.size()) + (fat_tree ? nics + spines : 0);
+  const std::int64_t links = nodes * static_cast<std::int64_t>(t.links.size()) +
+                             (fat_tree ? nodes * nics + nics * spines : 0);
+  const auto fail = [&](std::string_view what, std::int64_t count, std::int64_t limit,
+                        std::string_view limit_name, std::size_t per_node) {
+    throw ValidationError(
+        names("nodes"),
+        fmt::format("{}: {} nodes of {} {} each make {} {}, over loom's limit of {} ({} in "
+                    "common/limits.hpp, docs/limits.md); simulate fewer nodes or describe the "
+                    "node with fewer devices",
+                    names("nodes"), nodes, per_node, what, count, what, limit, limit_name));
+  };
+  if (vertices > MAX_TOPOLOGY_VERTICES)
+    fail("vertices", vertices, MAX_TOPOLOGY_VERTICES, "MAX_TOPOLOGY_VERTICES", t.vertices.size());
+  if (links > MAX_TOPOLOGY_LINKS)
+    fail("links", links, MAX_TOPOLOGY_LINKS, "MAX_TOPOLOGY_LINKS", t.links.size());
+}
+
+}  // namespace
+
 Cluster build_cluster(const std::string& name, const GpuSpec& gpu, const NodeTemplate& t, int nodes,
                       const FabricSpec& fabric, const FieldNames& names) {
   return build_cluster(name, {NodeGroup{gpu, t, nodes}}, fabric, HostsSpec{}, names);
@@ -166,6 +198,8 @@ Cluster build_cluster(const std::string& name, const std::vector<NodeGroup>& gro
     gpus += per_node * g.nodes;
     nodes += g.nodes;
   }
+  // Every group's template over all the nodes: an upper bound on the graph the groups build.
+  for (const NodeGroup& g : groups) check_graph_size(g.node, nodes, fabric, names);
   Cluster cluster;
   cluster.name = name;
   cluster.gpu = groups.front().gpu;

@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/preset_info.hpp"
 #include "topologies/cluster.hpp"
 
 namespace loom::topo {
 
-/// Largest cluster loom builds: 65,536 nodes and 524,288 GPUs (a 100,000-node DGX H100
-/// cluster takes 9 s and 2.3 GB to build; beyond this a typo would hang the run).
-inline constexpr int MAX_CLUSTER_NODES = 65536;
-inline constexpr int MAX_CLUSTER_GPUS = 1 << 19;
 /// Most hosts (CPU servers holding ranks) a cluster may add.
 inline constexpr int MAX_CLUSTER_HOSTS = 4096;
 
@@ -30,8 +27,10 @@ struct ClusterRequest {
 };
 
 /// Builds the cluster (routing index finalized). Throws ValidationError on an unknown preset
-/// (with did-you-mean), a bad or inconsistent size or one above MAX_CLUSTER_NODES /
-/// MAX_CLUSTER_GPUS, hosts outside 0..MAX_CLUSTER_HOSTS; ConfigError on a bad JSON file; and
+/// (with did-you-mean), a bad or inconsistent size or one above MAX_CLUSTER_NODES,
+/// MAX_CLUSTER_GPUS, MAX_TOPOLOGY_VERTICES or MAX_TOPOLOGY_LINKS (common/limits.hpp: a
+/// 65,536-node DGX H100 cluster takes 16 s and 1.5 GB to build; beyond the limits a typo
+/// would exhaust memory), hosts outside 0..MAX_CLUSTER_HOSTS; ConfigError on a bad JSON file; and
 /// ValidationError when the resulting graph is disconnected. Messages name the request's
 /// fields ("cluster", "nodes", "gpus") as `names` spells them.
 Cluster load_cluster(const ClusterRequest& request, const FieldNames& names = {});

@@ -275,7 +275,8 @@ void read_efficiencies(ObjectReader& r, GpuSpec& s) {
   for (const auto& [key, field] : keys) {
     *field = r.get_number_or(key, *field);
     if (!(*field >= 0 && *field <= 1))
-      r.fail(key, r.raw(key).dump(), "a fraction of the dense peak from 0 to 1 (0: default)");
+      r.fail(key, json_excerpt(r.raw(key)),
+             "a fraction of the dense peak from 0 to 1 (0: default)");
   }
 }
 
@@ -320,14 +321,14 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   s.arch = static_cast<GpuArch>(std::find(arches.begin(), arches.end(), arch) - arches.begin());
   if (r.has("sm_count") || r.has("architecture")) s.arch_source += " + overrides from " + r.file();
   if (!(s.tdp_watts >= 0 && s.tdp_watts <= 1e5))
-    r.fail("tdp_watts", r.raw("tdp_watts").dump(), "a power in watts from 0 to 100000");
+    r.fail("tdp_watts", json_excerpt(r.raw("tdp_watts")), "a power in watts from 0 to 100000");
   s.power_limit_watts = r.get_number_or("power_limit_w", s.power_limit_watts);
   if (!(s.power_limit_watts >= 0 && s.power_limit_watts <= 1e5))
-    r.fail("power_limit_w", r.raw("power_limit_w").dump(),
+    r.fail("power_limit_w", json_excerpt(r.raw("power_limit_w")),
            "a power in watts from 0 to 100000 (0: the TDP)");
   s.load_clock_fraction = r.get_number_or("load_clock_fraction", s.load_clock_fraction);
   if (!(s.load_clock_fraction >= 0 && s.load_clock_fraction <= 1))
-    r.fail("load_clock_fraction", r.raw("load_clock_fraction").dump(),
+    r.fail("load_clock_fraction", json_excerpt(r.raw("load_clock_fraction")),
            "a fraction from 0 to 1 (0: the default)");
   read_efficiencies(r, s);
   if (s.bf16_flops <= 0) r.fail("bf16", "0", "a positive FLOP rate, e.g. \"989TFLOPS\"");

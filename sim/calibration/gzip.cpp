@@ -14,7 +14,7 @@ bool is_gzip(std::string_view data) {
          static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
-std::string gunzip(std::string_view data, const std::string& file) {
+std::string gunzip(std::string_view data, const std::string& file, std::int64_t max_bytes) {
   if (data.size() > std::numeric_limits<uInt>::max()) {
     throw CalibrationError(fmt::format(
         "{}: compressed file over 4 GiB; decompress it (gunzip) and import the .json", file));
@@ -34,6 +34,13 @@ std::string gunzip(std::string_view data, const std::string& file) {
     z.avail_out = sizeof buffer;
     status = inflate(&z, Z_NO_FLUSH);
     out.append(buffer, sizeof buffer - z.avail_out);
+    if (out.size() > static_cast<size_t>(max_bytes)) {
+      inflateEnd(&z);
+      throw CalibrationError(fmt::format(
+          "{}: decompresses to more than loom's limit of {} bytes (MAX_MEASUREMENT_FILE_BYTES in "
+          "common/limits.hpp, docs/limits.md); profile fewer steps, or check the file",
+          file, max_bytes));
+    }
     if (status == Z_STREAM_END) {
       // Concatenated members (`cat a.gz b.gz`) decompress to the concatenation.
       if (z.avail_in == 0 || !is_gzip({reinterpret_cast<const char*>(z.next_in), z.avail_in}))

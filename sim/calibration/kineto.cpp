@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "common/json_util.hpp"
 #include "sim/calibration/kineto_shapes.hpp"
 
 namespace loom::calibration {
@@ -51,11 +52,17 @@ std::string string_arg(const json* args, const char* key) {
   return v && v->is_string() ? v->get<std::string>() : std::string();
 }
 
+// The string at `key` of an event, "" when absent or not a string (json::value() would throw).
+std::string text_of(const json& event, const char* key) {
+  return string_arg(&event, key);
+}
+
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
 json parse_trace_json(std::string_view text, const std::string& file) {
+  check_json_depth(text, file);
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -77,6 +84,12 @@ json parse_trace_json(std::string_view text, const std::string& file) {
         "{}:{}:{}: malformed JSON at byte {}: {}; the trace is cut off or damaged: export it "
         "again (export_chrome_trace) or import another rank's",
         file, line, column, offset, detail));
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number beyond a double ("1e400").
+    throw CalibrationError(
+        fmt::format("{}: invalid JSON: {}; the trace is damaged: export it "
+                    "again (export_chrome_trace)",
+                    file, e.what()));
   }
 }
 
@@ -124,7 +137,7 @@ double Importer::number(const json& event, size_t i, const char* key) const {
   if (it == event.end() || !it->is_number() || !std::isfinite(it->get<double>()) ||
       (std::string_view(key) == "dur" && it->get<double>() < 0)) {
     throw ConfigError::bad_value(file_, fmt::format("/traceEvents/{}/{}", i, key),
-                                 it == event.end() ? "nothing" : it->dump(),
+                                 it == event.end() ? "nothing" : json_excerpt(*it),
                                  "a number of microseconds (>= 0 for dur)");
   }
   return it->get<double>();
@@ -158,18 +171,19 @@ void Importer::collect() {
   auto events = root_.find("traceEvents");
   if (events == root_.end() || !events->is_array()) {
     throw ConfigError::bad_value(file_, "/traceEvents",
-                                 events == root_.end() ? "nothing" : events->dump().substr(0, 40),
+                                 events == root_.end() ? "nothing" : json_excerpt(*events),
                                  "an array of trace events");
   }
   for (size_t i = 0; i < events->size(); ++i) {
     const json& event = (*events)[i];
-    if (!event.is_object() || event.value("ph", "") != "X") continue;  // metadata, flows, ...
+    if (!event.is_object() || text_of(event, "ph") != "X") continue;  // metadata, flows, ...
     auto name = event.find("name");
     if (name == event.end() || !name->is_string()) {
       throw ConfigError::bad_value(file_, fmt::format("/traceEvents/{}/name", i),
-                                   name == event.end() ? "nothing" : name->dump(), "a string");
+                                   name == event.end() ? "nothing" : json_excerpt(*name),
+                                   "a string");
     }
-    const std::string category = event.value("cat", "");
+    const std::string category = text_of(event, "cat");
     if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
       Activity a;
       a.args = arg(&event, "args");
@@ -442,7 +456,7 @@ TraceSummary parse_kineto(std::string_view text, const std::string& file,
                           std::vector<std::string>& notes) {
   const json root = parse_trace_json(text, file);
   if (!root.is_object()) {
-    throw ConfigError::bad_value(file, "/", root.dump().substr(0, 40),
+    throw ConfigError::bad_value(file, "/", json_excerpt(root),
                                  "a JSON object with traceEvents (a Chrome trace)");
   }
   return Importer(root, file, notes).run();

@@ -97,13 +97,19 @@ std::pair<std::string, double> dtype_of(std::string_view torch_name) {
 
 namespace {
 
-// Dimensions of input `i` when it is an array of positive integers of rank >= 1.
+// Dimensions of input `i` when it is an array of positive integers of rank >= 1 holding at
+// most 2^48 elements (no real tensor is larger; products of its dims then fit 64 bits).
 std::optional<std::vector<std::int64_t>> dims(const nlohmann::json& all, size_t i) {
   if (!all.is_array() || i >= all.size() || !all[i].is_array() || all[i].empty()) return {};
+  constexpr std::int64_t max_elements = std::int64_t{1} << 48;
   std::vector<std::int64_t> out;
+  std::int64_t elements = 1;
   for (const auto& d : all[i]) {
     if (!d.is_number_integer() || d.get<std::int64_t>() <= 0) return {};
-    out.push_back(d.get<std::int64_t>());
+    const std::int64_t n = d.get<std::int64_t>();
+    if (n > max_elements / elements) return {};
+    elements *= n;
+    out.push_back(n);
   }
   return out;
 }

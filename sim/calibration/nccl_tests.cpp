@@ -82,6 +82,14 @@ std::optional<double> number_of(std::string_view token) {
   return value;
 }
 
+// `token` as a whole number from 0 to 2^30 (a rank or group index), else nullopt: checked as
+// a double before it becomes an int.
+std::optional<int> index_of(std::string_view token) {
+  const auto value = number_of(token);
+  if (!value || *value < 0 || *value > 0x1p30 || std::floor(*value) != *value) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
 // Reads one nccl-tests text, line by line (see parse_nccl_tests).
 class Parser {
  public:
@@ -170,15 +178,14 @@ void Parser::device_line(const std::vector<std::string_view>& t, int number) {
   };
   const auto rank = value_after("Rank");
   const auto host = value_after("on");
-  const auto rank_value = rank ? number_of(*rank) : std::nullopt;
-  if (!rank_value || !host || *rank_value < 0) {
+  const auto rank_value = rank ? index_of(*rank) : std::nullopt;
+  if (!rank_value || !host) {
     fail(number,
          "malformed device line; expected '#  Rank N Group G Pid P on HOST device D "
          "[BUS] NAME' as nccl-tests prints it");
   }
-  d.rank = static_cast<int>(*rank_value);
-  if (const auto group = value_after("Group"))
-    d.group = static_cast<int>(number_of(*group).value_or(0));
+  d.rank = *rank_value;
+  if (const auto group = value_after("Group")) d.group = index_of(*group).value_or(0);
   d.host = std::string(*host);
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].front() == '[' && t[i].back() == ']') {
@@ -252,8 +259,8 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
     return;
   }
   const auto bytes = number_of(t[columns_.size]);
-  if (!bytes || *bytes < 0 || *bytes != std::floor(*bytes)) {
-    fail(number, fmt::format("size '{}' is not a whole number of bytes; expected {}",
+  if (!bytes || *bytes < 0 || *bytes > 0x1p53 || *bytes != std::floor(*bytes)) {
+    fail(number, fmt::format("size '{}' is not a whole number of bytes up to 2^53; expected {}",
                              t[columns_.size], ROW_LAYOUT));
   }
   const auto time_at = [&](size_t column, const char* which) {
@@ -354,8 +361,8 @@ ImportResult parse_nccl_tests(std::string_view text, const std::string& file) {
 ImportResult import_files(const std::vector<std::string>& files) {
   ImportResult all;
   for (const std::string& file : files) {
-    std::string text = read_text_file(file, "measurement");
-    if (is_gzip(text)) text = gunzip(text, file);
+    std::string text = read_text_file(file, "measurement", MAX_MEASUREMENT_FILE_BYTES);
+    if (is_gzip(text)) text = gunzip(text, file, MAX_MEASUREMENT_FILE_BYTES);
     if (looks_like_kineto(text)) {
       all.traces.push_back(parse_kineto(text, file, all.notes));
       continue;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "common/document.hpp"
@@ -53,7 +55,8 @@ CollectiveTable read_table(ObjectReader r, const std::string& file) {
   const auto& points = r.raw("points");
   const std::string pointer = r.pointer_of("points");
   if (!points.is_array() || points.empty()) {
-    throw ConfigError::bad_value(file, pointer, points.dump(), "a non-empty array of points");
+    throw ConfigError::bad_value(file, pointer, json_excerpt(points),
+                                 "a non-empty array of points");
   }
   for (size_t i = 0; i < points.size(); ++i) {
     CollectivePoint p = read_point(ObjectReader(points[i], file, fmt::format("{}/{}", pointer, i)));
@@ -93,7 +96,7 @@ FitFactors read_factors(ObjectReader r) {
   if (r.has("fit")) {
     ObjectReader fit = r.child("fit");
     f.runs = fit.get_string_or("runs", "");
-    f.run_count = static_cast<int>(fit.get_count_or("run_count", 0));
+    f.run_count = static_cast<int>(fit.get_int_in_range_or("run_count", 0, 1 << 30, 0));
     f.mape_pct = fit.get_number_or("mape_pct", 0);
     if (fit.has("loo_mape_pct")) f.loo_mape_pct = fit.get_number("loo_mape_pct");
     fit.finish();
@@ -193,7 +196,7 @@ std::vector<T> read_array(ObjectReader& r, const std::string& path, std::string_
   std::vector<T> out;
   const auto& rows = r.raw(key);
   const std::string pointer = r.pointer_of(key);
-  if (!rows.is_array()) throw ConfigError::bad_value(path, pointer, rows.dump(), "an array");
+  if (!rows.is_array()) throw ConfigError::bad_value(path, pointer, json_excerpt(rows), "an array");
   for (size_t i = 0; i < rows.size(); ++i)
     out.push_back(read_one(ObjectReader(rows[i], path, fmt::format("{}/{}", pointer, i))));
   return out;
@@ -321,7 +324,7 @@ std::string profile_to_json(const Profile& profile) {
   }
   put_harness_sections(doc, profile);
   if (profile.factors) doc["factors"] = factors_json(*profile.factors);
-  return doc.dump(2) + "\n";
+  return dump_json(doc, 2) + "\n";
 }
 
 void write_profile(const Profile& profile, const std::string& path) {
@@ -335,7 +338,12 @@ void write_profile(const Profile& profile, const std::string& path) {
 }
 
 Profile read_profile(const std::string& path) {
-  const nlohmann::json json = load_json_file(path, "calibration profile");
+  return parse_profile(read_text_file(path, "calibration profile", MAX_MEASUREMENT_FILE_BYTES),
+                       path);
+}
+
+Profile parse_profile(const std::string& text, const std::string& path) {
+  const nlohmann::json json = parse_json_text(text, path);
   ObjectReader r(json, path, "");
   const std::string format = r.get_string("format");
   if (format != FORMAT_NAME) r.fail("format", "\"" + format + "\"", "\"loom-calibration\"");
@@ -350,38 +358,37 @@ Profile read_profile(const std::string& path) {
   if (r.has("harness")) profile.harness_json = r.raw("harness").dump();
   if (r.has("device")) profile.device_json = r.raw("device").dump();
   if (r.has("gemm")) profile.gemms = read_array<GemmPoint>(r, path, "gemm", read_gemm);
+  // Duplicates found through a map: a profile may hold many rows.
+  std::map<std::tuple<topo::DType, std::int64_t, std::int64_t, std::int64_t>, size_t> gemm_rows;
   for (size_t i = 0; i < profile.gemms.size(); ++i) {
     const GemmPoint& g = profile.gemms[i];
-    for (size_t j = 0; j < i; ++j) {
-      const GemmPoint& h = profile.gemms[j];
-      if (g.dtype == h.dtype && g.m == h.m && g.n == h.n && g.k == h.k) {
-        throw ConfigError::bad_value(
-            path, fmt::format("/gemm/{}", i),
-            fmt::format("{} {}x{}x{} (also /gemm/{})", to_string(g.dtype), g.m, g.n, g.k, j),
-            "one row per (dtype, m, n, k)");
-      }
+    const auto [it, added] = gemm_rows.emplace(std::tuple{g.dtype, g.m, g.n, g.k}, i);
+    if (!added) {
+      throw ConfigError::bad_value(
+          path, fmt::format("/gemm/{}", i),
+          fmt::format("{} {}x{}x{} (also /gemm/{})", to_string(g.dtype), g.m, g.n, g.k, it->second),
+          "one row per (dtype, m, n, k)");
     }
   }
   if (r.has("memory")) profile.memory = read_array<MemoryPoint>(r, path, "memory", read_memory);
   const auto& tables = r.raw("collectives");
   if (!tables.is_array()) {
-    throw ConfigError::bad_value(path, "/collectives", tables.dump(), "an array of tables");
+    throw ConfigError::bad_value(path, "/collectives", json_excerpt(tables), "an array of tables");
   }
+  std::set<decltype(key_of(CollectiveTable{}))> table_keys;
   for (size_t i = 0; i < tables.size(); ++i) {
     CollectiveTable t =
         read_table(ObjectReader(tables[i], path, fmt::format("/collectives/{}", i)), path);
-    for (const CollectiveTable& have : profile.collectives) {
-      if (key_of(have) == key_of(t)) {
-        throw ConfigError::bad_value(path, fmt::format("/collectives/{}", i), describe(t),
-                                     "one table per (op, group_size, nodes)");
-      }
+    if (!table_keys.insert(key_of(t)).second) {
+      throw ConfigError::bad_value(path, fmt::format("/collectives/{}", i), describe(t),
+                                   "one table per (op, group_size, nodes)");
     }
     profile.collectives.push_back(std::move(t));
   }
   if (r.has("trace_summaries")) {
     const auto& traces = r.raw("trace_summaries");
     if (!traces.is_array()) {
-      throw ConfigError::bad_value(path, "/trace_summaries", traces.dump(),
+      throw ConfigError::bad_value(path, "/trace_summaries", json_excerpt(traces),
                                    "an array of summaries");
     }
     for (size_t i = 0; i < traces.size(); ++i) {

@@ -113,6 +113,8 @@ void write_profile(const Profile& profile, const std::string& path);
 /// Reads a profile file; throws ConfigError naming the file and JSON pointer on a missing,
 /// malformed or other-version file.
 Profile read_profile(const std::string& path);
+/// read_profile on the text of a profile; `origin` names it in errors.
+Profile parse_profile(const std::string& text, const std::string& origin);
 
 /// The time of `bytes` on `table` interpolated linearly in (log size, log time) between the
 /// two measured sizes around it, seconds; nullopt outside the measured range.

@@ -36,7 +36,7 @@ template <class F>
 void for_each_in(ObjectReader& r, std::string_view key, F&& read) {
   if (!r.has(key)) return;
   const auto& array = r.raw(key);
-  if (!array.is_array()) r.fail(key, array.dump(), "an array");
+  if (!array.is_array()) r.fail(key, json_excerpt(array), "an array");
   for (size_t i = 0; i < array.size(); ++i) {
     read(ObjectReader(array[i], r.file(), fmt::format("{}/{}", r.pointer_of(key), i)));
   }

@@ -44,7 +44,7 @@ std::optional<std::int64_t> stated_int(const Json& obj, const char* key, const s
   if (!v) return std::nullopt;
   if (!v->is_number_integer() || v->get<std::int64_t>() < 0)
     fail(file, pointer + "/" + key,
-         fmt::format("invalid value {}; allowed: an integer >= 0 or null", v->dump()));
+         fmt::format("invalid value {}; allowed: an integer >= 0 or null", json_excerpt(*v)));
   return v->get<std::int64_t>();
 }
 
@@ -53,9 +53,16 @@ std::optional<std::int64_t> stated_int(const Json& obj, const char* key, const s
 models::ModelSpec record_model(const Json& rec, const std::string& file, const std::string& at) {
   const Json* loom = stated(rec, "loom");
   if (loom && stated(*loom, "model")) {
-    std::string arg = (*loom)["model"].get<std::string>();
+    const Json& model = (*loom)["model"];
+    if (!model.is_string())
+      fail(file, at + "/loom/model",
+           fmt::format("invalid value {}; allowed: a preset name or a model file",
+                       json_excerpt(model)));
+    std::string arg = model.get<std::string>();
     const auto beside = std::filesystem::path(file).parent_path() / arg;
-    if (!std::filesystem::exists(arg) && std::filesystem::exists(beside)) arg = beside.string();
+    std::error_code ec;  // a name too long for a path is not a path
+    if (!std::filesystem::exists(arg, ec) && std::filesystem::exists(beside, ec))
+      arg = beside.string();
     return models::load_model(arg, file + "#" + at + "/loom/model");
   }
   const Json* m = stated(rec, "model");
@@ -141,7 +148,7 @@ double record_step(const Json& rec, const models::TrainingPlan& plan, int gpus,
     if (!v) return std::nullopt;
     if (!v->is_number() || !(v->get<double>() > 0))
       fail(file, at + "/measured/" + key,
-           fmt::format("invalid value {}; allowed: a number > 0", v->dump()));
+           fmt::format("invalid value {}; allowed: a number > 0", json_excerpt(*v)));
     return v->get<double>();
   };
   if (auto t = positive("iteration_time_s")) return *t;
@@ -164,12 +171,23 @@ MeasuredRun read_record(
   const Json* loom = stated(rec, "loom");
   if (loom && !loom->is_object()) fail(file, at + "/loom", "loom must be an object");
   std::optional<std::string> cluster = default_cluster;
-  if (loom && stated(*loom, "cluster")) cluster = (*loom)["cluster"].get<std::string>();
+  if (loom && stated(*loom, "cluster")) {
+    const Json& name = (*loom)["cluster"];
+    if (!name.is_string())
+      fail(file, at + "/loom/cluster",
+           fmt::format("invalid value {}; allowed: a preset name or a cluster file",
+                       json_excerpt(name)));
+    cluster = name.get<std::string>();
+  }
   if (!cluster) fail(file, at, "no cluster for this run; give --cluster or set loom.cluster");
   const Json& hw = stated(rec, "hardware") ? rec["hardware"] : Json::object();
   const auto gpus = stated_int(hw, "num_gpus", file, at + "/hardware");
   if (!gpus || *gpus < 1)
     fail(file, at + "/hardware/num_gpus", "not stated; loom needs the run's GPU count");
+  if (*gpus > MAX_CLUSTER_GPUS)
+    fail(file, at + "/hardware/num_gpus",
+         fmt::format("invalid value {}; allowed: at most {} GPUs (docs/limits.md)", *gpus,
+                     MAX_CLUSTER_GPUS));
   auto& c = clusters[{*cluster, static_cast<int>(*gpus)}];
   if (!c) {
     c = std::make_shared<const topo::Cluster>(

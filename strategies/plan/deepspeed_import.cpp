@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
 #include "strategies/plan/plan_import.hpp"
@@ -8,9 +10,24 @@ namespace loom::strategies {
 namespace {
 
 std::string fmt_number(double v) {
-  if (v == static_cast<double>(static_cast<std::int64_t>(v)))
+  // Compared as doubles before any conversion: an out-of-range double to int is undefined.
+  if (std::abs(v) < 0x1p53 && std::floor(v) == v)
     return std::to_string(static_cast<std::int64_t>(v));
   return fmt::format("{}", v);
+}
+
+// A DeepSpeed bucket size in 16-bit elements (JSON numbers such as 5e8): whole, at least
+// loom's smallest bucket (MIN_DP_BUCKET_BYTES) and at most 2^40.
+std::int64_t bucket_elements(ObjectReader& z, std::string_view key) {
+  const double elems = z.get_number(key);
+  constexpr double min = static_cast<double>(MIN_DP_BUCKET_BYTES / 2);
+  if (!(elems >= min && elems <= 0x1p40) || std::floor(elems) != elems) {
+    z.fail(key, fmt_number(elems),
+           fmt::format("a whole element count from {} (64 KiB of 16-bit values, loom's smallest "
+                       "bucket, docs/limits.md) to 2^40",
+                       min));
+  }
+  return static_cast<std::int64_t>(elems);
 }
 
 // "zero_optimization.stage" for "/zero_optimization/stage": how prose names a DeepSpeed key.
@@ -50,10 +67,7 @@ void read_zero(ObjectReader& r, PlanInput& f) {
   // DeepSpeed reads each key only at the stages that have what it tunes; loom takes it at
   // those stages only, so no loom field is set that the run would ignore.
   if (z.has("stage3_prefetch_bucket_size") && stage == 3) {
-    const double elems = z.get_number("stage3_prefetch_bucket_size");
-    if (elems < 1)
-      z.fail("stage3_prefetch_bucket_size", fmt_number(elems), "a positive element count");
-    f.set("stage3_prefetch_bucket_size", static_cast<std::int64_t>(elems),
+    f.set("stage3_prefetch_bucket_size", bucket_elements(z, "stage3_prefetch_bucket_size"),
           source("stage3_prefetch_bucket_size"));
   }
   // overlap_comm: the gradient reduction (stages 0-2) and the parameter all-gather after the
@@ -63,21 +77,23 @@ void read_zero(ObjectReader& r, PlanInput& f) {
     if (stage >= 1) f.set("overlap_param_gather", true, source("overlap_comm"));
   }
   if (z.has("reduce_bucket_size")) {
-    const double elems = z.get_number("reduce_bucket_size");
-    if (elems <= 0) z.fail("reduce_bucket_size", fmt_number(elems), "a positive element count");
+    const std::int64_t elems = bucket_elements(z, "reduce_bucket_size");
     if (stage < 3) {
       // DeepSpeed buckets hold 16-bit gradients.
-      f.set("dp_bucket_size", fmt_number(elems * 2) + "B", source("reduce_bucket_size"));
-    } else if (elems >= 1) {
-      f.set("stage3_reduce_bucket_size", static_cast<std::int64_t>(elems),
-            source("reduce_bucket_size"));
+      f.set("dp_bucket_size", std::to_string(elems * 2) + "B", source("reduce_bucket_size"));
+    } else {
+      f.set("stage3_reduce_bucket_size", elems, source("reduce_bucket_size"));
     }
   }
   for (const char* key : {"offload_optimizer", "offload_param"}) {
     if (z.has(key)) {
       const auto& v = z.raw(key);
-      const bool none = v.is_object() && v.value("device", std::string("none")) == "none";
-      if (!none) z.fail(key, v.dump(), "absent or {\"device\": \"none\"} (loom models no offload)");
+      const auto device = v.is_object() ? v.find("device") : v.end();
+      const bool none = v.is_object() &&
+                        (device == v.end() ||
+                         (device->is_string() && device->get_ref<const std::string&>() == "none"));
+      if (!none)
+        z.fail(key, json_excerpt(v), "absent or {\"device\": \"none\"} (loom models no offload)");
     }
   }
   z.finish();
@@ -115,7 +131,11 @@ void read_precision_and_optimizer(ObjectReader& r, PlanInput& f) {
 }  // namespace
 
 PlanInput import_deepspeed_json(const std::string& path) {
-  const nlohmann::json doc = load_json_file(path, "DeepSpeed config");
+  return parse_deepspeed_json(read_text_file(path, "DeepSpeed config"), path);
+}
+
+PlanInput parse_deepspeed_json(const std::string& text, const std::string& path) {
+  const nlohmann::json doc = parse_json_text(text, path);
   ObjectReader r(doc, path, "");
   r.allow({"steps_per_print", "wall_clock_breakdown", "gradient_clipping", "scheduler",
            "prescale_gradients", "communication_data_type", "zero_allow_untested_optimizer",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/limits.hpp"
 #include "common/strings.hpp"
 
 namespace loom::strategies {
@@ -172,6 +173,21 @@ class MegatronReader {
                                      "a positive integer");
   }
 
+  // A bucket size in fp32 elements: at least loom's smallest bucket (MIN_DP_BUCKET_BYTES),
+  // at most 2^40.
+  std::int64_t bucket_elements(const std::string& flag) {
+    const std::int64_t n = integer(flag);
+    constexpr std::int64_t min = MIN_DP_BUCKET_BYTES / 4;
+    if (n < min || n > (std::int64_t{1} << 40)) {
+      throw ValidationError::bad_value(
+          fmt::format("--megatron-args {}", flag), std::to_string(n),
+          fmt::format("an element count from {} (64 KiB of fp32 values, loom's smallest "
+                      "bucket, docs/limits.md) to 2^40",
+                      min));
+    }
+    return n;
+  }
+
   // The value of `flag`, which must be one of `allowed` ("a, b").
   std::string one_of(const std::string& flag, std::initializer_list<std::string_view> allowed) {
     std::string v = value(flag);
@@ -247,7 +263,7 @@ class MegatronReader {
         input_.set("grad_dtype", std::string("fp32"));
         break;
       case MegatronArg::BUCKET:  // Megatron counts fp32 elements
-        input_.set("dp_bucket_size", std::to_string(integer(flag) * 4) + "B");
+        input_.set("dp_bucket_size", std::to_string(bucket_elements(flag) * 4) + "B");
         break;
       case MegatronArg::MODEL_SHAPE:
         throw ValidationError("--megatron-args",

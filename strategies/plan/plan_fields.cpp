@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/strings.hpp"
 
 namespace loom::strategies {
@@ -215,11 +217,13 @@ void add_fsdp_rows(std::vector<PlanField>& t) {
                        "DeepSpeed ZeRO-3 parameter prefetch bucket, elements", "50000000", 62,
                        INT_SIZE_MAX, "",
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_prefetch_bucket; }));
+  t.back().min = MIN_DP_BUCKET_BYTES / 2;  // 16-bit elements
   t.back().deepspeed = "/zero_optimization/stage3_prefetch_bucket_size";
   t.push_back(size_row("stage3_reduce_bucket_size", "--stage3-reduce-bucket-size",
                        "DeepSpeed ZeRO-3 gradient reduce-scatter bucket, elements", "500000000", 63,
                        INT_SIZE_MAX, "",
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
+  t.back().min = MIN_DP_BUCKET_BYTES / 2;
 }
 
 // Mixture-of-experts layout, model options and module recompute (issue 9 MoE mapping; one
@@ -322,7 +326,8 @@ std::string help_text(const PlanField& field) {
 }
 
 std::string bytes_text(double bytes) {
-  if (bytes == static_cast<double>(static_cast<std::int64_t>(bytes)))
+  // Compared as a double first: converting one beyond int64 ("160EB") is undefined.
+  if (std::abs(bytes) < 0x1p53 && std::floor(bytes) == bytes)
     return std::to_string(static_cast<std::int64_t>(bytes)) + "B";
   return fmt::format("{}B", bytes);
 }

@@ -21,5 +21,7 @@ PlanInput import_megatron_args(const std::string& args);
 /// gradient_accumulation_steps, train_batch_size, zero_optimization.stage, bf16.enabled,
 /// fp16.enabled, optimizer.type, activation_checkpointing, ...). Throws ConfigError.
 PlanInput import_deepspeed_json(const std::string& path);
+/// import_deepspeed_json on the text of a config; `origin` names it in errors and sources.
+PlanInput parse_deepspeed_json(const std::string& text, const std::string& origin);
 
 }  // namespace loom::strategies

@@ -22,7 +22,7 @@ std::vector<std::string> layer_list(ObjectReader& r, std::string_view key) {
       parts.push_back(std::to_string(x.get<std::int64_t>()));
     }
   }
-  if (!ok) r.fail(key, v.dump(), "an array of positive layer counts, e.g. [20, 20]");
+  if (!ok) r.fail(key, json_excerpt(v), "an array of positive layer counts, e.g. [20, 20]");
   return parts;
 }
 
@@ -41,7 +41,7 @@ std::string name_list(ObjectReader& r, std::string_view key) {
       parts.push_back(x.get<std::string>());
     }
   }
-  if (!ok) r.fail(key, v.dump(), "an array of names, e.g. [\"mla_up_proj\", \"mlp\"]");
+  if (!ok) r.fail(key, json_excerpt(v), "an array of names, e.g. [\"mla_up_proj\", \"mlp\"]");
   return join(parts, ",");
 }
 
@@ -82,7 +82,11 @@ std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
 }  // namespace
 
 PlanInput read_plan_json(const std::string& path) {
-  const nlohmann::json doc = load_json_file(path, "plan");
+  return parse_plan_json(read_text_file(path, "plan"), path);
+}
+
+PlanInput parse_plan_json(const std::string& text, const std::string& path) {
+  const nlohmann::json doc = parse_json_text(text, path);
   // The document --print-config prints wraps the plan: {"plan": {...}}.
   const bool wrapped = doc.is_object() && doc.contains("plan") && doc["plan"].is_object();
   ObjectReader outer(doc, path, "");

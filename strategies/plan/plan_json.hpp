@@ -18,6 +18,8 @@ namespace loom::strategies {
 /// records its source as "FILE#/pointer". Throws ConfigError (missing file, malformed
 /// JSON with line/column, unknown key with did-you-mean, a value of the wrong type).
 PlanInput read_plan_json(const std::string& path);
+/// read_plan_json on the text of a plan file; `origin` names it in errors and sources.
+PlanInput parse_plan_json(const std::string& text, const std::string& origin);
 
 /// Reads the plan keys of the JSON object `r` reads (a plan object inside another file);
 /// sources "FILE#/pointer". Throws ConfigError as read_plan_json does.

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/limits.hpp"
 #include "common/units.hpp"
+#include "models/model_spec.hpp"
 #include "strategies/plan/framework_profile.hpp"
 #include "strategies/plan/plan_effects.hpp"
 #include "strategies/plan/plan_rules.hpp"
@@ -125,6 +127,23 @@ void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, Traini
     p.gbs = size_or(in, "gbs", 0);
     check_global_batch(p, s);
   }
+  // Resource limits (common/limits.hpp): the schedule has one entry per micro-batch, and a
+  // micro-batch's tokens scale every kernel's time.
+  if (p.micro_batches() > MAX_MICRO_BATCHES) {
+    fail_field(s, in.has("grad_accum") ? "grad_accum" : "gbs",
+               fmt::format("{} {} / ({} {} x {} {}) = {} micro-batches per step, over loom's "
+                           "limit of {} (MAX_MICRO_BATCHES, docs/limits.md); raise {} or lower "
+                           "the global batch",
+                           s.name("gbs"), p.global_batch(), s.name("mbs"), p.mbs, s.name("dp"),
+                           p.dp, p.micro_batches(), MAX_MICRO_BATCHES, s.name("mbs")));
+  }
+  if (p.mbs * p.seq > MAX_MICRO_BATCH_TOKENS) {
+    fail_field(s, "mbs",
+               fmt::format("{} {} x {} {} = {} tokens per micro-batch, over loom's limit of {} "
+                           "(MAX_MICRO_BATCH_TOKENS, docs/limits.md); lower {} or {}",
+                           s.name("mbs"), p.mbs, s.name("seq"), p.seq, p.mbs * p.seq,
+                           MAX_MICRO_BATCH_TOKENS, s.name("mbs"), s.name("seq")));
+  }
 }
 
 // Schedule, precision, optimizer and the switches; the interleaved schedule follows vpp.
@@ -233,6 +252,14 @@ void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
 void resolve_memory(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
   const PlanSources& s = in.sources();
   p.dp_bucket_bytes = bytes_or(in, "dp_bucket_size", p.dp_bucket_bytes);
+  // Below it the bucket count (gradient bytes / bucket bytes) grows without bound.
+  if (!(p.dp_bucket_bytes >= static_cast<double>(MIN_DP_BUCKET_BYTES))) {
+    fail_field(s, "dp_bucket_size",
+               ValidationError::bad_value(s.where("dp_bucket_size"), *in.text("dp_bucket_size"),
+                                          "at least 64KiB (loom's smallest bucket, "
+                                          "MIN_DP_BUCKET_BYTES in docs/limits.md)")
+                   .what());
+  }
   p.cuda_context_bytes = bytes_or(in, "cuda_context", p.cuda_context_bytes);
   if (const auto percent = in.number("fragmentation_percent")) {
     if (*percent < 0 || *percent >= 100) {
@@ -273,15 +300,18 @@ std::vector<int> parse_layer_list(const std::string& text, const PlanSources& so
   while (std::getline(in, item, ',')) {
     try {
       size_t used = 0;
-      long v = std::stol(item, &used);
-      if (used != item.size() || v < 1) throw std::invalid_argument("bad");
+      const long long v = std::stoll(item, &used);
+      // Checked before the cast: a count beyond int would wrap to a small one.
+      if (used != item.size() || v < 1 || v > models::MAX_MODEL_LAYERS)
+        throw std::invalid_argument("bad");
       out.push_back(static_cast<int>(v));
     } catch (const std::exception&) {
-      fail_field(
-          sources, "pipeline_split",
-          ValidationError::bad_value(sources.where("pipeline_split"), text,
-                                     "positive layer counts separated by commas, e.g. 20,20,20")
-              .what());
+      fail_field(sources, "pipeline_split",
+                 ValidationError::bad_value(
+                     sources.where("pipeline_split"), text,
+                     fmt::format("layer counts from 1 to {} separated by commas, e.g. 20,20,20",
+                                 models::MAX_MODEL_LAYERS))
+                     .what());
     }
   }
   return out;

@@ -239,6 +239,10 @@ void check_size(std::string_view key, std::int64_t value, const PlanSources& s) 
   }
   const PlanField& field = plan_field(key);
   if (field.max > 0 && value > field.max) fail_bad_value(s, key, std::to_string(value), "< 2^30");
+  if (value < field.min) {
+    fail_bad_value(s, key, std::to_string(value),
+                   fmt::format("at least {} (loom's smallest bucket, docs/limits.md)", field.min));
+  }
 }
 
 void check_global_batch(const TrainingPlan& p, const PlanSources& s) {
@@ -261,8 +265,8 @@ void check_gpu_count(const TrainingPlan& p, std::int64_t cluster_gpus, const Pla
 
 void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers,
                           const PlanSources& s) {
-  const int stages = p.pp * p.vpp;
-  if (static_cast<int>(p.pipeline_split.size()) != stages) {
+  const std::int64_t stages = std::int64_t{p.pp} * p.vpp;
+  if (static_cast<std::int64_t>(p.pipeline_split.size()) != stages) {
     fail_field(s, "pipeline_split",
                fmt::format("{} has {} entries but {} {} x {} {} = {} stages; give one layer count "
                            "per stage",

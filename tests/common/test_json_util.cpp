@@ -84,3 +84,56 @@ TEST_CASE("common::json: integers out of range or too large for a double are rej
   CHECK_THROWS_AS(r.get_positive_int("f"), ConfigError);  // a boolean is not a number
   CHECK(r.get_int_in_range_or("missing", 1, 2, 7) == 7);
 }
+
+TEST_CASE("common::json: nesting deeper than MAX_JSON_DEPTH is rejected before parsing") {
+  const std::string ok = std::string(MAX_JSON_DEPTH, '[') + std::string(MAX_JSON_DEPTH, ']');
+  CHECK_NOTHROW((void)parse_json_text(ok, "ok.json"));
+  const std::string deep = "\n" + std::string(100000, '[') + std::string(100000, ']');
+  CHECK_THROWS_WITH_AS(parse_json_text(deep, "d.json"),
+                       doctest::Contains("d.json:2:129: JSON nested deeper than 128 levels"),
+                       ConfigError);
+  // Brackets inside strings do not count.
+  const std::string quoted = R"({"a": ")" + std::string(1000, '[') + R"(\"["})";
+  CHECK_NOTHROW((void)parse_json_text(quoted, "q.json"));
+}
+
+TEST_CASE("common::json: a number beyond a double is a ConfigError, not nlohmann's exception") {
+  CHECK_THROWS_WITH_AS(parse_json_text(R"({"nodes": 1e400})", "o.json"),
+                       doctest::Contains("o.json: invalid JSON: number overflow parsing '1e400'"),
+                       ConfigError);
+}
+
+TEST_CASE("common::json: json_excerpt quotes a short, printable piece of any value") {
+  CHECK(json_excerpt(nlohmann::json::parse(R"({"b": [1, 2], "a": "x"})")) ==
+        R"({"a": "x", "b": [1, 2]})");
+  nlohmann::json big = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) big.push_back(i);
+  const std::string e = json_excerpt(big);
+  CHECK(e.size() <= static_cast<size_t>(MAX_ECHO_BYTES) + 3);
+  CHECK(e.rfind("[0, 1, 2, ", 0) == 0);
+  CHECK(e.substr(e.size() - 3) == "...");
+  CHECK(json_excerpt(nlohmann::json("esc\x1b")) == R"("esc\u001b")");
+  // A string cut inside a multi-byte character still gives valid text.
+  CHECK(is_printable(json_excerpt(nlohmann::json(std::string(79, 'a') + "日本"))));
+}
+
+TEST_CASE("common::json: strings with control characters are rejected by key") {
+  auto j = parse_json_text(R"({"name": "a\u001b[31mb", "ok": "é"})", "m.json");
+  ObjectReader r(j, "m.json", "");
+  CHECK(r.get_string("ok") == "é");
+  CHECK_THROWS_WITH_AS(r.get_string("name"),
+                       doctest::Contains("m.json: /name: invalid value \"a\\u001b[31mb\""),
+                       ConfigError);
+}
+
+TEST_CASE("common::json: only regular files up to the limit are read") {
+  CHECK_THROWS_WITH_AS(read_text_file("/dev/zero", "model"),
+                       doctest::Contains("not a regular file"), ConfigError);
+  const testing::TempDir dir("json_limit");
+  const std::string path = dir.file("big.json");
+  std::ofstream(path) << std::string(2000, ' ') << "{}";
+  CHECK_THROWS_WITH_AS(read_text_file(path, "model", 1000),
+                       doctest::Contains("holds 2002 bytes, over loom's limit of 1000"),
+                       ConfigError);
+  CHECK(read_text_file(path, "model", 2002).size() == 2002);
+}

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "sim/calibration/gzip.hpp"
 #include "sim/calibration/kineto.hpp"
 #include "sim/calibration/nccl_tests.hpp"
@@ -194,6 +195,16 @@ TEST_CASE("calibration::Kineto: malformed traces name the file and the place") {
   CHECK(error_of(trace(R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2})"))
             .find("no GPU kernels") != std::string::npos);
   CHECK(error_of(R"({"traceEvents": 3})").find("/traceEvents") != std::string::npos);
+  // "ph" or "cat" of another type: not a kernel (json::value() used to throw type_error 302).
+  CHECK(error_of(trace(R"({"ph": 5, "cat": "kernel", "name": "k", "ts": 1, "dur": 2})"))
+            .find("no GPU kernels") != std::string::npos);
+  CHECK(error_of(trace(R"({"ph": "X", "cat": 5, "name": "k", "ts": 1, "dur": 2})"))
+            .find("no GPU kernels") != std::string::npos);
+  // A number beyond a double and nesting beyond MAX_JSON_DEPTH are bad input too.
+  CHECK(error_of(trace(R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1e400, "dur": 2})"))
+            .find("1e400") != std::string::npos);
+  CHECK(error_of(trace(std::string(200, '[') + std::string(200, ']'))).find("MAX_JSON_DEPTH") !=
+        std::string::npos);
 
   // A gzip file cut short names the compressed byte where it ends.
   std::ifstream in(data("kineto_train_2steps.json.gz"), std::ios::binary);
@@ -201,7 +212,7 @@ TEST_CASE("calibration::Kineto: malformed traces name the file and the place") {
   REQUIRE(is_gzip(gz));
   message.clear();
   try {
-    gunzip(gz.substr(0, 1000), "cut.json.gz");
+    gunzip(gz.substr(0, 1000), "cut.json.gz", loom::MAX_MEASUREMENT_FILE_BYTES);
   } catch (const CalibrationError& e) {
     message = e.what();
   }

@@ -107,3 +107,22 @@ TEST_CASE("calibration::NcclTests: a short row in the middle of a table is malfo
   CHECK_THROWS_WITH_AS(parse_nccl_tests(text, "m.log"),
                        doctest::Contains("m.log:5: results row cut short"), CalibrationError);
 }
+
+TEST_CASE("calibration::NcclTests: ranks, groups and sizes beyond their range are malformed") {
+  // Found by fuzz_nccl_tests: a rank of 2^32 was converted to int (undefined behaviour).
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong\n";
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests("$ ./all_reduce_perf\n#  Rank 42949672960 Pid 4115 on h device 7 [0:d] "
+                       "NVIDIA H100\n" +
+                           header,
+                       "r.log"),
+      doctest::Contains("r.log:2: malformed device line"), CalibrationError);
+  const std::string device = "#  Rank  0 Group  0 Pid 4100 on h device 0 [0:1] NVIDIA H100\n";
+  CHECK_THROWS_WITH_AS(
+      parse_nccl_tests("$ ./all_reduce_perf\n" + device + header +
+                           "  1e300  1  float  sum  -1  10.0  0.1  0.1  0\n",
+                       "s.log"),
+      doctest::Contains("s.log:4: size '1e300' is not a whole number of bytes up to 2^53"),
+      CalibrationError);
+}

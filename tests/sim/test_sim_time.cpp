@@ -2,6 +2,10 @@
 // bytes per picosecond.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdint>
+
+#include "common/error.hpp"
 #include "sim/sim_time.hpp"
 
 using namespace loom;
@@ -18,4 +22,13 @@ TEST_CASE("sim::SimTime: typed durations and bandwidths convert to engine units"
   // A 1 MB message at 0.45 B/ps takes 1e6 / 0.45 ps = 2.222 us, as Bytes / BytesPerSecond.
   const Seconds t = Bytes(1e6) / BytesPerSecond(450e9);
   CHECK(to_sim_time(t) == 2'222'222);
+}
+
+TEST_CASE("sim::SimTime: durations beyond the clock are bad input, not a wrapped integer") {
+  CHECK(to_sim_time(1e6) == std::int64_t{1'000'000} * PS_PER_SECOND);  // 11.6 days fits
+  CHECK_THROWS_WITH_AS(to_sim_time(1e8), doctest::Contains("2^63 ps"), ValidationError);
+  CHECK_THROWS_AS(to_sim_time(-1e8), ValidationError);
+  CHECK_THROWS_AS(to_sim_time(std::nan("")), ValidationError);
+  CHECK(later(5, 7) == 12);
+  CHECK_THROWS_AS(later(INT64_MAX - 3, 4), ValidationError);
 }

@@ -81,13 +81,14 @@ TEST_CASE("strategies::PlanEffects: ZeRO-3 knobs need ZeRO-3 and their design") 
                   {"fsdp_impl", std::string("deepspeed")},
                   {"reshard_after_forward", false}},
                  "--reshard-after-forward", "--fsdp-impl deepspeed");
-  check_rejected({{"zero", std::int64_t{3}}, {"stage3_prefetch_bucket_size", std::int64_t{1000}}},
-                 "--stage3-prefetch-bucket-size", "--fsdp-impl fsdp2");
-  check_rejected({{"stage3_reduce_bucket_size", std::int64_t{1000}}}, "--stage3-reduce-bucket-size",
-                 "--zero");
+  check_rejected(
+      {{"zero", std::int64_t{3}}, {"stage3_prefetch_bucket_size", std::int64_t{1000000}}},
+      "--stage3-prefetch-bucket-size", "--fsdp-impl fsdp2");
+  check_rejected({{"stage3_reduce_bucket_size", std::int64_t{1000000}}},
+                 "--stage3-reduce-bucket-size", "--zero");
   CHECK(rejection({{"zero", std::int64_t{3}},
                    {"fsdp_impl", std::string("deepspeed")},
-                   {"stage3_reduce_bucket_size", std::int64_t{1000}}})
+                   {"stage3_reduce_bucket_size", std::int64_t{1000000}}})
             .empty());
 }
 

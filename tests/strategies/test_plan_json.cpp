@@ -99,3 +99,12 @@ TEST_CASE("strategies::PlanJson: a rule broken by a file value names the file an
           path + "#/tp: 3 does not divide model.heads 32; pick a tp that divides 32");
   }
 }
+
+TEST_CASE("strategies::PlanJson: sizes beyond int64 are written as numbers, not converted") {
+  // Found by fuzz_plan_json: "160EB" was converted to int64 (undefined behaviour).
+  const PlanInput input = parse_plan_json(R"({"dp": 8, "dp_bucket_size": "160EB"})", "big.json");
+  const models::TrainingPlan p = resolve_plan(input, std::nullopt);
+  CHECK(p.dp_bucket_bytes == doctest::Approx(1.6e20));
+  CHECK(bytes_text(1.6e20) == "1.6e+20B");
+  CHECK(bytes_text(160e6) == "160000000B");
+}

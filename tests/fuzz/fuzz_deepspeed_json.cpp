@@ -1,0 +1,12 @@
+// Fuzz target: a DeepSpeed JSON config (--deepspeed), resolved, validated and sized
+// (fuzz_plan.hpp).
+#include "strategies/plan/plan_import.hpp"
+#include "tests/fuzz/fuzz_plan.hpp"
+#include "tests/fuzz/fuzz_target.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return loom::fuzz::guarded([&] {
+    loom::fuzz::use_plan(loom::strategies::parse_deepspeed_json(loom::fuzz::text_of(data, size),
+                                                                "fuzz-deepspeed.json"));
+  });
+}
