@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
       loom::cli::add_collective_command(root), loom::cli::add_topo_command(root),
       loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
       loom::cli::add_calibrate_command(root),  loom::cli::add_search_command(root),
+      loom::cli::add_plan_command(root),
   };
   try {
     root.parse(argc, argv);
