@@ -298,7 +298,7 @@ FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster
                              const SimulateOptions& options)
     : caches_(std::make_unique<FastCaches>(model, cluster, options, nullptr)) {}
 
-FastEstimator::FastEstimator(const FastEstimator& other, std::nullptr_t)
+FastEstimator::FastEstimator(const FastEstimator& other, ShareTimes)
     : caches_(std::make_unique<FastCaches>(other.caches_->model, other.caches_->cluster,
                                            other.caches_->options, other.caches_->shared)) {}
 

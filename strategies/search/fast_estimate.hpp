@@ -14,7 +14,6 @@
 // (tp, cp, ep, dp, pp) and every collective's time. One estimator per thread: it is not
 // thread-safe (a second one for another thread shares its collective times, behind a
 // mutex), and its answers do not depend on what it or the others answered before.
-#include <cstddef>
 #include <memory>
 
 #include "models/model_spec.hpp"
@@ -33,9 +32,11 @@ class FastEstimator {
   /// (network mode, kernel model, collective overrides).
   FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
                 const SimulateOptions& options = {});
+  /// Tag of the constructor below.
+  struct ShareTimes {};
   /// An estimator for another thread that shares `other`'s collective times (same model,
   /// cluster and options); each keeps its own engine and caches.
-  explicit FastEstimator(const FastEstimator& other, std::nullptr_t);
+  FastEstimator(const FastEstimator& other, ShareTimes);
   ~FastEstimator();
   FastEstimator(const FastEstimator&) = delete;
   FastEstimator& operator=(const FastEstimator&) = delete;

@@ -65,7 +65,10 @@ class FastWorker {
  public:
   FastWorker(const SearchSpace& space, const FastEstimator& shared, double capacity,
              SearchTally& tally)
-      : space_(space), estimator_(shared, nullptr), capacity_(capacity), t_(tally) {}
+      : space_(space),
+        estimator_(shared, FastEstimator::ShareTimes{}),
+        capacity_(capacity),
+        t_(tally) {}
 
   void visit(std::int64_t index) {
     const auto shape = space_.shape(index);
@@ -95,17 +98,24 @@ class FastWorker {
       models::TrainingPlan q = plan;
       SearchSpace::apply(*w, q);
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
-      auto it = peaks.find(key);
-      if (it == peaks.end()) it = peaks.emplace(key, estimator_.peak_memory_bytes(q)).first;
-      t_.min_peak_bytes = std::min(t_.min_peak_bytes, it->second);
-      if (it->second > capacity_) {
-        ++t_.out_of_memory;
-        continue;
-      }
-      ++t_.fitting;
       const std::int64_t id = base + j;
-      push_bounded(t_.best, {estimator_.step_time_s(q), id}, t_.keep_best);
-      push_bounded(t_.sample, {sample_key(id), id}, t_.keep_sample);
+      try {
+        auto it = peaks.find(key);
+        if (it == peaks.end()) it = peaks.emplace(key, estimator_.peak_memory_bytes(q)).first;
+        t_.min_peak_bytes = std::min(t_.min_peak_bytes, it->second);
+        if (it->second > capacity_) {
+          ++t_.out_of_memory;
+          continue;
+        }
+        const double step = estimator_.step_time_s(q);
+        ++t_.fitting;
+        push_bounded(t_.best, {step, id}, t_.keep_best);
+        push_bounded(t_.sample, {sample_key(id), id}, t_.keep_sample);
+      } catch (const ValidationError& e) {
+        // A rule the plan rules do not state (a schedule shape, a layout): counted, not fatal.
+        ++t_.invalid;
+        add_invalid(t_, e.field(), 1, id, e.what());
+      }
     }
   }
 

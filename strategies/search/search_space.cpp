@@ -53,9 +53,28 @@ std::vector<std::optional<ScheduleChoice>> schedule_list(const PlanInput& in, in
   return out;
 }
 
+// The input's value of a pinned field, as the plan JSON spells it ("as given" when another
+// field decides it, e.g. vpp from layers_per_virtual_stage).
+std::string pinned_text(const PlanInput& in, std::string_view key) {
+  if (!in.has(key)) return "as given";
+  switch (plan_field(key).type) {
+    case FieldType::SIZE:
+    case FieldType::STAGE:
+      return fmt::format("{} (fixed)", *in.integer(key));
+    case FieldType::SWITCH:
+    case FieldType::TOGGLE:
+      return fmt::format("{} (fixed)", in.flag(key) ? "on" : "off");
+    case FieldType::CHOICE:
+      return fmt::format("{} (fixed)", *in.text(key));
+    default:
+      return "as given";
+  }
+}
+
 template <typename T, typename F>
-std::string list_text(const std::vector<std::optional<T>>& values, F name) {
-  if (values.size() == 1 && !values.front()) return "as given";
+std::string list_text(const std::vector<std::optional<T>>& values, F name, const PlanInput& in,
+                      std::string_view key) {
+  if (values.size() == 1 && !values.front()) return pinned_text(in, key);
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + name(*values[i]);
   return out + "}";
@@ -265,10 +284,14 @@ std::string SearchSpace::describe() const {
   return fmt::format(
       "tp {} pp {} cp {} ep {} schedule {} mbs {} sp {} zero {} recompute {} "
       "overlap-grad-reduce {} overlap-param-gather {} tp-comm-overlap {}",
-      list_text(tp_, num), list_text(pp_, num), list_text(cp_, num), list_text(ep_, num),
-      list_text(schedule_, sched), list_text(mbs_, num), list_text(sp_, onoff),
-      list_text(zero_, num), list_text(recompute_, rec), list_text(ogr_, onoff),
-      list_text(opg_, onoff), list_text(tpo_, onoff));
+      list_text(tp_, num, input_, "tp"), list_text(pp_, num, input_, "pp"),
+      list_text(cp_, num, input_, "cp"), list_text(ep_, num, input_, "ep"),
+      list_text(schedule_, sched, input_, input_.has("vpp") ? "vpp" : "schedule"),
+      list_text(mbs_, num, input_, "mbs"), list_text(sp_, onoff, input_, "sp"),
+      list_text(zero_, num, input_, "zero"), list_text(recompute_, rec, input_, "recompute"),
+      list_text(ogr_, onoff, input_, "overlap_grad_reduce"),
+      list_text(opg_, onoff, input_, "overlap_param_gather"),
+      list_text(tpo_, onoff, input_, "tp_comm_overlap"));
 }
 
 }  // namespace loom::strategies

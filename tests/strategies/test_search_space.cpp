@@ -102,8 +102,8 @@ TEST_CASE("strategies::SearchSpace: a fixed flag pins its dimension") {
   in.set("tp", std::int64_t{2});
   in.set("zero", std::int64_t{1});
   const SearchSpace space(model, in, 4);
-  CHECK(space.describe().find("tp as given") != std::string::npos);
-  CHECK(space.describe().find("zero as given") != std::string::npos);
+  CHECK(space.describe().find("tp 2 (fixed)") != std::string::npos);
+  CHECK(space.describe().find("zero 1 (fixed)") != std::string::npos);
   const auto tally = fast_tier(model, space, four_gpus(), one_thread());
   // tp 2 with pp 1 (dp 2) or pp 2 (dp 1); zero 1 pinned (kept even with dp 1): with dp 2,
   // ogr x opg 4, x 3 recompute x 2 tpo = 24; with dp 1, 3 x 2 = 6.
