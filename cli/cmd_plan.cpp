@@ -53,11 +53,16 @@ double parse_tokens(const std::string& text) {
   const auto [ptr, ec] = std::from_chars(begin, end, number);
   double factor = 0;
   const std::string suffix(ptr, end);
-  if (suffix.empty()) factor = 1;
-  else if (suffix == "K" || suffix == "k") factor = 1e3;
-  else if (suffix == "M") factor = 1e6;
-  else if (suffix == "B" || suffix == "G") factor = 1e9;
-  else if (suffix == "T") factor = 1e12;
+  if (suffix.empty())
+    factor = 1;
+  else if (suffix == "K" || suffix == "k")
+    factor = 1e3;
+  else if (suffix == "M")
+    factor = 1e6;
+  else if (suffix == "B" || suffix == "G")
+    factor = 1e9;
+  else if (suffix == "T")
+    factor = 1e12;
   if (ec != std::errc() || ptr == begin || factor == 0 || !std::isfinite(number) || number <= 0 ||
       !std::isfinite(number * factor)) {
     throw ValidationError::bad_value("--tokens", text,
@@ -81,7 +86,8 @@ std::vector<std::string> pin_defaults(strategies::PlanInput& input) {
   return pinned;
 }
 
-std::vector<std::pair<std::string, std::string>> price_pairs(const std::vector<std::string>& items) {
+std::vector<std::pair<std::string, std::string>> price_pairs(
+    const std::vector<std::string>& items) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& item : items) {
     const auto eq = item.find('=');
@@ -101,8 +107,10 @@ void check_prices(const PlanCommandFlags& f, const PlanOutput& out) {
   std::size_t priced = 0;
   std::string unpriced;
   for (std::size_t t = 0; t < out.targets.size(); ++t) {
-    if (out.prices[t]) ++priced;
-    else if (unpriced.empty()) unpriced = out.targets[t].label;
+    if (out.prices[t])
+      ++priced;
+    else if (unpriced.empty())
+      unpriced = out.targets[t].label;
   }
   if (priced == out.targets.size() || (f.days && priced == 0)) return;
   throw ValidationError(
@@ -157,9 +165,8 @@ void check_any_feasible(const PlanOutput& out) {
       first = &r;
   }
   if (!first) throw InternalError("loom plan: no configuration to plan");
-  const std::string msg =
-      fmt::format("loom plan: no configuration can train; {} x {}: {}",
-                  out.targets[first->target].label, first->gpus, first->reason);
+  const std::string msg = fmt::format("loom plan: no configuration can train; {} x {}: {}",
+                                      out.targets[first->target].label, first->gpus, first->reason);
   if (first->failure == ExitCode::BAD_INPUT) throw ValidationError("plan", msg);
   throw InfeasibleError(msg);
 }
@@ -183,9 +190,9 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 19));
   auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days")
                    ->check(CLI::PositiveNumber);
-  auto* budget = app.add_option("--budget", f.budget,
-                                "the fastest configuration costing at most B US dollars")
-                     ->check(CLI::PositiveNumber);
+  auto* budget =
+      app.add_option("--budget", f.budget, "the fastest configuration costing at most B US dollars")
+          ->check(CLI::PositiveNumber);
   days->excludes(budget);
   app.add_option("--price", f.price, "price per GPU-hour in US dollars, per GPU type: h100=2.10");
   app.add_option("--pue", f.pue, "power usage effectiveness (facility / IT power)")
@@ -219,7 +226,8 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
   o.tokens = parse_tokens(f.tokens);
   o.pue = f.pue;
   if (f.failure_rate) o.goodput.failures_per_gpu_hour = *f.failure_rate;
-  o.goodput.checkpoint_write_Bps = parse_bandwidth(f.checkpoint_bandwidth, "--checkpoint-bandwidth");
+  o.goodput.checkpoint_write_Bps =
+      parse_bandwidth(f.checkpoint_bandwidth, "--checkpoint-bandwidth");
   if (o.goodput.checkpoint_write_Bps <= 0)
     throw ValidationError::not_positive("--checkpoint-bandwidth", f.checkpoint_bandwidth);
   o.goodput.restart_s = parse_time(f.restart, "--restart-time");
@@ -238,8 +246,8 @@ int run_plan(const PlanCommandFlags& f) {
   out.tokens_text = f.tokens;
   out.options = capacity_options(f);
   out.network = f.network;
-  out.failure_rate_source = f.failure_rate ? "--failure-rate"
-                                           : "Llama 3, Dubey et al. 2024, Sec. 3.3.4";
+  out.failure_rate_source =
+      f.failure_rate ? "--failure-rate" : "Llama 3, Dubey et al. 2024, Sec. 3.3.4";
   for (const std::string& g : f.gpu) out.targets.push_back(strategies::resolve_target(g, "--gpu"));
   out.prices = strategies::resolve_prices(out.targets, price_pairs(f.price), "--price");
   check_prices(f, out);
@@ -261,13 +269,17 @@ int run_plan(const PlanCommandFlags& f) {
   out.selection = select(f, out);
   if (!f.chart.empty()) {
     std::ofstream file(f.chart);
-    if (!file) throw ValidationError::bad_value("--chart", f.chart, "a file path that can be written");
+    if (!file)
+      throw ValidationError::bad_value("--chart", f.chart, "a file path that can be written");
     file << render_plan_svg(out);
   }
   const Format format = parse_format(f.format);
-  if (format == Format::JSON) std::cout << render_plan_json(out);
-  else if (format == Format::CSV) std::cout << render_plan_csv(out);
-  else std::cout << render_plan_table(out);
+  if (format == Format::JSON)
+    std::cout << render_plan_json(out);
+  else if (format == Format::CSV)
+    std::cout << render_plan_csv(out);
+  else
+    std::cout << render_plan_table(out);
   return 0;
 }
 

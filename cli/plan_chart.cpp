@@ -16,11 +16,16 @@ const char* const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 std::string escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -53,9 +58,9 @@ double nice_ceiling(double x) {
 }
 
 struct Axes {
-  double x_lo = 0, x_hi = 0;     // log2 of GPUs
-  double d_lo = 0, d_hi = 0;     // log10 of days
-  double c_hi = 0;               // dollars; 0: no cost axis
+  double x_lo = 0, x_hi = 0;  // log2 of GPUs
+  double d_lo = 0, d_hi = 0;  // log10 of days
+  double c_hi = 0;            // dollars; 0: no cost axis
   double x(double gpus) const {
     return LEFT + (std::log2(gpus) - x_lo) / (x_hi - x_lo) * (RIGHT - LEFT);
   }
@@ -144,9 +149,10 @@ std::string polyline(const std::vector<ChartPoint>& points, const Axes& a, bool 
   for (const ChartPoint& p : points) {
     const double x = a.x(p.gpus), y = cost ? a.cost(p.value) : a.days(p.value);
     coords += fmt::format("{}{:.1f},{:.1f}", coords.empty() ? "" : " ", x, y);
-    out += cost ? fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"6\" height=\"6\" "
-                              "fill=\"white\" stroke=\"{}\"/>\n",
-                              x - 3, y - 3, color)
+    out += cost ? fmt::format(
+                      "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"6\" height=\"6\" "
+                      "fill=\"white\" stroke=\"{}\"/>\n",
+                      x - 3, y - 3, color)
                 : fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", x, y,
                               color);
   }
@@ -196,9 +202,9 @@ std::string render_plan_chart(const std::string& title, const std::vector<ChartS
     out += text(legend_x + 30, HEIGHT - 26, "start", s->name);
     legend_x += 40 + 8 * static_cast<double>(s->name.size()) + 20;
   }
-  out += text(RIGHT + 80, HEIGHT - 26, "end",
-              a.c_hi > 0 ? "solid: days (left axis); dashed: cost (right axis)"
-                         : "days (left axis)");
+  out +=
+      text(RIGHT + 80, HEIGHT - 26, "end",
+           a.c_hi > 0 ? "solid: days (left axis); dashed: cost (right axis)" : "days (left axis)");
   return out + "</svg>\n";
 }
 

@@ -16,9 +16,9 @@ struct ChartPoint {
 
 /// One GPU type's line(s).
 struct ChartSeries {
-  std::string name;               ///< legend label ("h100")
-  std::vector<ChartPoint> days;   ///< expected days by GPUs, ascending
-  std::vector<ChartPoint> cost;   ///< cost by GPUs (empty without a price)
+  std::string name;              ///< legend label ("h100")
+  std::vector<ChartPoint> days;  ///< expected days by GPUs, ascending
+  std::vector<ChartPoint> cost;  ///< cost by GPUs (empty without a price)
 };
 
 /// The chart as an SVG document. `title` heads it; `marked` (series index and GPUs) is

@@ -72,9 +72,9 @@ std::string short_reason(const strategies::CapacityRow& r) {
 std::string header(const PlanOutput& out) {
   const auto& o = out.options;
   const auto* any = first_feasible(out);
-  std::string s = fmt::format("loom plan: {} ({} parameters) on {} tokens", out.model->name,
-                              format_count(models::count_parameters(*out.model).total),
-                              out.tokens_text);
+  std::string s =
+      fmt::format("loom plan: {} ({} parameters) on {} tokens", out.model->name,
+                  format_count(models::count_parameters(*out.model).total), out.tokens_text);
   if (any) {
     const auto& p = any->plan;
     s += fmt::format("; gbs {} x seq {} = {} tokens per step, {} {}", p.global_batch(), p.seq,
@@ -82,23 +82,25 @@ std::string header(const PlanOutput& out) {
                      models::to_string(p.precision), models::to_string(p.optimizer));
   }
   s += "\n";
-  s += fmt::format("goodput: {:.3g} failures per GPU-hour ({}); checkpoint", o.goodput.failures_per_gpu_hour,
-                   out.failure_rate_source);
+  s += fmt::format("goodput: {:.3g} failures per GPU-hour ({}); checkpoint",
+                   o.goodput.failures_per_gpu_hour, out.failure_rate_source);
   if (any) s += fmt::format(" {} (weights + optimizer)", format_bytes(any->checkpoint_bytes));
   s += fmt::format(" written at {}, restart {}, interval sqrt(2 x write x MTBF) (Young/Daly)\n",
                    format_bandwidth(o.goodput.checkpoint_write_Bps), duration(o.goodput.restart_s));
   std::vector<std::string> priced;
   for (std::size_t t = 0; t < out.targets.size(); ++t)
-    if (out.prices[t]) priced.push_back(fmt::format("{} ${}", out.targets[t].label, *out.prices[t]));
+    if (out.prices[t])
+      priced.push_back(fmt::format("{} ${}", out.targets[t].label, *out.prices[t]));
   s += fmt::format("energy: board power x GPUs x expected hours x PUE {:.2f}; cost: {}\n", o.pue,
                    priced.empty() ? "no --price given"
                                   : "price per GPU-hour x GPU-hours (" + join(priced, ", ") + ")");
-  s += fmt::format("each configuration: the search's fastest plan (fast tier over the space, its "
-                   "best {} simulated, network {}){}\n\n",
-                   o.search.exact_count(), out.network,
-                   out.pinned.empty() ? std::string()
-                                      : "; pinned by loom plan: " + join(out.pinned, ", ") +
-                                            " (--full-space frees them)");
+  s += fmt::format(
+      "each configuration: the search's fastest plan (fast tier over the space, its "
+      "best {} simulated, network {}){}\n\n",
+      o.search.exact_count(), out.network,
+      out.pinned.empty()
+          ? std::string()
+          : "; pinned by loom plan: " + join(out.pinned, ", ") + " (--full-space frees them)");
   return s;
 }
 
@@ -108,9 +110,10 @@ std::string selection_line(const PlanOutput& out) {
   const auto& r = out.rows[sel.row];
   const auto& t = out.targets[r.target];
   const std::string what =
-      sel.by_days ? fmt::format("cheapest{} finishing within {:g} days",
-                                sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
-                  : fmt::format("fastest within a budget of {}", money(sel.limit));
+      sel.by_days
+          ? fmt::format("cheapest{} finishing within {:g} days",
+                        sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
+          : fmt::format("fastest within a budget of {}", money(sel.limit));
   return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
                      grouped(static_cast<double>(r.gpus)), plan_label(r.plan),
                      days(r.run.expected_s), grouped(r.gpu_hours),
@@ -123,9 +126,9 @@ std::string render_plan_table(const PlanOutput& out) {
   std::string s = header(out);
   const bool costs = std::any_of(out.prices.begin(), out.prices.end(),
                                  [](const auto& p) { return p.has_value(); });
-  std::vector<std::string> heads = {"gpu",        "GPUs",    "nodes",  "plan", "tokens/s",
-                                    "MFU",        "ideal d", "MTBF",   "ckpt every",
-                                    "goodput",    "days",    "GPU-hours", "energy"};
+  std::vector<std::string> heads = {"gpu",  "GPUs",      "nodes", "plan",       "tokens/s",
+                                    "MFU",  "ideal d",   "MTBF",  "ckpt every", "goodput",
+                                    "days", "GPU-hours", "energy"};
   if (costs) heads.push_back("cost");
   if (out.selection) heads.insert(heads.begin(), "");
   Table table(heads);
@@ -139,19 +142,18 @@ std::string render_plan_table(const PlanOutput& out) {
     std::vector<std::string> cells = {t.label, grouped(static_cast<double>(r.gpus)),
                                       grouped(static_cast<double>(r.nodes))};
     if (r.feasible) {
-      cells.insert(cells.end(),
-                   {plan_label(r.plan), format_count(r.tokens_per_s),
-                    fmt::format("{:.1f}%", 100 * r.mfu), days(r.run.ideal_s),
-                    duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
-                    fmt::format("{:.1f}%", 100 * r.run.goodput),
-                    days(r.run.expected_s), grouped(r.gpu_hours),
-                    energy(r.energy_joules)});
+      cells.insert(
+          cells.end(),
+          {plan_label(r.plan), format_count(r.tokens_per_s), fmt::format("{:.1f}%", 100 * r.mfu),
+           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
+           fmt::format("{:.1f}%", 100 * r.run.goodput), days(r.run.expected_s),
+           grouped(r.gpu_hours), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");
       cells.resize(heads.size() - shift, "-");
-      notes += fmt::format("  {} x {}: {}\n", t.label, grouped(static_cast<double>(r.gpus)),
-                           r.reason);
+      notes +=
+          fmt::format("  {} x {}: {}\n", t.label, grouped(static_cast<double>(r.gpus)), r.reason);
     }
     if (out.selection) cells.insert(cells.begin(), out.selection->row == i ? "*" : "");
     table.add_row(cells);
@@ -249,8 +251,8 @@ std::string render_plan_csv(const PlanOutput& out) {
                      int(p.sp));
     s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
                      r.run.ideal_s / DAY_S, r.run.mtbf_s, r.run.checkpoint_interval_s,
-                     r.run.goodput, r.run.expected_s / DAY_S, r.gpu_hours,
-                     r.energy_joules / MWH_J, r.cost ? fmt::format("{}", *r.cost) : "");
+                     r.run.goodput, r.run.expected_s / DAY_S, r.gpu_hours, r.energy_joules / MWH_J,
+                     r.cost ? fmt::format("{}", *r.cost) : "");
   }
   return s;
 }
@@ -269,9 +271,8 @@ std::string render_plan_svg(const PlanOutput& out) {
     const auto& r = out.rows[out.selection->row];
     marked = std::make_pair(r.target, static_cast<double>(r.gpus));
   }
-  const std::string title =
-      fmt::format("{} on {} tokens: expected days to train by GPU count", out.model->name,
-                  out.tokens_text);
+  const std::string title = fmt::format("{} on {} tokens: expected days to train by GPU count",
+                                        out.model->name, out.tokens_text);
   return render_plan_chart(title, series, marked);
 }
 

@@ -42,8 +42,8 @@ double parse_price(const std::string& text, const std::string& field, const std:
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value <= 0) {
-    throw ValidationError::bad_value(field, name + "=" + text,
-                                     "NAME=USD_PER_GPU_HOUR with a positive number, e.g. h100=2.10");
+    throw ValidationError::bad_value(
+        field, name + "=" + text, "NAME=USD_PER_GPU_HOUR with a positive number, e.g. h100=2.10");
   }
   return value;
 }
@@ -54,8 +54,7 @@ CapacityTarget resolve_target(const std::string& name, const std::string& field)
   CapacityTarget t;
   t.label = name;
   const std::vector<std::string> presets = topo::cluster_preset_names();
-  if (looks_like_file(name) ||
-      std::find(presets.begin(), presets.end(), name) != presets.end()) {
+  if (looks_like_file(name) || std::find(presets.begin(), presets.end(), name) != presets.end()) {
     t.cluster_spec = name;
   } else if (is_gpu_name(name)) {
     const topo::GpuSpec& gpu = topo::find_gpu(name, field);
@@ -116,8 +115,8 @@ CapacityRow plan_configuration(const models::ModelSpec& model, const PlanInput& 
     return row;
   }
   if (result.ranked.empty()) {
-    row.reason = fmt::format("the step simulator could not run the best plans: {}",
-                             result.first_failure);
+    row.reason =
+        fmt::format("the step simulator could not run the best plans: {}", result.first_failure);
     row.failure = ExitCode::INFEASIBLE;
     return row;
   }

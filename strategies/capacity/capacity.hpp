@@ -53,10 +53,10 @@ std::vector<std::int64_t> gpu_counts(const CapacityTarget& target,
 
 /// How to plan.
 struct CapacityOptions {
-  double tokens = 0;                ///< tokens to train on, > 0
-  GoodputInputs goodput;            ///< checkpoint_bytes is filled per configuration
-  double pue = DEFAULT_PUE;         ///< >= 1
-  SearchOptions search;             ///< the search of each configuration (top, exact, threads)
+  double tokens = 0;         ///< tokens to train on, > 0
+  GoodputInputs goodput;     ///< checkpoint_bytes is filled per configuration
+  double pue = DEFAULT_PUE;  ///< >= 1
+  SearchOptions search;      ///< the search of each configuration (top, exact, threads)
   /// Called before each configuration is searched: its index, the count, target and GPUs.
   std::function<void(std::size_t index, std::size_t total, const CapacityTarget&, std::int64_t)>
       progress;
@@ -80,8 +80,8 @@ struct CapacityRow {
   double checkpoint_bytes = 0;  ///< model state: weights + optimizer (master, moments), bytes
   Goodput run;                  ///< ideal and expected time, MTBF, checkpoint interval
   double ideal_gpu_hours = 0;
-  double gpu_hours = 0;      ///< GPUs x expected hours (what is paid for)
-  double energy_joules = 0;  ///< board power x GPUs x expected seconds x PUE
+  double gpu_hours = 0;        ///< GPUs x expected hours (what is paid for)
+  double energy_joules = 0;    ///< board power x GPUs x expected seconds x PUE
   std::optional<double> cost;  ///< price x gpu_hours, when the target has a price
 };
 

@@ -39,13 +39,13 @@ struct GoodputInputs {
 
 /// The expected run with failures and checkpoints.
 struct Goodput {
-  double ideal_s = 0;               ///< failure-free training time, seconds
-  double mtbf_s = 0;                ///< the job's mean time between failures, seconds (inf: none)
-  double checkpoint_write_s = 0;    ///< one checkpoint write, seconds
-  double checkpoint_interval_s = 0; ///< training seconds between checkpoints (inf: none)
-  double expected_s = 0;            ///< expected wall time, seconds (inf: never finishes)
-  double expected_failures = 0;     ///< failures expected during expected_s
-  double goodput = 1;               ///< ideal_s / expected_s, in [0, 1]
+  double ideal_s = 0;                ///< failure-free training time, seconds
+  double mtbf_s = 0;                 ///< the job's mean time between failures, seconds (inf: none)
+  double checkpoint_write_s = 0;     ///< one checkpoint write, seconds
+  double checkpoint_interval_s = 0;  ///< training seconds between checkpoints (inf: none)
+  double expected_s = 0;             ///< expected wall time, seconds (inf: never finishes)
+  double expected_failures = 0;      ///< failures expected during expected_s
+  double goodput = 1;                ///< ideal_s / expected_s, in [0, 1]
   /// Whether the run finishes: a failure comes, on average, later than what it costs.
   bool finishes() const;
 };
