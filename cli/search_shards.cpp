@@ -36,8 +36,8 @@ strategies::SearchShard checked(long long index, long long count, const std::str
 }
 
 // The partial result of one shard: the tally's JSON with the shard named.
-std::string partial_json(const strategies::SearchTally& tally,
-                         const strategies::SearchSpace& space, strategies::SearchShard shard) {
+std::string partial_json(const strategies::SearchTally& tally, const strategies::SearchSpace& space,
+                         strategies::SearchShard shard) {
   nlohmann::json j = nlohmann::json::parse(strategies::tally_to_json(tally, space));
   j["shard"] = shard.index;
   j["shards"] = shard.count;
@@ -57,9 +57,10 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
     const nlohmann::json j = parse_json_text(text, file);
     if (!j.is_object() || !j.contains("shard") || !j.contains("shards") ||
         !j["shard"].is_number_integer() || !j["shards"].is_number_integer()) {
-      throw ConfigError(file, "", fmt::format("{}: not a partial result of `loom search --shard` "
-                                              "(no shard/shards)",
-                                              file));
+      throw ConfigError(file, "",
+                        fmt::format("{}: not a partial result of `loom search --shard` "
+                                    "(no shard/shards)",
+                                    file));
     }
     const strategies::SearchShard shard =
         checked(j["shard"].get<long long>(), j["shards"].get<long long>(),
@@ -68,10 +69,10 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
       count = shard.count;
       seen.resize(static_cast<size_t>(count));
     } else if (shard.count != count) {
-      throw ValidationError("--merge", fmt::format("--merge: {} is shard {}/{}, but {} is of {} "
-                                                   "shards; merge the shards of one split",
-                                                   file, shard.index, shard.count, files.front(),
-                                                   count));
+      throw ValidationError("--merge",
+                            fmt::format("--merge: {} is shard {}/{}, but {} is of {} "
+                                        "shards; merge the shards of one split",
+                                        file, shard.index, shard.count, files.front(), count));
     }
     std::string& first = seen[static_cast<size_t>(shard.index)];
     if (!first.empty()) {
@@ -80,7 +81,8 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
     }
     first = file;
     const strategies::SearchTally tally = strategies::tally_from_json(text, file, space);
-    if (tally.keep_best != options.exact_count() || tally.keep_sample != std::max(0, options.sample)) {
+    if (tally.keep_best != options.exact_count() ||
+        tally.keep_sample != std::max(0, options.sample)) {
       throw ValidationError(
           "--merge", fmt::format("--merge: {} was made with --exact {} --sample {}; merge with "
                                  "the same (now --exact {} --sample {})",
@@ -101,8 +103,8 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
 
 // The answer from a whole-space tally: what run_search does after its fast tier.
 strategies::SearchResult finish(const models::ModelSpec& model,
-                                const strategies::SearchSpace& space,
-                                const topo::Cluster& cluster, strategies::SearchTally tally,
+                                const strategies::SearchSpace& space, const topo::Cluster& cluster,
+                                strategies::SearchTally tally,
                                 const strategies::SearchOptions& options) {
   strategies::check_tally(tally, space, cluster.gpu.hbm_bytes);
   return strategies::exact_tier(model, space, cluster, std::move(tally), options);
@@ -146,10 +148,12 @@ strategies::SearchShard parse_shard(const std::string& text) {
   return checked(*index, *count, text);
 }
 
-std::optional<strategies::SearchResult> run_sharded_search(
-    const models::ModelSpec& model, const strategies::SearchSpace& space,
-    const topo::Cluster& cluster, const strategies::SearchOptions& options,
-    const ShardFlags& flags, std::ostream& partial_out) {
+std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSpec& model,
+                                                           const strategies::SearchSpace& space,
+                                                           const topo::Cluster& cluster,
+                                                           const strategies::SearchOptions& options,
+                                                           const ShardFlags& flags,
+                                                           std::ostream& partial_out) {
   if (flags.shard_given()) {
     const strategies::SearchShard shard = parse_shard(flags.shard);
     strategies::SearchOptions quiet = options;

@@ -23,8 +23,8 @@ namespace loom::cli {
 
 /// Raw values of --shard and --merge.
 struct ShardFlags {
-  std::string shard;                     ///< "K/N", or "" for the Slurm defaults
-  std::vector<std::string> merge;        ///< partial result files
+  std::string shard;                    ///< "K/N", or "" for the Slurm defaults
+  std::vector<std::string> merge;       ///< partial result files
   CLI::Option* shard_option = nullptr;  ///< set by add_shard_flags
   /// Whether --shard was given, with or without a value.
   bool shard_given() const { return shard_option != nullptr && shard_option->count() > 0; }
@@ -41,10 +41,12 @@ strategies::SearchShard parse_shard(const std::string& text);
 /// print, or nullopt when this process prints nothing more (an MPI rank other than 0) or has
 /// written its partial result to `partial_out` (--shard). Throws what run_search throws, and
 /// ValidationError / ConfigError for bad shards or partial results.
-std::optional<strategies::SearchResult> run_sharded_search(
-    const models::ModelSpec& model, const strategies::SearchSpace& space,
-    const topo::Cluster& cluster, const strategies::SearchOptions& options,
-    const ShardFlags& flags, std::ostream& partial_out);
+std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSpec& model,
+                                                           const strategies::SearchSpace& space,
+                                                           const topo::Cluster& cluster,
+                                                           const strategies::SearchOptions& options,
+                                                           const ShardFlags& flags,
+                                                           std::ostream& partial_out);
 
 /// Worker threads per process when --threads is not given: the hardware's, shared among the
 /// MPI ranks on this node.
