@@ -12,6 +12,8 @@
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
+#include "cli/plan_label.hpp"
+#include "cli/search_shards.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "common/table.hpp"
@@ -33,6 +35,7 @@ struct SearchFlags {
   int sample = 0;
   std::string network = "flow";
   std::string format;
+  ShardFlags shards;
 };
 
 // 1234567 -> "1,234,567".
@@ -47,25 +50,6 @@ std::string grouped(std::int64_t n) {
 
 std::string pct(double x) {
   return fmt::format("{:.1f}%", 100.0 * x);
-}
-
-std::string schedule_text(const models::TrainingPlan& p) {
-  if (p.schedule == models::Schedule::INTERLEAVED) return fmt::format("interleaved/{}", p.vpp);
-  return models::to_string(p.schedule);
-}
-
-// "tp8 pp8 dp16 mbs1 1f1b z1 rc:selective sp ogr opg".
-std::string plan_label(const models::TrainingPlan& p) {
-  std::string s = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
-  if (p.cp > 1) s += fmt::format(" cp{}", p.cp);
-  if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
-  s += fmt::format(" mbs{} {} z{} rc:{}", p.mbs, schedule_text(p), p.zero,
-                   models::to_string(p.recompute));
-  if (p.sp) s += " sp";
-  if (p.overlap_grad_reduce) s += " ogr";
-  if (p.overlap_param_gather) s += " opg";
-  if (p.tp_comm_overlap) s += " tpo";
-  return s;
 }
 
 // The search dimensions in which two plans differ: "zero 1 vs 0, mbs 1 vs 2".
@@ -304,6 +288,7 @@ Command add_search_command(CLI::App& root) {
       ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
       ->capture_default_str();
   add_format_flag(*app, flags->format, {"table", "json", "csv"});
+  add_shard_flags(*app, flags->shards);
   command.run = [flags]() -> int {
     const SearchFlags& f = *flags;
     const models::ModelSpec model = models::load_model(f.model, "--model");
@@ -317,11 +302,12 @@ Command add_search_command(CLI::App& root) {
     options.top = f.top;
     options.exact = f.exact;
     options.sample = f.sample;
-    const unsigned hw = std::thread::hardware_concurrency();
-    options.threads = f.threads > 0 ? f.threads : static_cast<int>(hw > 0 ? hw : 1);
+    options.threads = f.threads > 0 ? f.threads : default_search_threads();
     options.simulate.network = sim::parse_network_mode(f.network, "--network");
     if (isatty(STDERR_FILENO)) options.progress = show_progress;
-    const strategies::SearchResult r = strategies::run_search(model, space, cluster, options);
+    const auto answer = run_sharded_search(model, space, cluster, options, f.shards, std::cout);
+    if (!answer) return 0;  // a partial result (--shard), or an MPI rank other than 0
+    const strategies::SearchResult& r = *answer;
     const Format format = parse_format(f.format);
     if (format == Format::JSON) {
       OrderedJson context;

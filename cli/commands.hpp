@@ -24,6 +24,7 @@ Command add_collective_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
 Command add_calibrate_command(CLI::App& root);
 Command add_search_command(CLI::App& root);
+Command add_plan_command(CLI::App& root);
 
 /// Output formats shared by the subcommands.
 enum class Format { TABLE, JSON, CSV, DOT };

@@ -22,10 +22,6 @@ int fail(const std::string& message, loom::ExitCode code) {
   return static_cast<int>(code);
 }
 
-// Subcommands DESIGN.md names that are not built yet: the error says so instead of only
-// listing the valid ones.
-constexpr std::string_view PLANNED[] = {"plan"};
-
 // The first argument must be a subcommand. CLI11 would take an unknown one for a stray
 // positional and blame the next flag ("unknown flag '--model'"); this says what is wrong.
 std::optional<std::string> check_subcommand(int argc, char** argv, const CLI::App& root) {
@@ -44,11 +40,6 @@ std::optional<std::string> check_subcommand(int argc, char** argv, const CLI::Ap
   }
   for (const auto& name : names)
     if (name == first) return std::nullopt;
-  for (std::string_view planned : PLANNED) {
-    if (first == planned) {
-      return fmt::format("'{}' is a planned subcommand, not built yet; valid: {}", first, valid);
-    }
-  }
   const std::string suggestion = loom::did_you_mean(first, names);
   return fmt::format("unknown subcommand '{}'{}; valid: {}", first,
                      suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
@@ -121,6 +112,7 @@ int main(int argc, char** argv) {
       loom::cli::add_collective_command(root), loom::cli::add_topo_command(root),
       loom::cli::add_ranks_command(root),      loom::cli::add_presets_command(root),
       loom::cli::add_calibrate_command(root),  loom::cli::add_search_command(root),
+      loom::cli::add_plan_command(root),
   };
   if (const auto problem = check_subcommand(argc, argv, root))
     return fail(*problem, loom::ExitCode::BAD_INPUT);

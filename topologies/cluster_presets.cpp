@@ -337,6 +337,9 @@ std::vector<PresetDefinition> build_presets() {
       {"gb200-nvl72",
        "GB200 NVL72 rack: 72 B200 in one NVLink5 domain (900 GB/s/dir, NVLS), 72x NDR 400G",
        "gb200", fabric("ib-ndr"), nvl72()},
+      {"dgx-b200",
+       "DGX B200: 8x B200 (1000W), NVLink5 900 GB/s/dir to NVSwitch (NVLS), 8x ConnectX-7 NDR 400G",
+       "b200", fabric("ib-ndr"), hgx8("nvlink5", true, "pcie5")},
       {"dgx-b300",
        "DGX B300: 8x B300, NVLink5 900 GB/s/dir to NVSwitch (NVLS), 8x ConnectX-8 XDR 800G", "b300",
        fabric("ib-xdr"), hgx8("nvlink5", true, "pcie6")},
@@ -393,6 +396,12 @@ std::vector<PresetInfo> cluster_presets() {
   std::vector<PresetInfo> out;
   for (const auto& p : presets()) out.push_back({p.name, p.description});
   return out;
+}
+
+std::optional<std::string> cluster_preset_for_gpu(std::string_view gpu) {
+  for (const auto& p : presets())
+    if (p.gpu == gpu) return p.name;
+  return std::nullopt;
 }
 
 std::vector<std::string> cluster_preset_names() {

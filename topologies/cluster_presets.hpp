@@ -5,6 +5,7 @@
 // The JSON format is documented in docs/clusters.md.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -36,6 +37,9 @@ struct ClusterRequest {
 Cluster load_cluster(const ClusterRequest& request, const FieldNames& names = {});
 /// The presets `loom presets clusters` lists, in a fixed order.
 std::vector<PresetInfo> cluster_presets();
+/// The first preset (in that order) whose nodes hold GPU catalog key `gpu`, e.g. "dgx-h100"
+/// for "h100-sxm"; nullopt when no preset has that GPU.
+std::optional<std::string> cluster_preset_for_gpu(std::string_view gpu);
 /// The preset names, in the same order.
 std::vector<std::string> cluster_preset_names();
 

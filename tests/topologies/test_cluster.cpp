@@ -120,6 +120,20 @@ TEST_CASE("topologies::Cluster: presets build and are connected") {
   CHECK(rtx.route_ranks(0, 4).links.size() == 3);
 }
 
+TEST_CASE("topologies::Cluster: each GPU's default preset holds that GPU") {
+  using loom::topo::cluster_preset_for_gpu;
+  CHECK(cluster_preset_for_gpu("h100-sxm") == "dgx-h100");
+  CHECK(cluster_preset_for_gpu("h200") == "hgx-h200");
+  CHECK(cluster_preset_for_gpu("b200") == "dgx-b200");
+  CHECK(cluster_preset_for_gpu("gb200") == "gb200-nvl72");
+  CHECK_FALSE(cluster_preset_for_gpu("mi300x").has_value());
+  for (const auto& p : loom::topo::cluster_presets()) {
+    CAPTURE(p.name);
+    const Cluster c = load_cluster(ClusterRequest{p.name, 1, {}});
+    CHECK(cluster_preset_for_gpu(c.gpu.name).has_value());
+  }
+}
+
 TEST_CASE("topologies::Cluster: bad requests are one-line errors") {
   CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{"dgx-h10", {}, {}}),
                        doctest::Contains("did you mean 'dgx-h100'"), loom::ValidationError);
@@ -148,6 +162,9 @@ TEST_CASE("topologies::Cluster: preset link figures match the vendors' published
       // GB200 NVL72 product page: 1.8 TB/s bidirectional NVLink5 per GPU (900 GB/s/dir), one
       // 72-GPU NVLink domain; ConnectX-7 NDR 400 Gb/s per GPU.
       {"gb200-nvl72", 900e9, 50e9, 72},
+      // DGX B200 datasheet: NVLink5 1.8 TB/s bidirectional per GPU (900 GB/s/dir); 8x
+      // ConnectX-7 NDR 400 Gb/s = 50 GB/s per port.
+      {"dgx-b200", 900e9, 50e9, 8},
       // DGX B300 / GB300 NVL72: NVLink5 900 GB/s/dir; ConnectX-8 XDR 800 Gb/s = 100 GB/s per
       // GPU, on PCIe Gen6 (118 GB/s x16), so the NIC is the bottleneck.
       {"dgx-b300", 900e9, 100e9, 8},

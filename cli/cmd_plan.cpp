@@ -1,0 +1,300 @@
+// `loom plan`: how many GPUs of which kind, for how many days and how much money, to train a
+// model on a number of tokens. Each GPU type at each GPU count gets the search's fastest
+// plan (strategies/search), then the goodput model, GPU-hours, energy and cost
+// (strategies/capacity, docs/plan.md). --days / --budget pick the cheapest configuration
+// within a time limit or the fastest within a budget.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/plan_flags.hpp"
+#include "cli/plan_output.hpp"
+#include "common/error.hpp"
+#include "common/units.hpp"
+#include "models/model_loader.hpp"
+#include "strategies/capacity/capacity.hpp"
+
+namespace loom::cli {
+namespace {
+
+struct PlanCommandFlags {
+  std::string model;
+  std::string tokens;
+  std::vector<std::string> gpu = {"h100", "h200", "b200"};
+  std::vector<std::int64_t> gpus;
+  std::optional<double> days;
+  std::optional<double> budget;
+  std::vector<std::string> price;
+  double pue = strategies::DEFAULT_PUE;
+  std::optional<double> failure_rate;
+  std::string checkpoint_bandwidth = "2TBps";
+  std::string restart = "10min";
+  bool full_space = false;
+  int threads = 0;  // 0: the hardware's
+  int exact = 2;
+  std::string network = "flow";
+  std::string format;
+  std::string chart;
+  PlanFlags plan;
+};
+
+// "15T" -> 1.5e13: a count with an optional K, M, B (or G) or T suffix (powers of 1000).
+double parse_tokens(const std::string& text) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  double number = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, number);
+  double factor = 0;
+  const std::string suffix(ptr, end);
+  if (suffix.empty())
+    factor = 1;
+  else if (suffix == "K" || suffix == "k")
+    factor = 1e3;
+  else if (suffix == "M")
+    factor = 1e6;
+  else if (suffix == "B" || suffix == "G")
+    factor = 1e9;
+  else if (suffix == "T")
+    factor = 1e12;
+  if (ec != std::errc() || ptr == begin || factor == 0 || !std::isfinite(number) || number <= 0 ||
+      !std::isfinite(number * factor)) {
+    throw ValidationError::bad_value("--tokens", text,
+                                     "a positive token count, e.g. 15T, 300B, 2.5e12");
+  }
+  return number * factor;
+}
+
+// The dimensions `loom plan` pins unless the flags set them (or --full-space): the search per
+// configuration then takes seconds, not minutes (docs/plan.md gives the price of it).
+std::vector<std::string> pin_defaults(strategies::PlanInput& input) {
+  std::vector<std::string> pinned;
+  const auto pin = [&](const char* key, strategies::PlanValue value, const char* label) {
+    if (input.has(key)) return;
+    input.set(key, value);
+    pinned.emplace_back(label);
+  };
+  pin("zero", std::int64_t{1}, "zero 1");
+  pin("overlap_grad_reduce", true, "overlap-grad-reduce");
+  pin("overlap_param_gather", true, "overlap-param-gather");
+  return pinned;
+}
+
+std::vector<std::pair<std::string, std::string>> price_pairs(
+    const std::vector<std::string>& items) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ValidationError::bad_value("--price", item,
+                                       "NAME=USD_PER_GPU_HOUR, e.g. h100=2.10 (one per GPU type)");
+    }
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+  }
+  return out;
+}
+
+// --budget needs a price for every GPU type; so does --days once any price is given (costs
+// and GPU-hours do not compare).
+void check_prices(const PlanCommandFlags& f, const PlanOutput& out) {
+  if (!f.days && !f.budget) return;
+  std::size_t priced = 0;
+  std::string unpriced;
+  for (std::size_t t = 0; t < out.targets.size(); ++t) {
+    if (out.prices[t])
+      ++priced;
+    else if (unpriced.empty())
+      unpriced = out.targets[t].label;
+  }
+  if (priced == out.targets.size() || (f.days && priced == 0)) return;
+  throw ValidationError(
+      "--price", fmt::format("--price: no price for {}; {} needs a price per GPU-hour for every "
+                             "--gpu type (e.g. --price {}=2.50)",
+                             unpriced, f.budget ? "--budget" : "--days with prices", unpriced));
+}
+
+// The --days / --budget choice; throws InfeasibleError when nothing qualifies.
+std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput& out) {
+  if (!f.days && !f.budget) return std::nullopt;
+  PlanSelection sel;
+  sel.by_days = f.days.has_value();
+  sel.limit = f.days ? *f.days : *f.budget;
+  const bool priced = std::all_of(out.prices.begin(), out.prices.end(),
+                                  [](const auto& p) { return p.has_value(); });
+  sel.by_gpu_hours = sel.by_days && !priced;
+  const auto best = sel.by_days ? strategies::cheapest_within(out.rows, sel.limit, sel.by_gpu_hours)
+                                : strategies::fastest_within(out.rows, sel.limit);
+  if (!best) {
+    // The nearest miss: the fastest configuration, or the cheapest.
+    const strategies::CapacityRow* near = nullptr;
+    for (const auto& r : out.rows) {
+      if (!r.feasible) continue;
+      if (!near || (sel.by_days ? r.run.expected_s < near->run.expected_s
+                                : r.cost.value_or(0) < near->cost.value_or(0)))
+        near = &r;
+    }
+    if (!near) throw InfeasibleError("loom plan: no configuration has a plan that fits");
+    const std::string who = fmt::format("{} x {}", out.targets[near->target].label, near->gpus);
+    if (sel.by_days) {
+      throw InfeasibleError(fmt::format(
+          "--days {:g}: no configuration finishes within {:g} day{}; the fastest, {}, takes {:.1f} "
+          "days (expected); allow more days or try more GPUs (--gpus)",
+          sel.limit, sel.limit, sel.limit == 1 ? "" : "s", who, near->run.expected_s / 86400.0));
+    }
+    throw InfeasibleError(fmt::format(
+        "--budget {:g}: no configuration costs {:g} USD or less; the cheapest, {}, costs {:.2f} "
+        "USD; raise the budget or try fewer GPUs (--gpus)",
+        sel.limit, sel.limit, who, near->cost.value_or(0)));
+  }
+  sel.row = *best;
+  return sel;
+}
+
+// When no configuration is feasible: the error of the first (bad input before infeasible).
+void check_any_feasible(const PlanOutput& out) {
+  const strategies::CapacityRow* first = nullptr;
+  for (const auto& r : out.rows) {
+    if (r.feasible) return;
+    if (!first || (r.failure == ExitCode::BAD_INPUT && first->failure != ExitCode::BAD_INPUT))
+      first = &r;
+  }
+  if (!first) throw InternalError("loom plan: no configuration to plan");
+  const std::string msg = fmt::format("loom plan: no configuration can train; {} x {}: {}",
+                                      out.targets[first->target].label, first->gpus, first->reason);
+  if (first->failure == ExitCode::BAD_INPUT) throw ValidationError("plan", msg);
+  throw InfeasibleError(msg);
+}
+
+void show_progress(std::size_t index, std::size_t total, const strategies::CapacityTarget& t,
+                   std::int64_t gpus) {
+  fmt::print(stderr, "\r{:<60}\rloom plan: [{}/{}] {} x {}", "", index + 1, total, t.label, gpus);
+  if (index + 1 == total) fmt::print(stderr, "\r{:<60}\r", "");
+  std::fflush(stderr);
+}
+
+void add_flags(CLI::App& app, PlanCommandFlags& f) {
+  app.add_option("--model", f.model, "model preset, loom model JSON or HF config.json")->required();
+  app.add_option("--tokens", f.tokens, "tokens to train on: 15T, 300B, 2.5e12")->required();
+  app.add_option("--gpu", f.gpu,
+                 "GPU types: a GPU (its cluster preset), a cluster preset or a cluster JSON")
+      ->capture_default_str();
+  app.add_option("--gpus", f.gpus,
+                 "GPU counts (rounded up to whole nodes; default 1, 2, 4, ... nodes up to 16,384 "
+                 "GPUs)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 19));
+  auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days")
+                   ->check(CLI::PositiveNumber);
+  auto* budget =
+      app.add_option("--budget", f.budget, "the fastest configuration costing at most B US dollars")
+          ->check(CLI::PositiveNumber);
+  days->excludes(budget);
+  app.add_option("--price", f.price, "price per GPU-hour in US dollars, per GPU type: h100=2.10");
+  app.add_option("--pue", f.pue, "power usage effectiveness (facility / IT power)")
+      ->check(CLI::Range(1.0, 10.0))
+      ->capture_default_str();
+  app.add_option("--failure-rate", f.failure_rate,
+                 "failures per GPU-hour (default: Llama 3's, 1.97e-5; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-bandwidth", f.checkpoint_bandwidth,
+                 "aggregate checkpoint write bandwidth")
+      ->capture_default_str();
+  app.add_option("--restart-time", f.restart, "time from a failure to training again")
+      ->capture_default_str();
+  app.add_flag("--full-space", f.full_space,
+               "search every free dimension (default: zero 1 and the DP overlaps pinned)");
+  app.add_option("--threads", f.threads, "worker threads (default: the hardware's)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--exact", f.exact, "candidates re-simulated per configuration")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--network", f.network, "network model: flow|analytical|ideal")
+      ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
+      ->capture_default_str();
+  app.add_option("--chart", f.chart, "also write an SVG chart (days vs GPUs, cost) to FILE");
+  add_format_flag(app, f.format, {"table", "json", "csv"});
+  add_plan_flags(app, f.plan);
+}
+
+strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
+  strategies::CapacityOptions o;
+  o.tokens = parse_tokens(f.tokens);
+  o.pue = f.pue;
+  if (f.failure_rate) o.goodput.failures_per_gpu_hour = *f.failure_rate;
+  o.goodput.checkpoint_write_Bps =
+      parse_bandwidth(f.checkpoint_bandwidth, "--checkpoint-bandwidth");
+  if (o.goodput.checkpoint_write_Bps <= 0)
+    throw ValidationError::not_positive("--checkpoint-bandwidth", f.checkpoint_bandwidth);
+  o.goodput.restart_s = parse_time(f.restart, "--restart-time");
+  o.search.top = 1;
+  o.search.exact = f.exact;
+  const unsigned hw = std::thread::hardware_concurrency();
+  o.search.threads = f.threads > 0 ? f.threads : static_cast<int>(hw > 0 ? hw : 1);
+  o.search.simulate.network = sim::parse_network_mode(f.network, "--network");
+  return o;
+}
+
+int run_plan(const PlanCommandFlags& f) {
+  const models::ModelSpec model = models::load_model(f.model, "--model");
+  PlanOutput out;
+  out.model = &model;
+  out.tokens_text = f.tokens;
+  out.options = capacity_options(f);
+  out.network = f.network;
+  out.failure_rate_source =
+      f.failure_rate ? "--failure-rate" : "Llama 3, Dubey et al. 2024, Sec. 3.3.4";
+  for (const std::string& g : f.gpu) out.targets.push_back(strategies::resolve_target(g, "--gpu"));
+  out.prices = strategies::resolve_prices(out.targets, price_pairs(f.price), "--price");
+  check_prices(f, out);
+  strategies::PlanInput input = merged_input(f.plan);
+  if (!f.full_space) out.pinned = pin_defaults(input);
+  if (f.plan.print_config) {
+    for (const auto& t : out.targets) {
+      for (std::int64_t gpus : strategies::gpu_counts(t, f.gpus)) {
+        const strategies::SearchSpace space(model, input, gpus);
+        std::cout << fmt::format("{} x {} ({}): search space: {}\n", t.label, gpus, t.cluster_spec,
+                                 space.describe());
+      }
+    }
+    return 0;
+  }
+  if (isatty(STDERR_FILENO)) out.options.progress = show_progress;
+  out.rows = strategies::plan_capacity(model, input, out.targets, f.gpus, out.prices, out.options);
+  check_any_feasible(out);
+  out.selection = select(f, out);
+  if (!f.chart.empty()) {
+    std::ofstream file(f.chart);
+    if (!file)
+      throw ValidationError::bad_value("--chart", f.chart, "a file path that can be written");
+    file << render_plan_svg(out);
+  }
+  const Format format = parse_format(f.format);
+  if (format == Format::JSON)
+    std::cout << render_plan_json(out);
+  else if (format == Format::CSV)
+    std::cout << render_plan_csv(out);
+  else
+    std::cout << render_plan_table(out);
+  return 0;
+}
+
+}  // namespace
+
+Command add_plan_command(CLI::App& root) {
+  auto flags = std::make_shared<PlanCommandFlags>();
+  Command command;
+  command.app = root.add_subcommand(
+      "plan",
+      "GPUs x days x cost to train a model on N tokens: the fastest plan per GPU type and count, "
+      "with failures and checkpoints (docs/plan.md)");
+  add_flags(*command.app, *flags);
+  command.run = [flags]() -> int { return run_plan(*flags); };
+  return command;
+}
+
+}  // namespace loom::cli

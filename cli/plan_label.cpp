@@ -1,0 +1,25 @@
+#include "cli/plan_label.hpp"
+
+#include <fmt/format.h>
+
+namespace loom::cli {
+
+std::string schedule_text(const models::TrainingPlan& p) {
+  if (p.schedule == models::Schedule::INTERLEAVED) return fmt::format("interleaved/{}", p.vpp);
+  return models::to_string(p.schedule);
+}
+
+std::string plan_label(const models::TrainingPlan& p) {
+  std::string s = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" cp{}", p.cp);
+  if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
+  s += fmt::format(" mbs{} {} z{} rc:{}", p.mbs, schedule_text(p), p.zero,
+                   models::to_string(p.recompute));
+  if (p.sp) s += " sp";
+  if (p.overlap_grad_reduce) s += " ogr";
+  if (p.overlap_param_gather) s += " opg";
+  if (p.tp_comm_overlap) s += " tpo";
+  return s;
+}
+
+}  // namespace loom::cli

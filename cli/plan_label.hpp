@@ -1,0 +1,17 @@
+#pragma once
+// The one-line label of a resolved plan that `loom search` and `loom plan` print in their
+// tables: "tp8 pp8 dp16 mbs1 1f1b z1 rc:selective sp ogr opg".
+#include <string>
+
+#include "models/training_plan.hpp"
+
+namespace loom::cli {
+
+/// "interleaved/4" for the interleaved schedule with 4 virtual stages, else the schedule's name.
+std::string schedule_text(const models::TrainingPlan& plan);
+
+/// The plan's searched dimensions in one line (z: ZeRO stage, rc: recompute, ogr, opg, tpo:
+/// the overlaps that are on).
+std::string plan_label(const models::TrainingPlan& plan);
+
+}  // namespace loom::cli

@@ -1,0 +1,279 @@
+#include "cli/plan_output.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "cli/plan_chart.hpp"
+#include "cli/plan_label.hpp"
+#include "common/document.hpp"
+#include "common/strings.hpp"
+#include "common/table.hpp"
+#include "common/units.hpp"
+#include "strategies/plan/plan_json.hpp"
+
+namespace loom::cli {
+namespace {
+
+constexpr double DAY_S = 86400.0;
+constexpr double MWH_J = 3.6e9;
+
+std::string grouped(double value) {
+  std::string digits = fmt::format("{:.0f}", std::fabs(value)), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+// 90 -> "90 s", 1500 -> "25.0 min", 11124 -> "3.1 h", 4e6 -> "46.3 d".
+std::string duration(double s) {
+  if (!std::isfinite(s)) return "never";
+  if (s < 120) return fmt::format("{:.0f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  if (s < 2 * DAY_S) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} d", s / DAY_S);
+}
+
+std::string money(double usd) {
+  if (usd >= 1e9) return fmt::format("${:.2f}B", usd / 1e9);
+  if (usd >= 1e6) return fmt::format("${:.2f}M", usd / 1e6);
+  if (usd >= 1e3) return fmt::format("${:.1f}k", usd / 1e3);
+  return fmt::format("${:.0f}", usd);
+}
+
+std::string energy(double joules) {
+  const double mwh = joules / MWH_J;
+  if (mwh >= 10000) return fmt::format("{:.1f} GWh", mwh / 1000);
+  if (mwh < 10) return fmt::format("{} kWh", grouped(mwh * 1000));
+  return fmt::format("{} MWh", grouped(mwh));
+}
+
+// Days with one decimal, or three below one day.
+std::string days(double seconds) {
+  const double d = seconds / DAY_S;
+  return d < 1 ? fmt::format("{:.3f}", d) : fmt::format("{:.1f}", d);
+}
+
+// The first feasible row (its plan holds what every row shares: batch, precision, ...).
+const strategies::CapacityRow* first_feasible(const PlanOutput& out) {
+  for (const auto& r : out.rows)
+    if (r.feasible) return &r;
+  return nullptr;
+}
+
+std::string short_reason(const strategies::CapacityRow& r) {
+  if (r.failure == ExitCode::BAD_INPUT) return "no valid plan";
+  if (r.run.ideal_s > 0 && !r.run.finishes()) return "never finishes";
+  return "no plan fits";
+}
+
+std::string header(const PlanOutput& out) {
+  const auto& o = out.options;
+  const auto* any = first_feasible(out);
+  std::string s =
+      fmt::format("loom plan: {} ({} parameters) on {} tokens", out.model->name,
+                  format_count(models::count_parameters(*out.model).total), out.tokens_text);
+  if (any) {
+    const auto& p = any->plan;
+    s += fmt::format("; gbs {} x seq {} = {} tokens per step, {} {}", p.global_batch(), p.seq,
+                     format_count(static_cast<double>(p.global_batch() * p.seq)),
+                     models::to_string(p.precision), models::to_string(p.optimizer));
+  }
+  s += "\n";
+  s += fmt::format("goodput: {:.3g} failures per GPU-hour ({}); checkpoint",
+                   o.goodput.failures_per_gpu_hour, out.failure_rate_source);
+  if (any) s += fmt::format(" {} (weights + optimizer)", format_bytes(any->checkpoint_bytes));
+  s += fmt::format(" written at {}, restart {}, interval sqrt(2 x write x MTBF) (Young/Daly)\n",
+                   format_bandwidth(o.goodput.checkpoint_write_Bps), duration(o.goodput.restart_s));
+  std::vector<std::string> priced;
+  for (std::size_t t = 0; t < out.targets.size(); ++t)
+    if (out.prices[t])
+      priced.push_back(fmt::format("{} ${}", out.targets[t].label, *out.prices[t]));
+  s += fmt::format("energy: board power x GPUs x expected hours x PUE {:.2f}; cost: {}\n", o.pue,
+                   priced.empty() ? "no --price given"
+                                  : "price per GPU-hour x GPU-hours (" + join(priced, ", ") + ")");
+  s += fmt::format(
+      "each configuration: the search's fastest plan (fast tier over the space, its "
+      "best {} simulated, network {}){}\n\n",
+      o.search.exact_count(), out.network,
+      out.pinned.empty()
+          ? std::string()
+          : "; pinned by loom plan: " + join(out.pinned, ", ") + " (--full-space frees them)");
+  return s;
+}
+
+std::string selection_line(const PlanOutput& out) {
+  if (!out.selection) return "";
+  const PlanSelection& sel = *out.selection;
+  const auto& r = out.rows[sel.row];
+  const auto& t = out.targets[r.target];
+  const std::string what =
+      sel.by_days
+          ? fmt::format("cheapest{} finishing within {:g} days",
+                        sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
+          : fmt::format("fastest within a budget of {}", money(sel.limit));
+  return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
+                     grouped(static_cast<double>(r.gpus)), plan_label(r.plan),
+                     days(r.run.expected_s), grouped(r.gpu_hours),
+                     r.cost ? ", " + money(*r.cost) : std::string());
+}
+
+}  // namespace
+
+std::string render_plan_table(const PlanOutput& out) {
+  std::string s = header(out);
+  const bool costs = std::any_of(out.prices.begin(), out.prices.end(),
+                                 [](const auto& p) { return p.has_value(); });
+  std::vector<std::string> heads = {"gpu",  "GPUs",      "nodes", "plan",       "tokens/s",
+                                    "MFU",  "ideal d",   "MTBF",  "ckpt every", "goodput",
+                                    "days", "GPU-hours", "energy"};
+  if (costs) heads.push_back("cost");
+  if (out.selection) heads.insert(heads.begin(), "");
+  Table table(heads);
+  const std::size_t shift = out.selection ? 1 : 0;
+  table.align_left(shift + 0);
+  table.align_left(shift + 3);
+  std::string notes;
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const auto& r = out.rows[i];
+    const auto& t = out.targets[r.target];
+    std::vector<std::string> cells = {t.label, grouped(static_cast<double>(r.gpus)),
+                                      grouped(static_cast<double>(r.nodes))};
+    if (r.feasible) {
+      cells.insert(
+          cells.end(),
+          {plan_label(r.plan), format_count(r.tokens_per_s), fmt::format("{:.1f}%", 100 * r.mfu),
+           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
+           fmt::format("{:.1f}%", 100 * r.run.goodput), days(r.run.expected_s),
+           grouped(r.gpu_hours), energy(r.energy_joules)});
+      if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
+    } else {
+      cells.push_back(short_reason(r) + " (below)");
+      cells.resize(heads.size() - shift, "-");
+      notes +=
+          fmt::format("  {} x {}: {}\n", t.label, grouped(static_cast<double>(r.gpus)), r.reason);
+    }
+    if (out.selection) cells.insert(cells.begin(), out.selection->row == i ? "*" : "");
+    table.add_row(cells);
+  }
+  s += table.render();
+  s += "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, overlap-param-gather, "
+       "tp-comm-overlap on; ideal d: days without failures; days: expected, with failures and "
+       "checkpoints\n";
+  if (!notes.empty()) s += "not planned:\n" + notes;
+  return s + selection_line(out);
+}
+
+std::string render_plan_json(const PlanOutput& out) {
+  const auto& o = out.options;
+  OrderedJson context;
+  context["model"] = out.model->name;
+  context["tokens"] = o.tokens;
+  OrderedJson types = OrderedJson::array();
+  for (std::size_t t = 0; t < out.targets.size(); ++t) {
+    const auto& x = out.targets[t];
+    types.push_back({{"name", x.label},
+                     {"cluster", x.cluster_spec},
+                     {"gpu", x.gpu},
+                     {"gpus_per_node", x.gpus_per_node},
+                     {"board_watts", x.board_watts},
+                     {"price_usd_per_gpu_hour",
+                      out.prices[t] ? OrderedJson(*out.prices[t]) : OrderedJson(nullptr)}});
+  }
+  context["gpu_types"] = types;
+  context["failures_per_gpu_hour"] = o.goodput.failures_per_gpu_hour;
+  context["checkpoint_write_Bps"] = o.goodput.checkpoint_write_Bps;
+  context["restart_s"] = o.goodput.restart_s;
+  context["pue"] = o.pue;
+  context["network"] = out.network;
+  context["exact"] = o.search.exact_count();
+  context["pinned"] = out.pinned;
+  OrderedJson rows = OrderedJson::array();
+  for (const auto& r : out.rows) {
+    OrderedJson j;
+    j["gpu_type"] = out.targets[r.target].label;
+    j["gpus"] = r.gpus;
+    j["nodes"] = r.nodes;
+    j["feasible"] = r.feasible;
+    if (!r.feasible) {
+      j["reason"] = r.reason;
+      rows.push_back(j);
+      continue;
+    }
+    j["plan"] = strategies::plan_to_json(r.plan);
+    j["step_time_s"] = r.step_time_s;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["mfu"] = r.mfu;
+    j["peak_memory_bytes"] = r.peak_memory_bytes;
+    j["checkpoint_bytes"] = r.checkpoint_bytes;
+    j["checkpoint_write_s"] = r.run.checkpoint_write_s;
+    j["checkpoint_interval_s"] = r.run.checkpoint_interval_s;
+    j["mtbf_s"] = r.run.mtbf_s;
+    j["expected_failures"] = r.run.expected_failures;
+    j["goodput"] = r.run.goodput;
+    j["ideal_days"] = r.run.ideal_s / DAY_S;
+    j["expected_days"] = r.run.expected_s / DAY_S;
+    j["ideal_gpu_hours"] = r.ideal_gpu_hours;
+    j["gpu_hours"] = r.gpu_hours;
+    j["energy_mwh"] = r.energy_joules / MWH_J;
+    j["cost_usd"] = r.cost ? OrderedJson(*r.cost) : OrderedJson(nullptr);
+    rows.push_back(j);
+  }
+  OrderedJson results;
+  results["configurations"] = rows;
+  if (out.selection) {
+    const auto& sel = *out.selection;
+    results["selection"] = {
+        {"criterion", sel.by_days ? "cheapest_within_days" : "fastest_within_budget"},
+        {"limit", sel.limit},
+        {"ranked_by", sel.by_days ? (sel.by_gpu_hours ? "gpu_hours" : "cost") : "expected_days"},
+        {"index", sel.row}};
+  }
+  return render_document(make_document(context, results));
+}
+
+std::string render_plan_csv(const PlanOutput& out) {
+  std::string s =
+      "gpu_type,gpus,nodes,feasible,tp,pp,dp,cp,ep,vpp,mbs,schedule,zero,recompute,sp,"
+      "step_time_s,tokens_per_s,mfu,ideal_days,mtbf_s,checkpoint_interval_s,goodput,"
+      "expected_days,gpu_hours,energy_mwh,cost_usd\n";
+  for (const auto& r : out.rows) {
+    s += fmt::format("{},{},{},{}", out.targets[r.target].label, r.gpus, r.nodes, int(r.feasible));
+    if (!r.feasible) {
+      s += std::string(22, ',') + "\n";
+      continue;
+    }
+    const auto& p = r.plan;
+    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp,
+                     p.mbs, models::to_string(p.schedule), p.zero, models::to_string(p.recompute),
+                     int(p.sp));
+    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
+                     r.run.ideal_s / DAY_S, r.run.mtbf_s, r.run.checkpoint_interval_s,
+                     r.run.goodput, r.run.expected_s / DAY_S, r.gpu_hours, r.energy_joules / MWH_J,
+                     r.cost ? fmt::format("{}", *r.cost) : "");
+  }
+  return s;
+}
+
+std::string render_plan_svg(const PlanOutput& out) {
+  std::vector<ChartSeries> series(out.targets.size());
+  for (std::size_t t = 0; t < out.targets.size(); ++t) series[t].name = out.targets[t].label;
+  for (const auto& r : out.rows) {
+    if (!r.feasible) continue;
+    const double gpus = static_cast<double>(r.gpus);
+    series[r.target].days.push_back({gpus, r.run.expected_s / DAY_S});
+    if (r.cost) series[r.target].cost.push_back({gpus, *r.cost});
+  }
+  std::optional<std::pair<std::size_t, double>> marked;
+  if (out.selection) {
+    const auto& r = out.rows[out.selection->row];
+    marked = std::make_pair(r.target, static_cast<double>(r.gpus));
+  }
+  const std::string title = fmt::format("{} on {} tokens: expected days to train by GPU count",
+                                        out.model->name, out.tokens_text);
+  return render_plan_chart(title, series, marked);
+}
+
+}  // namespace loom::cli

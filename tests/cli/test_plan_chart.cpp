@@ -1,0 +1,58 @@
+// `loom plan --chart` writes an SVG: the same bytes for any thread count, a days line per GPU
+// type with a fitting configuration, a dashed cost line per priced type, the --days choice
+// ringed. Runs the loom binary.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/temp_dir.hpp"
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string plan(const std::string& chart, int threads) {
+  return std::string(LOOM_BINARY) +
+         " plan --model examples/models/tiny-gpt.json --tokens 1T --gpu a100 h100 --gpus 8 16 "
+         "--gbs 16 --seq 1024 --price a100=1.5 h100=2.2 --days 7 --threads " +
+         std::to_string(threads) + " --chart " + chart + " > /dev/null";
+}
+
+}  // namespace
+
+TEST_CASE("cli::Plan: the chart is deterministic SVG with days and cost per GPU type") {
+  const loom::testing::TempDir dir("plan_chart");
+  const std::string one = dir.file("one.svg"), two = dir.file("two.svg");
+  REQUIRE(std::system(plan(one, 1).c_str()) == 0);
+  REQUIRE(std::system(plan(two, 2).c_str()) == 0);
+  const std::string svg = read(one);
+  CHECK(svg == read(two));
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  CHECK(svg.find("</svg>\n") == svg.size() - 7);
+  CHECK(count(svg, "<polyline") == 4);         // days and cost, a100 and h100
+  CHECK(count(svg, "stroke-dasharray") == 2);  // the two cost lines
+  CHECK(count(svg, "r=\"8\"") == 1);           // the --days choice, ringed
+  CHECK(svg.find(">a100</text>") != std::string::npos);
+  CHECK(svg.find(">h100</text>") != std::string::npos);
+}
+
+TEST_CASE("cli::Plan: an unwritable chart path is bad input") {
+  const std::string cmd = plan("/nonexistent-dir/x.svg", 1) + " 2> /dev/null";
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 2);
+}

@@ -1,0 +1,2 @@
+plan --model examples/models/tiny-gpt.json --tokens 1T --gpu a100 h100 --gpus 8 16 --gbs 16 --seq 1024 --threads 2 --price a100=1.5 --days 7
+exit: 2

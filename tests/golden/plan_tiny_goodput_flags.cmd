@@ -1,0 +1,1 @@
+plan --model examples/models/tiny-gpt.json --tokens 1T --gpu a100 h100 --gpus 8 16 --gbs 16 --seq 1024 --threads 1 --failure-rate 0.001 --checkpoint-bandwidth 1GBps --restart-time 30min --pue 1.5 --full-space --exact 1
