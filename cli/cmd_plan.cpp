@@ -4,7 +4,6 @@
 // (strategies/capacity, docs/plan.md). --days / --budget pick the cheapest configuration
 // within a time limit or the fastest within a budget.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -14,8 +13,10 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_output.hpp"
+#include "cli/progress.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
@@ -171,13 +172,6 @@ void check_any_feasible(const PlanOutput& out) {
   throw InfeasibleError(msg);
 }
 
-void show_progress(std::size_t index, std::size_t total, const strategies::CapacityTarget& t,
-                   std::int64_t gpus) {
-  fmt::print(stderr, "\r{:<60}\rloom plan: [{}/{}] {} x {}", "", index + 1, total, t.label, gpus);
-  if (index + 1 == total) fmt::print(stderr, "\r{:<60}\r", "");
-  std::fflush(stderr);
-}
-
 void add_flags(CLI::App& app, PlanCommandFlags& f) {
   app.add_option("--model", f.model, "model preset, loom model JSON or HF config.json")->required();
   app.add_option("--tokens", f.tokens, "tokens to train on: 15T, 300B, 2.5e12")->required();
@@ -240,6 +234,7 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
 }
 
 int run_plan(const PlanCommandFlags& f) {
+  if (!f.chart.empty()) check_output_path(f.chart, "--chart");  // before minutes of search
   const models::ModelSpec model = models::load_model(f.model, "--model");
   PlanOutput out;
   out.model = &model;
@@ -263,16 +258,15 @@ int run_plan(const PlanCommandFlags& f) {
     }
     return 0;
   }
-  if (isatty(STDERR_FILENO)) out.options.progress = show_progress;
+  ProgressBar bar = ProgressBar::on_stderr("loom plan");
+  out.options.progress = [&bar](std::size_t index, std::size_t total,
+                                const strategies::CapacityTarget&, std::int64_t) {
+    bar.update(total > 0 ? static_cast<double>(index + 1) / static_cast<double>(total) : 1.0);
+  };
   out.rows = strategies::plan_capacity(model, input, out.targets, f.gpus, out.prices, out.options);
   check_any_feasible(out);
   out.selection = select(f, out);
-  if (!f.chart.empty()) {
-    std::ofstream file(f.chart);
-    if (!file)
-      throw ValidationError::bad_value("--chart", f.chart, "a file path that can be written");
-    file << render_plan_svg(out);
-  }
+  if (!f.chart.empty()) write_output_file(f.chart, render_plan_svg(out), "--chart");
   const Format format = parse_format(f.format);
   if (format == Format::JSON)
     std::cout << render_plan_json(out);

@@ -3,7 +3,6 @@
 // exactly and ranked by simulated step time (strategies/search/, docs/search.md). The output
 // is the same, byte for byte, for any --threads.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <iostream>
@@ -13,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_label.hpp"
+#include "cli/progress.hpp"
 #include "cli/search_shards.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
@@ -246,17 +246,6 @@ std::string render_csv(const strategies::SearchResult& r, int top) {
   return out;
 }
 
-// A progress line on stderr, only when it is a terminal (never part of the output).
-void show_progress(const char* tier, std::int64_t done, std::int64_t total) {
-  const int width = 30;
-  const double share = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  const int filled = static_cast<int>(share * width);
-  fmt::print(stderr, "\rloom search: {:<5} [{}{}] {:3.0f}%", tier, std::string(filled, '#'),
-             std::string(width - filled, ' '), 100 * share);
-  if (done >= total) fmt::print(stderr, "\r{}\r", std::string(60, ' '));
-  std::fflush(stderr);
-}
-
 }  // namespace
 
 Command add_search_command(CLI::App& root) {
@@ -304,7 +293,10 @@ Command add_search_command(CLI::App& root) {
     options.sample = f.sample;
     options.threads = f.threads > 0 ? f.threads : default_search_threads();
     options.simulate.network = sim::parse_network_mode(f.network, "--network");
-    if (isatty(STDERR_FILENO)) options.progress = show_progress;
+    ProgressBar bar = ProgressBar::on_stderr("loom search");
+    options.progress = [&bar](const char*, std::int64_t done, std::int64_t total) {
+      bar.update(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
+    };
     const auto answer = run_sharded_search(model, space, cluster, options, f.shards, std::cout);
     if (!answer) return 0;  // a partial result (--shard), or an MPI rank other than 0
     const strategies::SearchResult& r = *answer;
