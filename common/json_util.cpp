@@ -28,42 +28,6 @@ std::pair<int, int> line_column(std::string_view text, size_t offset) {
   return {line, column};
 }
 
-}  // namespace
-
-// nlohmann parses iteratively, but everything that walks the value afterwards (dump, copies,
-// comparisons) recurses: the depth is checked before the parser sees the text.
-void check_json_depth(std::string_view text, const std::string& origin) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > MAX_JSON_DEPTH) {
-        const auto [line, column] = line_column(text, i);
-        throw ConfigError(
-            origin, "",
-            fmt::format("{}:{}:{}: JSON nested deeper than {} levels (loom's limit "
-                        "MAX_JSON_DEPTH, docs/limits.md); loom inputs nest a few levels: check "
-                        "that this is the right file",
-                        origin, line, column, MAX_JSON_DEPTH));
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-}
-
-namespace {
-
 // nlohmann's message without its "[json.exception.kind.N] " tag (and, for parse errors, the
 // position loom prints itself).
 std::string exception_detail(const nlohmann::json::exception& e) {
@@ -106,6 +70,38 @@ void write_excerpt(const nlohmann::json& v, std::string& out, size_t budget) {
 }
 
 }  // namespace
+
+// nlohmann parses iteratively, but everything that walks the value afterwards (dump, copies,
+// comparisons) recurses: the depth is checked before the parser sees the text.
+void check_json_depth(std::string_view text, const std::string& origin) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > MAX_JSON_DEPTH) {
+        const auto [line, column] = line_column(text, i);
+        throw ConfigError(
+            origin, "",
+            fmt::format("{}:{}:{}: JSON nested deeper than {} levels (loom's limit "
+                        "MAX_JSON_DEPTH, docs/limits.md); loom inputs nest a few levels: check "
+                        "that this is the right file",
+                        origin, line, column, MAX_JSON_DEPTH));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin) {
   check_json_depth(text, origin);
