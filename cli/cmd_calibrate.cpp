@@ -20,6 +20,7 @@
 #include "cli/plan_flags.hpp"
 #include "common/dtype.hpp"
 #include "common/table.hpp"
+#include "common/units.hpp"
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
 #include "models/plan_dtypes.hpp"
@@ -89,7 +90,7 @@ void print_trace_steps(const calibration::TraceSummary& t) {
   for (const auto& c : t.per_step()) {
     classes.add_row({c.name, fmt::format("{:.1f}", c.kernels),
                      fmt::format("{:.1f}", c.seconds * 1e6),
-                     busy > 0 ? fmt::format("{:.1f}%", 100 * c.seconds / busy) : "-"});
+                     busy > 0 ? format_percent(c.seconds / busy) : "-"});
   }
   std::cout << "\n" << classes.render();
 }

@@ -146,7 +146,8 @@ std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput&
       throw InfeasibleError(fmt::format(
           "--days {:g}: no configuration finishes within {:g} day{}; the fastest, {}, takes {:.1f} "
           "days (expected); allow more days or try more GPUs (--gpus)",
-          sel.limit, sel.limit, sel.limit == 1 ? "" : "s", who, near->run.expected_s / 86400.0));
+          sel.limit, sel.limit, sel.limit == 1 ? "" : "s", who,
+          near->run.expected_s / strategies::SECONDS_PER_DAY));
     }
     throw InfeasibleError(fmt::format(
         "--budget {:g}: no configuration costs {:g} USD or less; the cheapest, {}, costs {:.2f} "

@@ -48,10 +48,6 @@ std::string grouped(std::int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string pct(double x) {
-  return fmt::format("{:.1f}%", 100.0 * x);
-}
-
 // The search dimensions in which two plans differ: "zero 1 vs 0, mbs 1 vs 2".
 std::vector<std::string> differences(const models::TrainingPlan& a, const models::TrainingPlan& b) {
   std::vector<std::string> out;
@@ -105,7 +101,7 @@ std::string why_line(const strategies::SearchResult& r) {
   const auto d = strategies::largest_difference(w.report, u.report);
   return fmt::format(
       "why #1 beats #2: {} faster per step ({}); the largest difference is {}, {} vs {}{}\n",
-      format_time(gap), pct(gap / u.report.step_time_s), d.part, format_time(d.first_s),
+      format_time(gap), format_percent(gap / u.report.step_time_s), d.part, format_time(d.first_s),
       format_time(d.second_s), differ);
 }
 
@@ -137,7 +133,7 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
   for (size_t i = 0; i < shown; ++i) {
     const auto& c = r.ranked[i];
     table.add_row({std::to_string(i + 1), plan_label(c.plan), format_time(c.report.step_time_s),
-                   pct(c.report.mfu), format_bytes(c.report.memory.peak_bytes),
+                   format_percent(c.report.mfu), format_bytes(c.report.memory.peak_bytes),
                    format_time(c.report.bubble_time_s), format_time(c.report.exposed_comm_time_s),
                    fmt::format("{} (#{})", format_time(c.fast_step_s), c.fast_rank)});
   }

@@ -70,10 +70,7 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
             const strategies::SimulateOptions& options, const SimulateSetup& setup) {
   const ResolvedPlan other = resolve_plan(compare_flags(f.plan, f.scenario.compare),
                                           cluster.num_gpus(), model.layers, model.default_seq);
-  strategies::validate_plan(model, other.plan, cluster.num_gpus(), other.sources);
-  strategies::check_precision_on_gpu(other.plan, cluster.gpu, other.sources);
-  strategies::check_dp_mode_cluster(other.plan, cluster.gpus_per_node(), cluster.num_hosts(),
-                                    other.sources);
+  strategies::validate_plan_on_cluster(model, other.plan, cluster, other.sources);
   strategies::SimulateOptions o = options;
   o.keep_timeline = false;
   o.progress = nullptr;
@@ -113,10 +110,7 @@ int run_simulate(const SimulateFlags& f) {
     std::cout << strategies::render_plan_config(plan);
     return 0;
   }
-  strategies::validate_plan(model, plan, cluster.num_gpus(), resolved.sources);
-  strategies::check_precision_on_gpu(plan, cluster.gpu, resolved.sources);
-  strategies::check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(),
-                                    resolved.sources);
+  strategies::validate_plan_on_cluster(model, plan, cluster, resolved.sources);
   const Format format = parse_format(f.format);
   // The order is checked (and normalised) before the step is simulated.
   SimulateSetup setup{f.network, f.full, f.calibration,

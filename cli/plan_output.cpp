@@ -15,7 +15,7 @@
 namespace loom::cli {
 namespace {
 
-constexpr double DAY_S = 86400.0;
+constexpr double DAY_S = strategies::SECONDS_PER_DAY;
 constexpr double MWH_J = 3.6e9;
 
 std::string grouped(double value) {
@@ -32,7 +32,7 @@ std::string duration(double s) {
   if (!std::isfinite(s)) return "never";
   if (s < 120) return fmt::format("{:.0f} s", s);
   if (s < 7200) return fmt::format("{:.1f} min", s / 60);
-  if (s < 2 * DAY_S) return fmt::format("{:.1f} h", s / 3600);
+  if (s < 2 * DAY_S) return fmt::format("{:.1f} h", s / strategies::SECONDS_PER_HOUR);
   return fmt::format("{:.1f} d", s / DAY_S);
 }
 
@@ -142,12 +142,11 @@ std::string render_plan_table(const PlanOutput& out) {
     std::vector<std::string> cells = {t.label, grouped(static_cast<double>(r.gpus)),
                                       grouped(static_cast<double>(r.nodes))};
     if (r.feasible) {
-      cells.insert(
-          cells.end(),
-          {plan_label(r.plan), format_count(r.tokens_per_s), fmt::format("{:.1f}%", 100 * r.mfu),
-           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
-           fmt::format("{:.1f}%", 100 * r.run.goodput), days(r.run.expected_s),
-           grouped(r.gpu_hours), energy(r.energy_joules)});
+      cells.insert(cells.end(),
+                   {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+                    days(r.run.ideal_s), duration(r.run.mtbf_s),
+                    duration(r.run.checkpoint_interval_s), format_percent(r.run.goodput),
+                    days(r.run.expected_s), grouped(r.gpu_hours), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");

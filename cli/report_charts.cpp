@@ -46,7 +46,7 @@ std::string limit_line(double x, double height, const std::string& label) {
 }
 
 std::string pct(double part, double whole) {
-  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "n/a";
+  return whole > 0 ? format_percent(part / whole) : "n/a";
 }
 
 std::string memory_table(const models::MemoryReport& m, double capacity) {

@@ -72,10 +72,6 @@ std::string esc(std::string_view text) {
   return html_escape(text);
 }
 
-std::string pct(double x) {
-  return fmt::format("{:.1f}%", 100.0 * x);
-}
-
 std::string row(std::string_view key, std::string_view value_html) {
   return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
 }
@@ -104,11 +100,11 @@ std::string summary_html(const ReportInputs& in) {
   out += row("hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu));
   const std::string peak = fmt::format("of the dense {} peak, {}", to_string(peak_dtype(in)),
                                        format_flop_rate(r.peak_flops));
-  out += row("MFU", fmt::format("{} ({})", pct(r.mfu), peak));
-  out += row("HFU", fmt::format("{} ({})", pct(r.hfu), peak));
+  out += row("MFU", fmt::format("{} ({})", format_percent(r.mfu), peak));
+  out += row("HFU", fmt::format("{} ({})", format_percent(r.hfu), peak));
   out += row("pipeline bubble",
              fmt::format("{}, {} of the pipeline phase ({})", format_time(r.bubble_time_s),
-                         pct(r.bubble_fraction), format_time(r.pipeline_time_s)));
+                         format_percent(r.bubble_fraction), format_time(r.pipeline_time_s)));
   out += row("compute", format_time(r.compute_time_s));
   out += row("exposed communication", format_time(r.exposed_comm_time_s));
   out += row("optimizer step", format_time(r.optimizer_time_s));
@@ -186,9 +182,10 @@ std::string kernel_model_text(const ReportInputs& in) {
       "coefficients: large GEMMs at {} of the dense {} peak, fused attention at {}, "
       "memory-bound kernels at {} of HBM bandwidth, {} per kernel launch, sustained clock {} "
       "of boost",
-      esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source), pct(k.gemm_fraction(math)),
-      to_string(topo::tensor_core_dtype(math)), pct(k.attention_fraction()),
-      pct(e.memory_bandwidth_fraction), format_time(e.kernel_overhead_s), pct(k.clock_fraction()));
+      esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source),
+      format_percent(k.gemm_fraction(math)), to_string(topo::tensor_core_dtype(math)),
+      format_percent(k.attention_fraction()), format_percent(e.memory_bandwidth_fraction),
+      format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()));
 }
 
 std::string network_text(const std::string& name) {

@@ -16,10 +16,6 @@
 namespace loom::cli {
 namespace {
 
-std::string pct(double x) {
-  return fmt::format("{:.1f}%", 100.0 * x);
-}
-
 std::string upper(std::string_view text) {
   std::string out(text);
   for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -47,7 +43,7 @@ Table metrics_table(const models::TrainingPlan& plan, const strategies::StepRepo
   t.add_row({"HFU", utilisation_text(r.hfu, r)});
   t.add_row({"pipeline bubble",
              fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
-                         pct(r.bubble_fraction), format_time(r.pipeline_time_s))});
+                         format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))});
   t.add_row({"compute", format_time(r.compute_time_s)});
   t.add_row({"exposed communication", format_time(r.exposed_comm_time_s)});
   for (models::Dim d : models::REPORTED_COMM_DIMS) {
@@ -106,7 +102,8 @@ std::string memory_section(const strategies::StepReport& r, double cap) {
 }  // namespace
 
 std::string utilisation_text(double fraction, const strategies::StepReport& r) {
-  return fmt::format("{} of the {} dense peak", pct(fraction), upper(to_string(r.peak_dtype)));
+  return fmt::format("{} of the {} dense peak", format_percent(fraction),
+                     upper(to_string(r.peak_dtype)));
 }
 
 std::string render_simulate_table(const models::ModelSpec& model, const models::TrainingPlan& plan,

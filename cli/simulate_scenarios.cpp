@@ -327,7 +327,7 @@ std::string render_compare_table(const StepReport& a, const std::string& a_name,
   time_row("step time", a.step_time_s, b.step_time_s);
   t.add_row(
       {"tokens/s", fmt::format("{:.0f}", a.tokens_per_s), fmt::format("{:.0f}", b.tokens_per_s)});
-  t.add_row({"MFU", fmt::format("{:.1f}%", 100 * a.mfu), fmt::format("{:.1f}%", 100 * b.mfu)});
+  t.add_row({"MFU", format_percent(a.mfu), format_percent(b.mfu)});
   time_row("compute", a.compute_time_s, b.compute_time_s);
   time_row("exposed communication", a.exposed_comm_time_s, b.exposed_comm_time_s);
   time_row("optimizer step", a.optimizer_time_s, b.optimizer_time_s);

@@ -199,6 +199,10 @@ std::string format_count(double count, int digits) {
   return fmt::format("{:.{}f}{}", v, i == 0 ? 0 : digits, NAMES[i]);
 }
 
+std::string format_percent(double fraction, int digits) {
+  return fmt::format("{:.{}f}%", 100.0 * fraction, digits);
+}
+
 std::string format_time(double seconds, int digits) {
   double a = std::fabs(seconds);
   if (a == 0) return fmt::format("{:.{}f} s", 0.0, digits);

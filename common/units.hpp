@@ -95,6 +95,8 @@ inline std::string format_flop_rate(FlopsPerSecond rate, int digits = 1) {
 }
 /// "7.50B" style count (K, M, B, T) for parameter counts.
 std::string format_count(double count, int digits = 2);
+/// A fraction as a percentage: 0.395 -> "39.5%".
+std::string format_percent(double fraction, int digits = 1);
 
 inline constexpr double KiB = 1024.0;
 inline constexpr double MiB = 1024.0 * KiB;

@@ -36,9 +36,7 @@ std::string to_string(TraceCategory category) {
 
 StepReport simulate_step(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const topo::Cluster& cluster, const SimulateOptions& options) {
-  validate_plan(model, plan, cluster.num_gpus());
-  check_precision_on_gpu(plan, cluster.gpu);
-  check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts());
+  validate_plan_on_cluster(model, plan, cluster);
   check_simulate_options(options, cluster.num_gpus());
   // Pass costing and the simulated GPUs' streams (StepGraph's constructor), then lowering,
   // one step after another.

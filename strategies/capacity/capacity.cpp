@@ -134,7 +134,7 @@ CapacityRow plan_configuration(const models::ModelSpec& model, const PlanInput& 
   goodput.checkpoint_bytes = row.checkpoint_bytes;
   row.run = expected_run(options.tokens / row.tokens_per_s, gpus, goodput);
   const double n = static_cast<double>(gpus);
-  row.ideal_gpu_hours = n * row.run.ideal_s / 3600.0;
+  row.ideal_gpu_hours = n * row.run.ideal_s / SECONDS_PER_HOUR;
   if (!row.run.finishes()) {
     row.reason = fmt::format(
         "never finishes: a failure every {} on average, sooner than a restart ({}) plus half a "
@@ -144,7 +144,7 @@ CapacityRow plan_configuration(const models::ModelSpec& model, const PlanInput& 
     return row;
   }
   row.feasible = true;
-  row.gpu_hours = n * row.run.expected_s / 3600.0;
+  row.gpu_hours = n * row.run.expected_s / SECONDS_PER_HOUR;
   row.energy_joules = target.board_watts * n * row.run.expected_s * options.pue;
   if (price_per_gpu_hour) row.cost = *price_per_gpu_hour * row.gpu_hours;
   return row;
@@ -210,7 +210,7 @@ std::optional<std::size_t> cheapest_within(const std::vector<CapacityRow>& rows,
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const CapacityRow& r = rows[i];
-    if (!r.feasible || r.run.expected_s > max_days * 86400.0) continue;
+    if (!r.feasible || r.run.expected_s > max_days * SECONDS_PER_DAY) continue;
     if (!by_gpu_hours && !r.cost) continue;
     if (!best || key(r) < key(rows[*best])) best = i;
   }

@@ -19,7 +19,7 @@ Goodput expected_run(double ideal_s, long long gpus, const GoodputInputs& in) {
   Goodput g;
   g.ideal_s = ideal_s;
   g.checkpoint_write_s = in.checkpoint_bytes / in.checkpoint_write_Bps;
-  const double rate_per_s = in.failures_per_gpu_hour * static_cast<double>(gpus) / 3600.0;
+  const double rate_per_s = in.failures_per_gpu_hour * static_cast<double>(gpus) / SECONDS_PER_HOUR;
   g.mtbf_s = rate_per_s > 0 ? 1.0 / rate_per_s : inf;
   g.checkpoint_interval_s = young_daly_interval(g.checkpoint_write_s, g.mtbf_s);
   if (!std::isfinite(g.mtbf_s)) {  // no failures: no checkpoints needed, nothing lost

@@ -12,6 +12,10 @@
 
 namespace loom::strategies {
 
+/// Seconds in an hour and in a day: the units `loom plan` reports rates and durations in.
+inline constexpr double SECONDS_PER_HOUR = 3600.0;
+inline constexpr double SECONDS_PER_DAY = 24 * SECONDS_PER_HOUR;
+
 /// Unexpected interruptions per GPU-hour from Llama 3's pre-training (Dubey et al. 2024,
 /// "The Llama 3 Herd of Models", Sec. 3.3.4): 419 unexpected interruptions in a 54-day
 /// snapshot on up to 16,384 H100 GPUs: 419 / (16,384 x 54 x 24 GPU-hours) = 1.97e-5 per

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "strategies/plan/plan_effects.hpp"
+#include "topologies/cluster.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -311,6 +312,13 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_framework(plan, sources);
   check_effective_for_model(model, plan, sources);
   check_dp_mode(plan, sources);
+}
+
+void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
+                              const topo::Cluster& cluster, const PlanSources& sources) {
+  validate_plan(model, plan, cluster.num_gpus(), sources);
+  check_precision_on_gpu(plan, cluster.gpu, sources);
+  check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(), sources);
 }
 
 }  // namespace loom::strategies

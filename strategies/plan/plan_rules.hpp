@@ -15,6 +15,10 @@
 #include "strategies/plan/plan_input.hpp"
 #include "topologies/gpu_catalog.hpp"
 
+namespace loom::topo {
+class Cluster;
+}
+
 namespace loom::strategies {
 
 /// Every rule a resolved plan must keep before the planner or the memory model reads it:
@@ -28,6 +32,12 @@ void validate_plan(const models::ModelSpec& model, const models::TrainingPlan& p
 /// on field "dp".
 void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus,
                      const PlanSources& sources = {});
+
+/// validate_plan against `cluster` (its GPU count), then the rules that need the cluster
+/// itself: check_precision_on_gpu and check_dp_mode_cluster. Throws PlanError for the first
+/// rule broken.
+void validate_plan_on_cluster(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                              const topo::Cluster& cluster, const PlanSources& sources = {});
 
 /// The precision rule against the GPU: nvfp4 needs FP4 tensor cores (Transformer Engine's
 /// NVFP4BlockScaling runs only on Blackwell). Throws PlanError on "precision".
