@@ -76,11 +76,9 @@ std::string row(std::string_view key, std::string_view value_html) {
   return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
 }
 
-// The dtype whose dense peak MFU is against: the plan's math dtype on tensor cores (fp32 as
-// TF32), fp8 on bf16 tensor cores when the GPU has none (DatasheetKernelModel::peak_flops).
+// The dtype whose dense peak MFU is against, as the kernel model decided it for the step.
 DType peak_dtype(const ReportInputs& in) {
-  const DType tensor = topo::tensor_core_dtype(models::compute_dtype(in.plan.precision));
-  return tensor == DType::FP8 && in.cluster.gpu.fp8_flops <= 0 ? DType::BF16 : tensor;
+  return in.report.peak_dtype;
 }
 
 std::string summary_html(const ReportInputs& in) {
@@ -183,7 +181,7 @@ std::string kernel_model_text(const ReportInputs& in) {
       "memory-bound kernels at {} of HBM bandwidth, {} per kernel launch, sustained clock {} "
       "of boost",
       esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source),
-      format_percent(k.gemm_fraction(math)), to_string(topo::tensor_core_dtype(math)),
+      format_percent(k.gemm_fraction(math)), to_string(k.peak_dtype(math)),
       format_percent(k.attention_fraction()), format_percent(e.memory_bandwidth_fraction),
       format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()));
 }
@@ -205,10 +203,11 @@ std::string assumptions_html(const ReportInputs& in) {
                                "explicit flags win (docs/defaults.md)",
                                models::to_string(p.framework), esc(fw.source)));
   out += row("kernel model", kernel_model_text(in));
-  const DType math = models::compute_dtype(p.precision);
+  // The tensor cores the kernel model runs the matmuls on (a GPU without the plan's dtype
+  // runs it on wider ones): the same dtype MFU is measured against.
   out += row("precision",
              fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
-                         models::to_string(p.precision), to_string(topo::tensor_core_dtype(math)),
+                         models::to_string(p.precision), to_string(peak_dtype(in)),
                          p.precision == models::Precision::FP32 ? " (fp32 math runs as TF32)" : "",
                          models::to_string(p.grad_dtype)));
   out += row("MFU and HFU against",
@@ -220,8 +219,9 @@ std::string assumptions_html(const ReportInputs& in) {
   out += row("simulated GPUs",
              fmt::format("{} ({})", in.report.simulated_gpus,
                          in.options.full ? "full: every GPU"
-                                         : "symmetric: one GPU per pipeline stage, its data-"
-                                           "parallel peers as concurrent traffic"));
+                                         : "symmetric: one GPU per distinct role (pipeline "
+                                           "stage, GPU type, straggler factor, data-parallel "
+                                           "design), its peers as concurrent traffic"));
   out += row("collectives",
              in.options.collective_override
                  ? fmt::format("measured times from {} where they cover a collective, the "
