@@ -26,12 +26,15 @@ megatron_h100 -- Megatron-LM README weak-scaling table (Megatron-Core r0.8.0), d
   --overlap-param-gather --tp-comm-overlap (the last needs sequence parallel, so --sp with
   tp>1; overlap-param-gather needs the distributed optimizer, so --zero 1). Assumed: BF16
   (the row's MFU matches the BF16 peak), micro-batch 1, no recompute (Megatron-Core
-  default), 1F1B without interleaving (vp not stated), flash attention on.
+  default), 1F1B without interleaving (vp not stated), flash attention on, Megatron's
+  unfused vocab-parallel cross-entropy (loom's default: --cross-entropy-loss-fusion is a
+  store_true flag the row does not state).
 nemo2407 -- NeMo 24.07 performance summary, dgx-h100; all 12 visible rows are FP8 (no
   BF16 rows in the data). Metric: tokens/s per GPU = gbs*seq / (loom step * GPUs).
   Assumed: --precision fp8 (Transformer Engine delayed scaling: loom has one FP8 mode),
   no recompute, distributed optimizer (--zero 1) with --overlap-grad-reduce
-  --overlap-param-gather (NeMo's MegatronStrategy defaults), --sp when tp>1, interleaved
+  --overlap-param-gather (NeMo's MegatronStrategy defaults), --cross-entropy fused (NeMo
+  GPTConfig cross_entropy_loss_fusion = True; Megatron-Bridge rows too), --sp when tp>1, interleaved
   schedule with --vpp when the row's vp > 1 else 1F1B, flash attention on. Models not in
   loom's presets are bench/models/*.json (each cites its config).
 mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family per GPU.
@@ -327,7 +330,7 @@ def nemo2407_jobs(runs, fam):
         B, s = r["batch"]["global_batch_size"], r["seq_len"]
         args = ["--model", model, "--cluster", "dgx-h100", "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
-                "--precision", "fp8", "--zero", "1"] + \
+                "--precision", "fp8", "--zero", "1", "--cross-entropy", "fused"] + \
             megatron_style_args(p, r["model"]["num_layers"])
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
@@ -428,7 +431,8 @@ def mbridge_jobs(runs, families, tmp):
                 "nvfp4" if "NVFP4" in r["precision"] else "fp8")
         args = ["--model", model, "--cluster", cluster, "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
-                "--precision", prec, "--zero", "3" if fsdp_on else "1"] + \
+                "--precision", prec, "--zero", "3" if fsdp_on else "1",
+                "--cross-entropy", "fused"] + \
             megatron_style_args(p, layers, model, fsdp_on)
         if model == "deepseek-v3":
             args = with_recompute_modules(

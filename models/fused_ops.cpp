@@ -118,6 +118,17 @@ OpCost cross_entropy_op(double logits, double tokens, double act, CrossEntropy k
     op.output_bytes = (act + 4 + 8) * logits + 4 * tokens;  // the rest of the traffic
     op.backward_bytes = (4 + act) * logits;
     op.kernels = 3;
+  } else if (kind == CrossEntropy::UNFUSED) {
+    // Megatron's default (--cross-entropy-loss-fusion off): _VocabParallelCrossEntropy
+    // (megatron/core/tensor_parallel/cross_entropy.py), one torch op per step on the full
+    // row: the fp32 upcast (r act, w 4), max (r 4), in-place subtract of the max (r 4, w 4),
+    // in-place exp (r 4, w 4), sum (r 4), in-place divide by the sum (r 4, w 4); backward:
+    // the target's update (one element per row), in-place multiply by the output gradient
+    // (r 4, w 4), the upcast's backward to the 16-bit gradient (r 4, w act).
+    op.input_bytes = act * logits;
+    op.output_bytes = 36 * logits + 4 * tokens;
+    op.backward_bytes = (8 + 4 + act) * logits;
+    op.kernels = 6;
   } else {
     // torch F.cross_entropy(logits.float(), labels) (torchtitan): the fp32 upcast (r act,
     // w 4), log_softmax reading the fp32 row twice (max, then sum of exponentials) and

@@ -69,7 +69,7 @@ double largest_logit_elements(const TrainingPlan& p, const std::vector<OpCost>& 
 }
 
 // Bytes per logit element the loss keeps from its forward to its backward, and at its peak.
-// Fused (Megatron-core fused_cross_entropy / vocab-parallel cross-entropy): the 16-bit
+// Fused (Megatron-core fused_cross_entropy, --cross-entropy-loss-fusion): the 16-bit
 // logits and one fp32 buffer that becomes the gradient in place: 2 + 4 both times. Eager
 // (torch F.cross_entropy(pred.float(), labels), torchtitan's loss_fn): log_softmax saves its
 // fp32 output (4); the backward holds it with nll_loss's dense fp32 gradient and
@@ -82,6 +82,9 @@ struct LossBytes {
 LossBytes loss_bytes_per_logit(const TrainingPlan& p) {
   const double act = activation_element_bytes(p);
   if (p.cross_entropy == CrossEntropy::EAGER) return {4, 3 * 4};
+  // Unfused (Megatron's default): the fp32 upcast becomes the softmax in place and is saved
+  // (4); the 16-bit logits are alive beside it at the upcast.
+  if (p.cross_entropy == CrossEntropy::UNFUSED) return {4, act + 4};
   return {act + 4, act + 4};
 }
 

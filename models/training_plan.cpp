@@ -43,7 +43,7 @@ std::string recompute_modules_text(RecomputeModules modules) {
   return text;
 }
 const std::vector<std::string>& cross_entropy_names() {
-  static const std::vector<std::string> names = {"fused", "eager"};
+  static const std::vector<std::string> names = {"fused", "eager", "unfused"};
   return names;
 }
 

@@ -29,9 +29,10 @@ using RecomputeModules = std::uint32_t;
 constexpr RecomputeModules module_bit(RecomputeModule m) {
   return RecomputeModules{1} << static_cast<unsigned>(m);
 }
-/// How the loss runs: Megatron's fused vocab-parallel cross-entropy (in-place fp32), or
-/// torch's F.cross_entropy on an fp32 upcast of the logits (torchtitan).
-enum class CrossEntropy { FUSED, EAGER };
+/// How the loss runs: Megatron's fused cross-entropy (--cross-entropy-loss-fusion), torch's
+/// F.cross_entropy on an fp32 upcast of the logits (torchtitan), or Megatron's default
+/// vocab-parallel cross-entropy (in-place fp32 torch ops, the flag off).
+enum class CrossEntropy { FUSED, EAGER, UNFUSED };
 /// Which memory-bound ops of a layer run as fused kernels: NONE (PyTorch eager, one kernel
 /// per ATen op), MEGATRON (Transformer Engine / Megatron fused kernels: bias-SwiGLU/GeLU,
 /// RoPE, scale-mask-softmax, bias-dropout-add, wgrad accumulation into main_grad),
@@ -85,7 +86,7 @@ struct TrainingPlan {
   /// What `--recompute selective --selective-recompute attention` re-runs (Megatron's
   /// --recompute-modules; its default is core_attn).
   RecomputeModules recompute_modules = module_bit(RecomputeModule::CORE_ATTN);
-  CrossEntropy cross_entropy = CrossEntropy::FUSED;
+  CrossEntropy cross_entropy = CrossEntropy::UNFUSED;
   Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
   AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
   bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)

@@ -16,10 +16,14 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
      "Megatron-LM megatron/training/arguments.py (store_true flags)"},
     // NeMo 2.0 recipes: MegatronStrategy with DistributedDataParallelConfig(overlap_grad_reduce
     // =True, overlap_param_gather=True), OptimizerConfig(use_distributed_optimizer=True), and
-    // the performance recipes' MegatronCommOverlapCallback(tp_comm_overlap=True).
+    // the performance recipes' MegatronCommOverlapCallback(tp_comm_overlap=True); its
+    // GPTConfig sets cross_entropy_loss_fusion = True (Megatron's fused cross-entropy).
     {1, true, true, true, models::FsdpImpl::FSDP2,
      "NeMo nemo/collections/llm/recipes/llama3_8b.py (trainer, pretrain_performance_"
-     "optimizations); nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py"},
+     "optimizations); nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py; "
+     "nemo/collections/llm/gpt/model/base.py (GPTConfig)",
+     models::AttentionKernel::VENDOR, models::SelectiveRecompute::ATTENTION,
+     models::CrossEntropy::FUSED},
     // torchtitan: data_parallel_shard_degree = -1 (FSDP2 over every data-parallel rank, with
     // its implicit prefetch; torchtitan/models/llama3/infra/parallelize.py apply_fsdp calls
     // fully_shard per block), enable_async_tensor_parallel = False.

@@ -19,7 +19,8 @@ struct FrameworkProfile {
   models::AttentionKernel attention_kernel = models::AttentionKernel::VENDOR;
   /// What "selective" recompute means in the framework.
   models::SelectiveRecompute selective_recompute = models::SelectiveRecompute::ATTENTION;
-  models::CrossEntropy cross_entropy = models::CrossEntropy::FUSED;  ///< the loss kernel
+  /// The loss kernel: Megatron-LM's --cross-entropy-loss-fusion is a store_true flag.
+  models::CrossEntropy cross_entropy = models::CrossEntropy::UNFUSED;
   models::Fusion fusion = models::Fusion::MEGATRON;  ///< which memory-bound ops are fused
 };
 

@@ -113,9 +113,9 @@ void add_choice_rows(std::vector<PlanField>& t) {
       "", [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.recompute_every}; }));
   t.push_back(choice_row(
       "cross_entropy", "--cross-entropy",
-      "loss kernel: fused (Megatron vocab-parallel) or eager (torch on fp32 "
-      "logits)",
-      "fused", 27, models::cross_entropy_names(),
+      "loss kernel: unfused (Megatron's default vocab-parallel), fused (Megatron "
+      "--cross-entropy-loss-fusion) or eager (torch on fp32 logits)",
+      "unfused", 27, models::cross_entropy_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.cross_entropy); }));
   // Kernel fusion and launch (issue 9 non-GEMM kernels; one block).
   t.push_back(

@@ -105,6 +105,13 @@ TEST_CASE("models::FusedOps: cross-entropy bytes per fp32 logit, fused and eager
   const OpCost e = cross_entropy_op(1000, 10, 2, CrossEntropy::EAGER);
   CHECK(e.input_bytes + e.output_bytes == doctest::Approx(18040));
   CHECK(e.backward_bytes == doctest::Approx(22000));
+  // Unfused (Megatron's default _VocabParallelCrossEntropy, one torch op per step): upcast
+  // r2 w4, max r4, sub_ r4 w4, exp_ r4 w4, sum r4, div_ r4 w4 = 38 B per logit and 4 B per
+  // token of loss; backward mul_ r4 w4 and the downcast r4 w2 = 14 B. Six forward kernels.
+  const OpCost u = cross_entropy_op(1000, 10, 2, CrossEntropy::UNFUSED);
+  CHECK(u.input_bytes + u.output_bytes == doctest::Approx(38040));
+  CHECK(u.backward_bytes == doctest::Approx(14000));
+  CHECK(u.kernels == 6);
 }
 
 TEST_CASE("models::FusedOps: embedding backward zero-fills and scatter-adds the dense grad") {

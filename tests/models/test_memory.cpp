@@ -271,10 +271,17 @@ TEST_CASE("models::Memory: GPipe keeps every micro-batch's logits on the last st
   TrainingPlan p;
   p.pp = 2;
   p.gbs = 4;
+  p.cross_entropy = CrossEntropy::FUSED;
   const double one = 6.0 * 2048 * 128256;
   CHECK(estimate_memory(m, p).stages.back().logits_bytes == doctest::Approx(one));
   p.schedule = Schedule::GPIPE;
   CHECK(estimate_memory(m, p).stages.back().logits_bytes == doctest::Approx(4 * one));
+  // Megatron's unfused loss keeps only its in-place fp32 softmax (4 B) per waiting
+  // micro-batch; the one in flight also has its 16-bit logits beside the upcast (2 + 4).
+  p.cross_entropy = CrossEntropy::UNFUSED;
+  const double logits = 2048.0 * 128256;
+  CHECK(estimate_memory(m, p).stages.back().logits_bytes ==
+        doctest::Approx(3 * 4 * logits + 6 * logits));
 }
 
 TEST_CASE("models::Memory: torchtitan op-level selective recompute keeps every other matmul") {
