@@ -56,17 +56,20 @@ double architecture_gemm_fraction(GpuArch arch, DType tensor) {
 // causal half skipped and counted as skipped (the FlashAttention benchmarks' convention):
 //  - Ampere: FlashAttention-2 reaches 50-73% of A100 peak forward (Dao 2023, abstract and
 //    Fig. 4); 0.55 for causal head-dim 64-128 at 2k-8k, the lower part of that range.
-//  - Hopper: FlashAttention-3 forward, head dim 128, causal, 4k tokens: 579 TFLOP/s of 989
-//    = 0.585 (Shah et al. 2024, Fig. 5; cuDNN, which Transformer Engine uses, 518): 0.60.
-//  - Blackwell: no published per-shape figure found (FlashAttention-4 and cuDNN on B200
-//    are announced in talks and release notes without a citable table); Hopper's fraction
-//    is kept (conservative).
+//  - Hopper: the vendor kernel is cuDNN's fused attention: Transformer Engine disables
+//    FlashAttention "to give FusedAttention preference on Hopper+ for performance reasons"
+//    (transformer_engine/pytorch/attention get_attention_backend). cuDNN forward, head dim
+//    128, causal, 4k tokens: 518 TFLOP/s of 989 = 0.524 (Shah et al. 2024, FlashAttention-3,
+//    Fig. 5, where FlashAttention-3 reaches 579).
+//  - Blackwell: no published per-shape cuDNN figure on B200 (the FlashAttention-4 paper,
+//    2026, reports only that it is "up to 1.3x" faster than cuDNN 9.13, peaking at 1613
+//    TFLOP/s, 71%, at its best shape); Hopper's fraction is kept.
 //  - Others: the Ampere figure.
 double architecture_attention_fraction(GpuArch arch) {
   switch (arch) {
     case GpuArch::HOPPER:
     case GpuArch::BLACKWELL:
-      return 0.60;
+      return 518.0 / 989.0;  // cuDNN, FlashAttention-3 paper Fig. 5 (see above)
     case GpuArch::VOLTA:
     case GpuArch::AMPERE:
     case GpuArch::ADA:
@@ -300,11 +303,12 @@ double DatasheetKernelModel::attention_time_s(double flops, DType math, double s
 double attention_kernel_factor(AttentionKernel kernel, GpuArch arch) {
   // FlashAttention-2 predates Hopper's asynchronous tensor-core instructions (WGMMA, TMA);
   // FlashAttention-3, which uses them, is "1.5-2.0x faster than FlashAttention-2" in BF16 on
-  // H100 (Shah et al. 2024, abstract; cuDNN, behind Transformer Engine, is on par with it,
-  // Fig. 5): FA2 runs at 1 / 1.75 (the range's midpoint) of the Hopper/Blackwell vendor
-  // fraction. Before Hopper FA2 is the reference kernel itself (the Ampere fraction).
+  // H100 (Shah et al. 2024, abstract): FA2 runs at 1 / 1.75 (the range's midpoint) of
+  // FlashAttention-3's 579 TFLOP/s at the reference shape (Fig. 5), relative here to the
+  // vendor (cuDNN) kernel's 518 of the same figure. Before Hopper FA2 is the reference
+  // kernel itself (the Ampere fraction).
   if (kernel == AttentionKernel::FA2 && (arch == GpuArch::HOPPER || arch == GpuArch::BLACKWELL))
-    return 1 / 1.75;
+    return (579.0 / 1.75) / 518.0;
   return 1.0;
 }
 
