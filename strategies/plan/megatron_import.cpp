@@ -24,6 +24,8 @@ enum class MegatronArg {
   FP16,
   FP8,
   FLASH,
+  CE_FUSION,
+  CE_FUSION_IMPL,
   OPTIMIZER,
   GRAD_FP32,
   BUCKET,
@@ -55,6 +57,8 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--context-parallel-size", MegatronArg::FIELD},
       {"--expert-model-parallel-size", MegatronArg::FIELD},
       {"--use-flash-attn", MegatronArg::FLASH},
+      {"--cross-entropy-loss-fusion", MegatronArg::CE_FUSION},
+      {"--cross-entropy-fusion-impl", MegatronArg::CE_FUSION_IMPL},
       {"--optimizer", MegatronArg::OPTIMIZER},
       {"--accumulate-allreduce-grads-in-fp32", MegatronArg::GRAD_FP32},
       {"--ddp-bucket-size", MegatronArg::BUCKET},
@@ -253,6 +257,12 @@ class MegatronReader {
         break;
       case MegatronArg::FLASH:
         input_.set("flash_attention", true);
+        break;
+      case MegatronArg::CE_FUSION:  // store_true; without it Megatron runs the unfused loss
+        input_.set("cross_entropy", std::string("fused"));
+        break;
+      case MegatronArg::CE_FUSION_IMPL:  // which fused kernel (native, te): loom has one
+        one_of(flag, {"native", "te"});
         break;
       case MegatronArg::OPTIMIZER:
         // Megatron's SGD has momentum.

@@ -30,6 +30,12 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK(p.recompute == models::Recompute::SELECTIVE);
   CHECK(p.zero == 1);
   CHECK(p.micro_batches() == 64);
+  // Megatron's loss is unfused unless --cross-entropy-loss-fusion (a store_true flag) is given.
+  CHECK(p.cross_entropy == models::CrossEntropy::UNFUSED);
+  const PlanInput fused = import_megatron_args(
+      "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te --global-batch-size 512");
+  CHECK(resolve_plan(fused, 256, 80).cross_entropy == models::CrossEntropy::FUSED);
+  CHECK_THROWS_AS(import_megatron_args("--cross-entropy-fusion-impl triton"), ValidationError);
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {
