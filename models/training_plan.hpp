@@ -90,8 +90,12 @@ struct TrainingPlan {
   Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
   AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
   bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)
-  bool sp = false;           ///< sequence parallelism (with TP)
-  bool mtp = true;           ///< run the model's multi-token-prediction modules (if it has any)
+  /// FP8 / NVFP4 weights cast once per step and reused by its other micro-batches
+  /// (Transformer Engine's is_first_microbatch cache, which Megatron-core sets); false: every
+  /// micro-batch's forward casts them again.
+  bool fp8_weight_cache = true;
+  bool sp = false;  ///< sequence parallelism (with TP)
+  bool mtp = true;  ///< run the model's multi-token-prediction modules (if it has any)
   Schedule schedule = Schedule::ONE_F_ONE_B;
   Precision precision = Precision::BF16;
   Optimizer optimizer = Optimizer::ADAM;

@@ -358,10 +358,10 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
 
 double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass,
                                               DType math) const {
-  // One cast kernel per operand: forward the input [m x k] and the weight [k x n] (weights
-  // are re-cast every micro-batch: exact with one micro-batch per step, pessimistic when a
-  // framework caches them over a step); backward the output gradient [m x n]. Delayed
-  // scaling's amax-history update is one small kernel per step and is not counted.
+  // One cast kernel per operand: forward the input [m x k] and the weight [k x n], the latter
+  // on op.cached_operand_share of the passes (a cache over a step's micro-batches);
+  // backward the output gradient [m x n]. Delayed scaling's amax-history update is one small
+  // kernel per step and is not counted.
   const double per_element = math == DType::FP4 && gpu_.fp4_flops > 0
                                  ? NVFP4_CAST_BYTES_PER_ELEMENT
                                  : fp8_cast_bytes_per_element(fp8_recipe());
@@ -369,7 +369,8 @@ double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pas
   const double m = static_cast<double>(op.m), n = static_cast<double>(op.n),
                k = static_cast<double>(op.k);
   if (pass == KernelPass::FORWARD)
-    return memory_time_s(per_element * b * m * k) + memory_time_s(per_element * b * k * n);
+    return memory_time_s(per_element * b * m * k) +
+           op.cached_operand_share * memory_time_s(per_element * b * k * n);
   if (pass == KernelPass::BACKWARD_INPUT) return memory_time_s(per_element * b * m * n);
   return 0;
 }

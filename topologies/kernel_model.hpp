@@ -89,6 +89,10 @@ struct KernelOp {
   double backward_bytes = -1;
   /// Launched from a CUDA graph: each kernel saves GpuEfficiency::graph_launch_saving_s.
   bool graphed = false;
+  /// FP8_CAST: share of the forward passes that cast the [k x n] operand; a framework that
+  /// caches the cast across the m passes of a step (the operand is unchanged between them)
+  /// pays 1 / m per pass.
+  double cached_operand_share = 1.0;
 };
 
 /// Seconds of each pass of one op.

@@ -32,12 +32,13 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
     // activation checkpointing is op-level (selective_ac_option = "op", _save_list in
     // models/llama3/infra/parallelize.py); the loss is torch cross-entropy on fp32 logits
     // (train.py); torch.compile is off by default (job_config.py Compile.enable = False),
-    // so the model runs eager: no kernel fusion.
+    // so the model runs eager: no kernel fusion. Its Float8 linears (torchao Float8Linear)
+    // cast the weight in every forward: no cache over a step's micro-batches.
     {3, false, false, false, models::FsdpImpl::FSDP2,
      "torchtitan torchtitan/config/job_config.py (Parallelism, Compile, ActivationCheckpoint); "
      "models/attention.py (SDPA); train.py (loss)",
      models::AttentionKernel::FA2, models::SelectiveRecompute::OP, models::CrossEntropy::EAGER,
-     models::Fusion::NONE},
+     models::Fusion::NONE, false},
     // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
     // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps). Its
     // stage 3 is DeepSpeed's own ZeRO-3 (deepspeed/runtime/zero/stage3.py and
@@ -47,7 +48,7 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
     {0, false, false, false, models::FsdpImpl::DEEPSPEED,
      "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm); model code eager",
      models::AttentionKernel::FA2, models::SelectiveRecompute::ATTENTION,
-     models::CrossEntropy::EAGER, models::Fusion::NONE},
+     models::CrossEntropy::EAGER, models::Fusion::NONE, false},
 }};
 
 }  // namespace

@@ -22,6 +22,8 @@ struct FrameworkProfile {
   /// The loss kernel: Megatron-LM's --cross-entropy-loss-fusion is a store_true flag.
   models::CrossEntropy cross_entropy = models::CrossEntropy::UNFUSED;
   models::Fusion fusion = models::Fusion::MEGATRON;  ///< which memory-bound ops are fused
+  /// Low-precision weight casts cached over a step (Transformer Engine under Megatron-core).
+  bool fp8_weight_cache = true;
 };
 
 /// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/plan_dtypes.hpp"
 #include "strategies/plan/framework_profile.hpp"
 
 namespace loom::strategies {
@@ -154,6 +155,12 @@ class EffectChecker {
     if (given("tp_comm_overlap", p_.tp_comm_overlap, profile_.tp_comm_overlap) && p_.tp == 1) {
       fail("tp_comm_overlap", "tp",
            fmt::format("with {} 1: there are no tensor-parallel collectives", s_.name("tp")));
+    }
+    if (given("fp8_weight_cache", p_.fp8_weight_cache, profile_.fp8_weight_cache) &&
+        !models::low_precision_linears(p_.precision)) {
+      fail("fp8_weight_cache", "precision",
+           fmt::format("with {} {}: the linears' weights are not cast to a low precision",
+                       s_.name("precision"), models::to_string(p_.precision)));
     }
     if (given("attention_kernel", p_.attention_kernel, profile_.attention_kernel) &&
         !p_.flash_attention) {

@@ -134,6 +134,11 @@ void add_choice_rows(std::vector<PlanField>& t) {
                   "replay each layer's kernels from CUDA graphs (Megatron --enable-cuda-graph): "
                   "on|off",
                   "off", 29, [](const TrainingPlan& p) -> PlanValue { return p.cuda_graphs; }));
+  t.push_back(row("fp8_weight_cache", FT::TOGGLE, "--fp8-weight-cache",
+                  "cast FP8/NVFP4 weights once per step, reused by its other micro-batches "
+                  "(Transformer Engine is_first_microbatch, set by Megatron): on|off",
+                  "on (torchtitan, deepspeed: off)", 31,
+                  [](const TrainingPlan& p) -> PlanValue { return p.fp8_weight_cache; }));
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
                   "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";

@@ -169,6 +169,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.cross_entropy = choice(in, "cross_entropy", profile.cross_entropy);
   p.fusion = choice(in, "fusion", profile.fusion);
   p.cuda_graphs = in.flag("cuda_graphs", p.cuda_graphs);
+  p.fp8_weight_cache = in.flag("fp8_weight_cache", profile.fp8_weight_cache);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;
   if (p.schedule == models::Schedule::INTERLEAVED && p.vpp < 2) {

@@ -115,6 +115,14 @@ topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPla
   topo::PassSeconds t = kernels.pass_seconds(k, dt);
   topo::KernelOp cast = k;
   cast.kind = topo::KernelKind::FP8_CAST;
+  // Megatron-core's forward_step calls set_is_first_microbatch() on a step's first
+  // micro-batch (pipeline_parallel/schedules.py), and Transformer Engine's modules then cast
+  // their weights once and reuse the cast for the step's other micro-batches
+  // (is_first_microbatch: "allows caching of the FP8 versions of the weights"): the weight
+  // casts are spread over the m micro-batches, 1 / m each.
+  if (plan.fp8_weight_cache)
+    cast.cached_operand_share =
+        1.0 / static_cast<double>(std::max<std::int64_t>(plan.micro_batches(), 1));
   const topo::PassSeconds c = kernels.pass_seconds(cast, dt);
   t.forward += c.forward;
   t.backward_input += c.backward_input;

@@ -115,6 +115,11 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   check_rejected({{"schedule", std::string("zb")}}, "--schedule zb", "--pp 1");
   // GPipe holds every micro-batch's activations even on one stage: it has an effect.
   CHECK(rejection({{"schedule", std::string("gpipe")}}).empty());
+  // The FP8 weight cache needs weights cast to a low precision.
+  check_rejected({{"fp8_weight_cache", false}}, "--fp8-weight-cache off", "--precision bf16");
+  CHECK(rejection({{"fp8_weight_cache", false}, {"precision", std::string("fp8")}}).empty());
+  // torchtitan's own default (off) is not the user's choice.
+  CHECK(rejection({{"framework", std::string("torchtitan")}}).empty());
 }
 
 TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
