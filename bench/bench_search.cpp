@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <string>
 
+#include "bench/bench_common.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/search/search.hpp"
@@ -21,12 +21,9 @@
 
 using namespace loom;
 using namespace loom::strategies;
+using loom::bench::now_s;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // CPU seconds of this process (all threads): on a machine shared with other work the wall
 // time overstates what two idle cores would take; CPU time / threads does not.
@@ -125,17 +122,7 @@ int main(int argc, char** argv) {
     const auto model = models::load_model(b.model);
     const auto cluster = topo::load_cluster(topo::ClusterRequest{b.preset, b.nodes, std::nullopt});
     const SearchResult r = run(b, threads, model, cluster);
-    // Narayanan et al. 2021 (SC21), GPT-3 175B on 1,024 A100: TP 8, PP 8, DP 16, micro-batch
-    // 1, batch 1536, full recompute, fp16 (examples/plans/gpt3-175b-1024.json).
-    models::TrainingPlan narayanan;
-    narayanan.tp = 8;
-    narayanan.pp = 8;
-    narayanan.dp = 16;
-    narayanan.mbs = 1;
-    narayanan.gbs = 1536;
-    narayanan.seq = 2048;
-    narayanan.recompute = models::Recompute::FULL;
-    narayanan.precision = models::Precision::FP16;
+    const models::TrainingPlan narayanan = bench::narayanan_gpt3_plan();
     const StepReport ref = simulate_step(model, narayanan, cluster);
     fmt::print("{}: the winner beside Narayanan et al.'s plan, both simulated by loom:\n", b.name);
     print_report("search", r.ranked.front().plan, r.ranked.front().report);

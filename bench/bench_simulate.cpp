@@ -5,19 +5,15 @@
 // Cluster construction is timed separately. Prints "name: value unit (target ...)".
 #include <fmt/format.h>
 
-#include <chrono>
-
+#include "bench/bench_common.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/step_simulator.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using namespace loom;
+using loom::bench::now_s;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void run(const char* name, const char* model_name, const char* preset, int nodes,
          models::TrainingPlan plan, bool full, double target_s) {
@@ -39,15 +35,7 @@ void run(const char* name, const char* model_name, const char* preset, int nodes
 }  // namespace
 
 int main() {
-  models::TrainingPlan gpt3;
-  gpt3.tp = 8;
-  gpt3.pp = 8;
-  gpt3.dp = 16;
-  gpt3.mbs = 1;
-  gpt3.gbs = 1536;
-  gpt3.seq = 2048;
-  gpt3.recompute = models::Recompute::FULL;
-  gpt3.precision = models::Precision::FP16;
+  const models::TrainingPlan gpt3 = bench::narayanan_gpt3_plan();
   run("gpt3-175b_1024xA100_symmetric", "gpt3-175b", "dgx-a100", 128, gpt3, false, 0.05);
 
   models::TrainingPlan llama;
