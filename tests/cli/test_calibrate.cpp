@@ -12,7 +12,10 @@
 #include <fstream>
 #include <string>
 
+#include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
+
+using loom::testing::source_path;
 
 namespace {
 
@@ -32,8 +35,7 @@ std::string run(const std::string& args) {
 TEST_CASE("cli::Calibrate: collective --calibration reproduces the imported table") {
   const loom::testing::TempDir dir("calibrate");
   const std::string profile = dir.file("p.json");
-  const std::string log =
-      std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/all_reduce_1node_noisy.txt";
+  const std::string log = source_path("tests/sim/calibration_data/all_reduce_1node_noisy.txt");
   run("calibrate import " + log + " -o " + profile + " > /dev/null");
   const auto table = nlohmann::json::parse(std::ifstream(profile))["collectives"][0]["points"];
   REQUIRE(table.size() == 25);

@@ -14,7 +14,10 @@
 #include <sstream>
 #include <string>
 
+#include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
+
+using loom::testing::source_path;
 
 namespace {
 
@@ -116,7 +119,7 @@ TEST_CASE("cli::HostileInputs: 4. names that are not UTF-8 or hold control chara
   Run r = run_loom(dir, "memory --model '" + model + "' --gpu h100 --format json");
   CHECK(r.status == 0);
   CHECK(nlohmann::json::parse(r.out)["context"]["model"] == "m\\xff");
-  std::ifstream example(std::string(LOOM_SOURCE_DIR) + "/examples/clusters/custom_4gpu_roce.json");
+  std::ifstream example(source_path("examples/clusters/custom_4gpu_roce.json"));
   nlohmann::json cluster = nlohmann::json::parse(example);
   cluster.erase("name");
   const std::string cluster_path = dir.file("c\xff.json");

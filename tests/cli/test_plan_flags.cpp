@@ -10,13 +10,16 @@
 #include "cli/plan_flags.hpp"
 #include "common/error.hpp"
 #include "strategies/plan/plan_json.hpp"
+#include "tests/source_path.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::cli;
 
 namespace {
 
-const std::string GPT3_PLAN = std::string(LOOM_SOURCE_DIR) + "/examples/plans/gpt3-175b-1024.json";
+const std::string GPT3_PLAN = source_path("examples/plans/gpt3-175b-1024.json");
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);

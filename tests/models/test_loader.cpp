@@ -9,13 +9,16 @@
 
 #include "common/error.hpp"
 #include "models/model_loader.hpp"
+#include "tests/source_path.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::models;
 
 namespace {
 std::string example(const std::string& rel) {
-  return std::string(LOOM_SOURCE_DIR) + "/examples/models/" + rel;
+  return source_path("examples/models/") + rel;
 }
 }  // namespace
 
@@ -209,6 +212,6 @@ TEST_CASE("models::Loader: a HuggingFace model folder loads its config.json; oth
   const ModelSpec folder = load_model(example("hf/llama3-8b"));
   CHECK(count_parameters(folder).total == count_parameters(model_preset("llama3-8b")).total);
   CHECK(folder.name == "llama3-8b");
-  CHECK_THROWS_WITH_AS(load_model(std::string(LOOM_SOURCE_DIR) + "/examples/"),
+  CHECK_THROWS_WITH_AS(load_model(source_path("examples/")),
                        doctest::Contains("is a directory, not a model file"), ConfigError);
 }

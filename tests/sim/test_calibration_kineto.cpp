@@ -14,7 +14,10 @@
 #include "sim/calibration/kineto.hpp"
 #include "sim/calibration/nccl_tests.hpp"
 #include "sim/calibration/profile.hpp"
+#include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::calibration;
@@ -22,7 +25,7 @@ using namespace loom::calibration;
 namespace {
 
 std::string data(const char* name) {
-  return std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/" + name;
+  return source_path("tests/sim/calibration_data/") + name;
 }
 
 const ClassTime* find_class(const TraceStep& step, const std::string& name) {

@@ -6,13 +6,16 @@
 
 #include "common/error.hpp"
 #include "sim/calibration/nccl_tests.hpp"
+#include "tests/source_path.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::calibration;
 
 namespace {
 std::string data(const char* name) {
-  return std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/" + name;
+  return source_path("tests/sim/calibration_data/") + name;
 }
 }  // namespace
 

@@ -10,8 +10,11 @@
 #include "sim/calibration/nccl_tests.hpp"
 #include "sim/calibration/profile.hpp"
 #include "sim/engine.hpp"
+#include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::calibration;
@@ -19,7 +22,7 @@ using namespace loom::calibration;
 namespace {
 
 std::string data(const char* name) {
-  return std::string(LOOM_SOURCE_DIR) + "/tests/sim/calibration_data/" + name;
+  return source_path("tests/sim/calibration_data/") + name;
 }
 
 Profile imported(const char* name) {

@@ -7,7 +7,10 @@
 #include "models/memory.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/capacity/capacity.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -45,7 +48,7 @@ TEST_CASE("strategies::Capacity: GPU types resolve to their cluster presets") {
   CHECK(rack.cluster_spec == "gb200-nvl72");
   CHECK(rack.gpus_per_node == 72);
   const CapacityTarget file =
-      resolve_target(std::string(LOOM_SOURCE_DIR) + "/examples/clusters/custom_4gpu_roce.json");
+      resolve_target(source_path("examples/clusters/custom_4gpu_roce.json"));
   CHECK(file.gpus_per_node == 4);
   CHECK(file.gpu == "h100-sxm");
   CHECK_THROWS_WITH_AS(resolve_target("h1000", "--gpu"), doctest::Contains("did you mean"),
@@ -67,8 +70,7 @@ TEST_CASE("strategies::Capacity: GPU counts are whole nodes; the default sweep d
 }
 
 TEST_CASE("strategies::Capacity: one configuration's days, GPU-hours, energy and cost by hand") {
-  const models::ModelSpec model =
-      models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/tiny-gpt.json");
+  const models::ModelSpec model = models::load_model(source_path("examples/models/tiny-gpt.json"));
   const CapacityTarget a100 = resolve_target("a100");
   CapacityOptions o;
   o.tokens = 1e9;

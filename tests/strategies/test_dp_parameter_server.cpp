@@ -10,7 +10,10 @@
 #include "models/model_spec.hpp"
 #include "strategies/plan/plan_rules.hpp"
 #include "strategies/step_simulator.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -18,7 +21,7 @@ using namespace loom::strategies;
 namespace {
 
 models::ModelSpec tiny_gpt() {
-  return models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/tiny-gpt.json");
+  return models::load_model(source_path("examples/models/tiny-gpt.json"));
 }
 
 // dgx-h100 nodes plus `hosts` CPU servers (one IB NDR NIC each) on the fabric.

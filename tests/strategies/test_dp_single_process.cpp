@@ -7,7 +7,10 @@
 #include "models/model_loader.hpp"
 #include "strategies/plan/plan_rules.hpp"
 #include "strategies/step_simulator.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -32,8 +35,7 @@ TEST_CASE(
   // its forward kernels are launched one at a time by the one Python thread (10 us each).
   // DDP all-reduces the gradients, overlapping nothing of that. So DataParallel is slower,
   // and its breakdown shows each of those terms.
-  const auto model =
-      models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/gpt2-medium.json");
+  const auto model = models::load_model(source_path("examples/models/gpt2-medium.json"));
   const auto cluster = topo::load_cluster({"dgx-h100", 1, std::nullopt});
   models::TrainingPlan p;
   p.dp = 8;
@@ -67,8 +69,7 @@ TEST_CASE(
 }
 
 TEST_CASE("strategies::SingleProcess: DataParallel stays within one node") {
-  const auto model =
-      models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/gpt2-medium.json");
+  const auto model = models::load_model(source_path("examples/models/gpt2-medium.json"));
   const auto cluster = topo::load_cluster({"dgx-h100", 2, std::nullopt});
   models::TrainingPlan p;
   p.dp = 16;

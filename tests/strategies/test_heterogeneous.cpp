@@ -8,7 +8,10 @@
 #include "models/model_loader.hpp"
 #include "strategies/step/step_graph.hpp"
 #include "strategies/step_simulator.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -16,8 +19,7 @@ using namespace loom::strategies;
 namespace {
 
 topo::Cluster mixed() {
-  return topo::load_cluster(
-      {std::string(LOOM_SOURCE_DIR) + "/examples/clusters/h100_a100_mixed.json", {}, {}});
+  return topo::load_cluster({source_path("examples/clusters/h100_a100_mixed.json"), {}, {}});
 }
 
 models::TrainingPlan plan(int tp, int pp, int dp) {

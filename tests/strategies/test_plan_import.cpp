@@ -7,6 +7,9 @@
 #include "strategies/plan/plan_import.hpp"
 #include "strategies/plan/plan_json.hpp"
 #include "strategies/plan/plan_resolve.hpp"
+#include "tests/source_path.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -49,8 +52,7 @@ TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-yo
 }
 
 TEST_CASE("strategies::PlanImport: DeepSpeed JSON translates") {
-  const PlanInput in =
-      import_deepspeed_json(std::string(LOOM_SOURCE_DIR) + "/examples/plans/deepspeed-zero2.json");
+  const PlanInput in = import_deepspeed_json(source_path("examples/plans/deepspeed-zero2.json"));
   const models::TrainingPlan p = resolve_plan(in, 16);
   CHECK(p.mbs == 2);
   CHECK(p.dp == 16);

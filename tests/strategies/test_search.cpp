@@ -10,7 +10,10 @@
 #include "strategies/memory_plan.hpp"
 #include "strategies/search/fast_estimate.hpp"
 #include "strategies/search/search.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -20,8 +23,7 @@ namespace {
 // The small GPT example on one DGX A100: a few thousand candidates, every dimension free but
 // the batch (gbs 16) and the sequence (1024).
 struct Case {
-  models::ModelSpec model =
-      models::load_model(std::string(LOOM_SOURCE_DIR) + "/examples/models/tiny-gpt.json");
+  models::ModelSpec model = models::load_model(source_path("examples/models/tiny-gpt.json"));
   topo::Cluster cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 1, std::nullopt});
   SearchSpace space{model, input(), 8};
 

@@ -5,7 +5,10 @@
 
 #include "models/model_loader.hpp"
 #include "strategies/search/search.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using namespace loom;
 using namespace loom::strategies;
@@ -24,7 +27,7 @@ models::ModelSpec tiny(int heads = 4) {
 // One node of the 4-GPU example cluster.
 topo::Cluster four_gpus() {
   return topo::load_cluster(topo::ClusterRequest{
-      std::string(LOOM_SOURCE_DIR) + "/examples/clusters/custom_4gpu_roce.json", 1, std::nullopt});
+      source_path("examples/clusters/custom_4gpu_roce.json"), 1, std::nullopt});
 }
 
 // gbs and seq fixed, and cp, mbs, sp and the schedule pinned: tp, pp, zero, recompute and the

@@ -4,8 +4,11 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using loom::topo::Cluster;
 using loom::topo::ClusterRequest;
@@ -90,8 +93,8 @@ TEST_CASE("topologies::Cluster: bisection of a 32-node rail-optimised fat-tree, 
   // Halving by nodes costs 8 leaves x 16 down-links x 50 GB/s = 6,400 GB/s either way.
   Cluster one = load_cluster(ClusterRequest{"dgx-h100", 32, {}});
   CHECK(one.bisection_bandwidth_Bps() == doctest::Approx(6400e9));
-  Cluster two = load_cluster(ClusterRequest{
-      std::string(LOOM_SOURCE_DIR) + "/examples/clusters/dgx_h100_2to1.json", 32, {}});
+  Cluster two =
+      load_cluster(ClusterRequest{source_path("examples/clusters/dgx_h100_2to1.json"), 32, {}});
   CHECK(two.oversubscription == 2);
   CHECK(two.bisection_bandwidth_Bps() == doctest::Approx(3200e9));
   // Single DGX H100: halves of 4 GPUs each, 4 x 450 GB/s through the NVSwitch plus the PCIe

@@ -5,20 +5,18 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using loom::topo::ClusterRequest;
 using loom::topo::load_cluster;
 
-namespace {
-std::string src(const std::string& rel) {
-  return std::string(LOOM_SOURCE_DIR) + "/" + rel;
-}
-}  // namespace
-
 TEST_CASE("topologies::ClusterDevices: node groups give each rank its GPU") {
-  auto c = load_cluster(ClusterRequest{src("examples/clusters/h100_a100_mixed.json"), {}, {}});
+  auto c =
+      load_cluster(ClusterRequest{source_path("examples/clusters/h100_a100_mixed.json"), {}, {}});
   CHECK(c.num_gpus() == 16);
   CHECK(c.num_nodes() == 2);
   CHECK(c.num_gpu_types() == 2);
@@ -37,14 +35,15 @@ TEST_CASE("topologies::ClusterDevices: node groups give each rank its GPU") {
 }
 
 TEST_CASE("topologies::ClusterDevices: bad node groups are one-line errors") {
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{
+                           source_path("tests/topologies/data/bad_groups_uneven.json"), {}, {}}),
+                       doctest::Contains("the same GPUs per node"), loom::ValidationError);
+  CHECK_THROWS_WITH_AS(load_cluster(ClusterRequest{
+                           source_path("tests/topologies/data/bad_groups_with_node.json"), {}, {}}),
+                       doctest::Contains("\"node_groups\" or a single \"node\""),
+                       loom::ConfigError);
   CHECK_THROWS_WITH_AS(
-      load_cluster(ClusterRequest{src("tests/topologies/data/bad_groups_uneven.json"), {}, {}}),
-      doctest::Contains("the same GPUs per node"), loom::ValidationError);
-  CHECK_THROWS_WITH_AS(
-      load_cluster(ClusterRequest{src("tests/topologies/data/bad_groups_with_node.json"), {}, {}}),
-      doctest::Contains("\"node_groups\" or a single \"node\""), loom::ConfigError);
-  CHECK_THROWS_WITH_AS(
-      load_cluster(ClusterRequest{src("examples/clusters/h100_a100_mixed.json"), 4, {}}),
+      load_cluster(ClusterRequest{source_path("examples/clusters/h100_a100_mixed.json"), 4, {}}),
       doctest::Contains("gives its node groups' sizes"), loom::ValidationError);
 }
 
@@ -67,12 +66,12 @@ TEST_CASE("topologies::ClusterDevices: hosts hold the ranks after the GPUs, behi
   CHECK(c.route(c.gpu_vertex(3), c.host_vertex(0)).bandwidth_Bps == doctest::Approx(50e9 / 3));
   CHECK_THROWS_AS(c.host_vertex(2), loom::ValidationError);
   // The file form: count, NICs and memory of its own.
-  auto f = load_cluster(ClusterRequest{src("examples/clusters/ps_hosts.json"), {}, {}});
+  auto f = load_cluster(ClusterRequest{source_path("examples/clusters/ps_hosts.json"), {}, {}});
   CHECK(f.num_hosts() == 4);
   CHECK(f.host.memory_bandwidth_Bps == doctest::Approx(460.8e9));
   CHECK(f.find_vertex("host3/nic1") >= 0);
   // --hosts overrides the file's count; bad counts are bad input.
-  ClusterRequest more{src("examples/clusters/ps_hosts.json"), {}, {}};
+  ClusterRequest more{source_path("examples/clusters/ps_hosts.json"), {}, {}};
   more.hosts = 1;
   CHECK(load_cluster(more).num_hosts() == 1);
   more.hosts = -1;

@@ -3,20 +3,17 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+
+using loom::testing::source_path;
 
 using loom::topo::ClusterRequest;
 using loom::topo::load_cluster;
 
-namespace {
-std::string src(const std::string& rel) {
-  return std::string(LOOM_SOURCE_DIR) + "/" + rel;
-}
-}  // namespace
-
 TEST_CASE("topologies::ClusterJson: every example cluster loads") {
   auto custom =
-      load_cluster(ClusterRequest{src("examples/clusters/custom_4gpu_roce.json"), {}, {}});
+      load_cluster(ClusterRequest{source_path("examples/clusters/custom_4gpu_roce.json"), {}, {}});
   CHECK(custom.num_gpus() == 8);
   CHECK(custom.num_nodes() == 2);
   CHECK(custom.gpu.hbm_bytes == doctest::Approx(96e9));
@@ -24,13 +21,14 @@ TEST_CASE("topologies::ClusterJson: every example cluster loads") {
   // RoCE 400G = 50 GB/s per NIC, 2 NICs for 4 GPUs -> 25 GB/s injection per GPU.
   CHECK(custom.injection_bandwidth_Bps(0) == doctest::Approx(25e9));
   auto resized =
-      load_cluster(ClusterRequest{src("examples/clusters/custom_4gpu_roce.json"), {}, 16});
+      load_cluster(ClusterRequest{source_path("examples/clusters/custom_4gpu_roce.json"), {}, 16});
   CHECK(resized.num_nodes() == 4);
-  auto pair =
-      load_cluster(ClusterRequest{src("examples/clusters/explicit_pcie_pair.json"), {}, {}});
+  auto pair = load_cluster(
+      ClusterRequest{source_path("examples/clusters/explicit_pcie_pair.json"), {}, {}});
   CHECK(pair.num_gpus() == 2);
   CHECK(pair.route_ranks(0, 1).bandwidth_Bps == doctest::Approx(300e9));  // 12 x 25 GB/s
-  auto pod = load_cluster(ClusterRequest{src("examples/clusters/dgx_h100_2to1.json"), {}, {}});
+  auto pod =
+      load_cluster(ClusterRequest{source_path("examples/clusters/dgx_h100_2to1.json"), {}, {}});
   CHECK(pod.num_nodes() == 32);
   CHECK(pod.oversubscription == 2);
 }
@@ -55,8 +53,8 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
   for (auto [file, message] : cases) {
     CAPTURE(file);
     try {
-      load_cluster(
-          ClusterRequest{src(std::string("tests/topologies/data/") + file + ".json"), {}, {}});
+      load_cluster(ClusterRequest{
+          source_path(std::string("tests/topologies/data/") + file + ".json"), {}, {}});
       FAIL("expected an error");
     } catch (const loom::Error& e) {
       CHECK(e.exit_code() == loom::ExitCode::BAD_INPUT);
@@ -65,7 +63,7 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
     }
   }
   CHECK_THROWS_WITH_AS(
-      load_cluster(ClusterRequest{src("examples/clusters/explicit_pcie_pair.json"), 2, {}}),
+      load_cluster(ClusterRequest{source_path("examples/clusters/explicit_pcie_pair.json"), 2, {}}),
       doctest::Contains("cannot resize"), loom::ValidationError);
 }
 
