@@ -176,13 +176,13 @@ double DatasheetKernelModel::gemm_fraction(DType math) const {
   if (tensor == DType::FP8 && gpu_.fp8_flops <= 0) tensor = DType::BF16;
   double measured = 0;
   switch (tensor) {
-    case DType::FP4:  // no per-GPU FP4 measurement: the FP8 one (see above)
     case DType::TF32:
       measured = gpu_.gemm_fraction_tf32;
       break;
     case DType::FP16:
       measured = gpu_.gemm_fraction_fp16;
       break;
+    case DType::FP4:  // no per-GPU FP4 measurement: the FP8 one (see above)
     case DType::FP8:
       measured = gpu_.gemm_fraction_fp8;
       break;

@@ -499,6 +499,11 @@ TEST_CASE("topologies::DatasheetKernelModel: NVFP4 GEMMs at the FP4 peak, casts 
   // A GPU without FP4 tensor cores (H100) runs FP4 math at its FP8 rate.
   const DatasheetKernelModel h100(find_gpu("h100"));
   CHECK(h100.peak_flops(DType::FP4) == doctest::Approx(h100.peak_flops(DType::FP8)));
+  // A GPU with its own measured fractions (GB200: bf16 1822 / 2500 = 0.729, fp8 3615.6 / 5000
+  // = 0.723, docs/defaults.md) runs FP4 at its FP8 one, not the bf16/TF32 one.
+  const DatasheetKernelModel gb200(find_gpu("gb200"));
+  CHECK(gb200.gemm_fraction(DType::FP4) == gb200.gemm_fraction(DType::FP8));
+  CHECK(gb200.gemm_fraction(DType::FP4) != gb200.gemm_fraction(DType::BF16));
   // The NVFP4 cast of the output gradient [4096 x 8192] moves 2 (amax read) + 2 (read) +
   // 2 x (0.5 + 1/16) (row- and column-wise E2M1 with an E4M3 scale per 16) = 5.125 B per
   // element at 0.80 x 8 TB/s = 6.4e12 B/s: 5.125 x 33554432 / 6.4e12 = 26.870 us + 4 us.
