@@ -317,7 +317,9 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
 void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
                               const topo::Cluster& cluster, const PlanSources& sources) {
   validate_plan(model, plan, cluster.num_gpus(), sources);
-  check_precision_on_gpu(plan, cluster.gpu, sources);
+  // Every GPU type of a mixed cluster runs the plan's linears.
+  for (int k = 0; k < cluster.num_gpu_types(); ++k)
+    check_precision_on_gpu(plan, cluster.gpu_type(k), sources);
   check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(), sources);
 }
 

@@ -2,13 +2,16 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "common/error.hpp"
 #include "models/model_loader.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/step/step_graph.hpp"
 #include "strategies/step_simulator.hpp"
 #include "tests/source_path.hpp"
+#include "tests/temp_dir.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using loom::testing::source_path;
@@ -34,6 +37,23 @@ models::TrainingPlan plan(int tp, int pp, int dp) {
 }
 
 }  // namespace
+
+TEST_CASE("strategies::Heterogeneous: every GPU type must run the plan's precision") {
+  // A B200 node first and an H100 node second: NVFP4 needs FP4 tensor cores on both, and the
+  // H100 has none, though the cluster's first GPU type does.
+  const loom::testing::TempDir dir("mixed_fp4");
+  const std::string path = dir.file("b200_h100.json");
+  std::ofstream(path) << R"({"name": "b200-h100", "node_groups": [
+    {"nodes": 1, "node": {"preset": "dgx-b200"}}, {"nodes": 1, "node": {"preset": "dgx-h100"}}]})";
+  const topo::Cluster cluster = topo::load_cluster({path, {}, {}});
+  const models::ModelSpec model = models::model_preset("llama3-8b");
+  models::TrainingPlan p = plan(1, 1, 16);
+  p.precision = models::Precision::NVFP4;
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, cluster),
+                       doctest::Contains("h100-sxm does not have"), PlanError);
+  p.precision = models::Precision::FP8;
+  CHECK_NOTHROW(validate_plan_on_cluster(model, p, cluster));
+}
 
 TEST_CASE("strategies::Heterogeneous: half H100, half A100 — symmetric and full agree") {
   // Ranks 0-7 are H100 (node 0), 8-15 A100 (node 1). tp 8 dp 2: one DP replica per node, so
