@@ -103,12 +103,18 @@ std::vector<DpGroup> stage_groups(StepGraph& g, int s, ParamSet set) {
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
     const int rank = g.gpus[ri][static_cast<size_t>(s)].rank;
     const std::vector<int>& group = g.index.group(rank, dim);
+    // Issued by its first simulated member (ri is one): skip it unless none comes before ri,
+    // checked before building the member list (full mode visits dp groups of dp members).
+    const auto issued_earlier = [&](int r) {
+      const int rj = g.rank_to_replica[static_cast<size_t>(r)];
+      return rj >= 0 && rj < static_cast<int>(ri);
+    };
+    if (std::any_of(group.begin(), group.end(), issued_earlier)) continue;
     std::vector<int> members;
     for (int r : group) {
       const int rj = g.rank_to_replica[static_cast<size_t>(r)];
       if (rj >= 0) members.push_back(rj);
     }
-    if (*std::min_element(members.begin(), members.end()) != static_cast<int>(ri)) continue;
     std::vector<std::vector<int>> concurrent;
     for (Dim d : peers)
       for (int peer : g.index.group(rank, d))
