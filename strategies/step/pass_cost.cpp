@@ -23,7 +23,6 @@ void PassCost::add(const PassCost& o) {
   bwd_comm.insert(bwd_comm.end(), o.bwd_comm.begin(), o.bwd_comm.end());
   recompute_comm.insert(recompute_comm.end(), o.recompute_comm.begin(), o.recompute_comm.end());
   params += o.params;
-  tensors.insert(tensors.end(), o.tensors.begin(), o.tensors.end());
   fwd_kernels += o.fwd_kernels;
 }
 

@@ -37,10 +37,10 @@ struct PassCost {
   std::vector<CommItem> recompute_comm;
   double params = 0;  ///< parameters on this GPU
   /// Parameters of each op that holds some, in op order (the tensors a parameter server
-  /// deals round-robin).
+  /// deals round-robin, unit by unit); a unit's own list: add() leaves it out of sums.
   std::vector<double> tensors;
   int fwd_kernels = 0;  ///< kernels the forward launches (a host launches each one)
-  /// Adds `other`'s seconds, collectives, parameters, tensors and kernels.
+  /// Adds `other`'s seconds, collectives, parameters and kernels.
   void add(const PassCost& other);
 };
 
