@@ -57,6 +57,9 @@ class SingleProcessLowering final : public DataParallelLowering {
                              models::activation_element_bytes(g.plan)
                        : models::tokens_per_gpu(g.model, g.plan) * 8.0;
     params_ = stage_params(g, 0, ParamSet::DENSE) + stage_params(g, 0, ParamSet::EXPERT);
+    // GPU 0 runs every replica's loss, forward and backward, each micro-batch.
+    const PassCost lc = loss_cost(g, g.gpus[0][0].gpu_type);
+    loss_s_ = static_cast<double>(g.replicas.size()) * (lc.fwd_s + lc.bwd_input_s);
   }
 
   std::vector<std::vector<TaskId>> before_optimizer(StageGroups&) override {
@@ -139,11 +142,9 @@ class SingleProcessLowering final : public DataParallelLowering {
       record("gather (outputs)", ga);
       loss_deps.push_back(ga);
     }
-    const SimGpu& h0 = g_.gpus[0][0];
-    const PassCost lc = loss_cost(g_, h0.gpu_type);
     const TaskId loss =
-        g_.add_gpu_compute(0, 0, loss_stream_, static_cast<double>(W) * (lc.fwd_s + lc.bwd_input_s),
-                           g_.label("loss x{} mb{}", W, mb), TraceCategory::COMPUTE, loss_deps);
+        g_.add_gpu_compute(0, 0, loss_stream_, loss_s_, g_.label("loss x{} mb{}", W, mb),
+                           TraceCategory::COMPUTE, loss_deps);
     record("loss (GPU 0, every replica)", loss);
     std::vector<TaskId> reduce_deps;
     for (size_t ri = 0; ri < W; ++ri) {
@@ -208,6 +209,7 @@ class SingleProcessLowering final : public DataParallelLowering {
   sim::StreamId host_ = sim::NO_STREAM, loss_stream_ = sim::NO_STREAM;
   std::vector<int> ranks_;
   double output_bytes_ = 0, input_bytes_ = 0, params_ = 0;
+  double loss_s_ = 0;  ///< GPU 0's loss of every replica, one micro-batch, seconds
   TaskId last_optimizer_ = -1;
   std::vector<std::pair<std::string, std::vector<TaskId>>> phases_;
 };
