@@ -124,7 +124,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
     out += " (give --gpu or --cluster to compare with a capacity)\n";
   }
   // DataParallel's GPU 0 and replicas, parameter-server workers (their servers: simulate).
-  for (const auto& [device, bytes] : strategies::device_memory(model, plan))
+  for (const auto& [device, bytes] : strategies::device_memory(r, plan))
     out += fmt::format("{}: {}\n", device, format_bytes(bytes));
   return out;
 }
@@ -157,7 +157,7 @@ OrderedJson render_json_results(const models::ModelSpec& model, const models::Tr
     j["zero3_buffer_bytes"] = s.zero3_buffer_bytes;
   }
   OrderedJson devices = OrderedJson::array();
-  for (const auto& [device, bytes] : strategies::device_memory(model, plan))
+  for (const auto& [device, bytes] : strategies::device_memory(r, plan))
     devices.push_back({{"device", device}, {"bytes", bytes}});
   if (!devices.empty()) res["device_memory"] = devices;
   res["active_parameters"] = models::count_parameters(model).active;

@@ -63,11 +63,10 @@ models::MemoryReport estimate_memory(const models::ModelSpec& model,
   return r;
 }
 
-std::vector<std::pair<std::string, double>> device_memory(const models::ModelSpec& model,
+std::vector<std::pair<std::string, double>> device_memory(const models::MemoryReport& memory,
                                                           const models::TrainingPlan& plan) {
   if (plan.dp_mode == models::DpMode::DDP) return {};
-  const models::MemoryReport r = estimate_memory(model, plan);
-  const models::StageMemory& s = r.stages.front();  // one stage (pp = 1)
+  const models::StageMemory& s = memory.stages.front();  // one stage (pp = 1)
   if (plan.dp_mode == models::DpMode::PS) return {{"worker GPU", s.total_bytes}};
   // A replica holds no optimizer state and only its own micro-batch's output.
   const double frac = plan.fragmentation_fraction;

@@ -28,7 +28,8 @@ models::MemoryReport estimate_memory(const models::ModelSpec& model,
 
 /// Memory of each kind of GPU when the data-parallel design makes them differ, (device,
 /// bytes): DataParallel's GPU 0 and its replicas; parameter-server workers. Empty for DDP.
-std::vector<std::pair<std::string, double>> device_memory(const models::ModelSpec& model,
+/// `memory` is estimate_memory(model, plan).
+std::vector<std::pair<std::string, double>> device_memory(const models::MemoryReport& memory,
                                                           const models::TrainingPlan& plan);
 
 }  // namespace loom::strategies

@@ -54,7 +54,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   measure_passes(graph);
   StepReport report;
   report.memory = estimate_memory(model, plan);
-  report.design.device_memory = device_memory(model, plan);
+  report.design.device_memory = device_memory(report.memory, plan);
   measure_step(graph, report);
   for (const auto& design : graph.designs) design->measure(graph, report.design);
   if (options.keep_timeline) record_timeline(graph, report);
