@@ -3,8 +3,10 @@
 // instantiation per node, and the rail-optimised fat-tree fabric. Shared by the presets and
 // the cluster JSON reader.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.hpp"
@@ -67,8 +69,13 @@ struct NodeGroup {
   int nodes = 1;
 };
 
-/// Adds one node built from `t`: vertex names "node<n>/<local>", local_index per kind.
-void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node);
+/// Adds one node built from `t`: vertex names "<prefix><n>/<local>" ("node" for GPU nodes,
+/// "host" for parameter-server hosts, numbered by `index`), local_index per kind. Returns the
+/// ids of its vertices by local name.
+std::map<std::string, VertexId, std::less<>> instantiate_node(Cluster& cluster,
+                                                              const NodeTemplate& t, int node,
+                                                              std::string_view prefix = "node",
+                                                              int index = -1);
 /// Adds leaves (one per rail: NIC local index) and spines, links NICs to leaves and every
 /// leaf to every spine. Throws ValidationError on "nodes" (spelled by `names`) when the
 /// nodes have no NICs.

@@ -26,13 +26,15 @@ int NodeTemplate::num_gpus() const {
                                         [](const V& v) { return v.kind == VertexKind::GPU; }));
 }
 
-void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node) {
+std::map<std::string, VertexId, std::less<>> instantiate_node(Cluster& cluster,
+                                                              const NodeTemplate& t, int node,
+                                                              std::string_view prefix, int index) {
   std::map<VertexKind, int> counts;
   std::map<std::string, VertexId, std::less<>> local;
   for (const auto& v : t.vertices) {
     Vertex vertex;
     vertex.kind = v.kind;
-    vertex.name = fmt::format("node{}/{}", node, v.name);
+    vertex.name = fmt::format("{}{}/{}", prefix, index < 0 ? node : index, v.name);
     vertex.node = node;
     vertex.local_index = counts[v.kind]++;
     vertex.in_switch_reduce = v.in_switch_reduce;
@@ -42,6 +44,7 @@ void instantiate_node(Cluster& cluster, const NodeTemplate& t, int node) {
     cluster.add_duplex_link(local.at(l.a), local.at(l.b), l.kind, l.bandwidth_Bps, l.latency_s,
                             l.label);
   }
+  return local;
 }
 
 void build_rail_fat_tree(Cluster& cluster, const FabricSpec& fabric, int nodes,
@@ -154,22 +157,8 @@ void add_hosts(Cluster& cluster, const HostsSpec& hosts, int first_node) {
     t.add(VertexKind::NIC, fmt::format("nic{}", i));
     t.link("cpu0", fmt::format("nic{}", i), "pcie5");
   }
-  for (int h = 0; h < hosts.count; ++h) {
-    std::map<VertexKind, int> counts;
-    std::map<std::string, VertexId, std::less<>> local;
-    for (const auto& v : t.vertices) {
-      Vertex vertex;
-      vertex.kind = v.kind;
-      vertex.name = fmt::format("host{}/{}", h, v.name);
-      vertex.node = first_node + h;
-      vertex.local_index = counts[v.kind]++;
-      local[v.name] = cluster.add_vertex(std::move(vertex));
-    }
-    for (const auto& l : t.links)
-      cluster.add_duplex_link(local.at(l.a), local.at(l.b), l.kind, l.bandwidth_Bps, l.latency_s,
-                              l.label);
-    cluster.add_host(local.at("cpu0"));
-  }
+  for (int h = 0; h < hosts.count; ++h)
+    cluster.add_host(instantiate_node(cluster, t, first_node + h, "host", h).at("cpu0"));
   cluster.host = hosts.host;
 }
 
