@@ -255,14 +255,17 @@ struct ClusterParts {
   FabricSpec fabric;
 };
 
-ClusterParts read_one_group(ObjectReader& r, const std::string& path,
-                            const NodesResolver& resolve_nodes) {
+// One group's "nodes", "node" and "gpu" from `r`: a single-group file's top level, or one
+// entry of "node_groups". `resolve_nodes`, when given, may replace the file's node count.
+ClusterParts read_group(ObjectReader& r, const std::string& path,
+                        const NodesResolver* resolve_nodes) {
   const int file_nodes = static_cast<int>(r.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
   ObjectReader nr = r.child("node");
   NodeSource src = read_node(nr, path);
   if (src.node.num_gpus() == 0)
     r.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
-  const int n = resolve_nodes(src.node.num_gpus()).value_or(file_nodes);
+  const int n =
+      resolve_nodes ? (*resolve_nodes)(src.node.num_gpus()).value_or(file_nodes) : file_nodes;
   GpuSpec gpu = read_gpu(r, path, src.preset_gpu);
   return {{NodeGroup{std::move(gpu), std::move(src.node), n}}, src.fabric};
 }
@@ -278,15 +281,10 @@ ClusterParts read_node_groups(ObjectReader& r, const std::string& path,
   ClusterParts out;
   for (size_t i = 0; i < gs.size(); ++i) {
     ObjectReader gr(gs[i], path, fmt::format("{}/{}", r.pointer_of("node_groups"), i));
-    const int nodes = static_cast<int>(gr.get_int_in_range_or("nodes", 1, MAX_CLUSTER_NODES, 1));
-    ObjectReader nr = gr.child("node");
-    NodeSource src = read_node(nr, path);
-    if (src.node.num_gpus() == 0)
-      gr.fail("node", "(no GPU)", "a node with at least one vertex of kind \"gpu\"");
-    GpuSpec gpu = read_gpu(gr, path, src.preset_gpu);
+    ClusterParts group = read_group(gr, path, nullptr);
     gr.finish();
-    if (i == 0) out.fabric = src.fabric;
-    out.groups.push_back(NodeGroup{std::move(gpu), std::move(src.node), nodes});
+    if (i == 0) out.fabric = group.fabric;
+    out.groups.push_back(std::move(group.groups.front()));
   }
   if (resolve_nodes(out.groups.front().node.num_gpus())) {
     throw ValidationError(names("nodes"),
@@ -353,7 +351,7 @@ Cluster parse_cluster_json(const std::string& text, const std::string& path,
       return c;
     }
     ClusterParts parts = r.has("node_groups") ? read_node_groups(r, path, resolve_nodes, names)
-                                              : read_one_group(r, path, resolve_nodes);
+                                              : read_group(r, path, &resolve_nodes);
     if (r.has("fabric")) {
       ObjectReader fr = r.child("fabric");
       parts.fabric = read_fabric(fr);
