@@ -96,7 +96,10 @@ TEST_CASE("topologies::ClusterDevices: slowed links, by hand and seeded") {
   const auto sb = loom::topo::slow_random_links(b, 0.25, 2.0, 7);
   CHECK(sa == sb);
   CHECK(!sa.empty());
-  for (const auto& [l, f] : sa) CHECK(f >= 1.0);
+  // Each drawn factor is applied to its link: its bandwidth is the unslowed one over f.
+  const auto fresh = load_cluster(ClusterRequest{"dgx-h100", 4, {}});
+  for (const auto& [l, f] : sa)
+    CHECK(a.link(l).bandwidth_Bps == doctest::Approx(fresh.link(l).bandwidth_Bps / f));
   auto none = load_cluster(ClusterRequest{"dgx-h100", 4, {}});
   CHECK(loom::topo::slow_random_links(none, 0.0, 2.0, 7).empty());
   auto all = load_cluster(ClusterRequest{"dgx-h100", 4, {}});
