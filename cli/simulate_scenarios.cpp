@@ -201,9 +201,10 @@ PlanFlags compare_flags(const PlanFlags& flags, const std::string& compare) {
   }
   // Settings that only mean something under the first plan's design go with it.
   if (k == "dp_mode" && value != "ps") {
-    for (const char* ps : {"ps_servers", "ps_update", "ps_shard", "ps_placement"}) {
-      out.texts.erase(ps);
-      out.integers.erase(ps);
+    for (const strategies::PlanField& f : strategies::plan_fields()) {
+      if (!f.applies) continue;  // the parameter-server settings
+      out.texts.erase(std::string(f.key));
+      out.integers.erase(std::string(f.key));
     }
   }
   return out;

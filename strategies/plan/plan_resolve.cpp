@@ -236,10 +236,12 @@ void parse_ps_update(const PlanInput& in, TrainingPlan& p) {
 void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
   const PlanSources& s = in.sources();
   p.dp_mode = choice(in, "dp_mode", p.dp_mode);
-  for (const char* key : {"ps_servers", "ps_update", "ps_shard", "ps_placement"}) {
-    if (in.has(key) && p.dp_mode != models::DpMode::PS) {
-      fail_field(s, key,
-                 fmt::format("{} sets up parameter servers; it needs {} ps", s.where(key),
+  // The fields that apply only to some plans are the parameter-server settings (their
+  // `applies` reads dp_mode alone).
+  for (const PlanField& f : plan_fields()) {
+    if (f.applies && in.has(f.key) && !f.applies(p)) {
+      fail_field(s, f.key,
+                 fmt::format("{} sets up parameter servers; it needs {} ps", s.where(f.key),
                              s.name("dp_mode")));
     }
   }
