@@ -221,9 +221,10 @@ void StepGraph::choose_replicas() {
           members[static_cast<size_t>(s)].push_back(index.rank(t, c, d, s));
       for (int k = 0; k < steps(); ++k) role.push_back(slowest(*this, members[s], s, k));
     }
-    if (!seen.emplace(std::move(role), d).second) continue;
+    if (!seen.emplace(role, d).second) continue;
     replicas.push_back({0, 0, d});
     represents.push_back(std::move(members));
+    replica_roles.push_back(std::move(role));
   }
 }
 
@@ -264,7 +265,9 @@ void StepGraph::begin_step(int k) {
   for (size_t ri = 0; ri < replicas.size(); ++ri) {
     for (int s = 0; s < plan.pp; ++s) {
       SimGpu& h = gpus[ri][static_cast<size_t>(s)];
-      std::tie(h.gpu_type, h.factor) = slowest(*this, represents[ri][static_cast<size_t>(s)], s, k);
+      std::tie(h.gpu_type, h.factor) =
+          replica_roles.empty() ? slowest(*this, represents[ri][static_cast<size_t>(s)], s, k)
+                                : replica_roles[ri][static_cast<size_t>(s * steps() + k)];
       if (k == 0) continue;
       for (auto& u : h.units) u.clear();
       h.last_backward = -1;

@@ -154,6 +154,9 @@ struct StepGraph {
   std::vector<TraceCategory> category;
   /// [replica][stage]: the global ranks a simulated GPU stands for (itself in full mode).
   std::vector<std::vector<std::vector<int>>> represents;
+  /// Symmetric mode, [replica][stage x steps + step]: the GPU type and straggler factor of the
+  /// slowest rank it stands for (the role it was chosen by); empty in full mode.
+  std::vector<std::vector<std::pair<int, double>>> replica_roles;
 
   // Several steps (SimulateOptions::steps): lowered one after another into one engine.
   int step = 0;  ///< the step being lowered
