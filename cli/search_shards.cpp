@@ -101,15 +101,6 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
   return merged;
 }
 
-// The answer from a whole-space tally: what run_search does after its fast tier.
-strategies::SearchResult finish(const models::ModelSpec& model,
-                                const strategies::SearchSpace& space, const topo::Cluster& cluster,
-                                strategies::SearchTally tally,
-                                const strategies::SearchOptions& options) {
-  strategies::check_tally(tally, space, cluster.gpu.hbm_bytes);
-  return strategies::exact_tier(model, space, cluster, std::move(tally), options);
-}
-
 }  // namespace
 
 void add_shard_flags(CLI::App& app, ShardFlags& flags) {
@@ -163,7 +154,8 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
     return std::nullopt;
   }
   if (!flags.merge.empty())
-    return finish(model, space, cluster, merge_partials(flags.merge, space, options), options);
+    return strategies::finish_search(model, space, cluster,
+                                     merge_partials(flags.merge, space, options), options);
   MpiWorld world;
   if (world.size() == 1) return strategies::run_search(model, space, cluster, options);
   // Every rank: its shard of the fast tier, gathered as JSON at rank 0.
@@ -188,7 +180,7 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
   strategies::SearchTally merged;
   for (size_t k = 0; k < tallies.size(); ++k)
     merged.merge(strategies::tally_from_json(tallies[k], fmt::format("rank {}", k), space));
-  return finish(model, space, cluster, std::move(merged), options);
+  return strategies::finish_search(model, space, cluster, std::move(merged), options);
 }
 
 int default_search_threads() {

@@ -360,9 +360,9 @@ SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space
   return r;
 }
 
-SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
-                        const topo::Cluster& cluster, const SearchOptions& options) {
-  SearchTally tally = fast_tier(model, space, cluster, options);
+SearchResult finish_search(const models::ModelSpec& model, const SearchSpace& space,
+                           const topo::Cluster& cluster, SearchTally tally,
+                           const SearchOptions& options) {
   check_tally(tally, space, cluster.gpu.hbm_bytes);
   SearchResult r = exact_tier(model, space, cluster, std::move(tally), options);
   if (r.ranked.empty()) {
@@ -372,6 +372,11 @@ SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space
                     r.failed, r.first_failure));
   }
   return r;
+}
+
+SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
+                        const topo::Cluster& cluster, const SearchOptions& options) {
+  return finish_search(model, space, cluster, fast_tier(model, space, cluster, options), options);
 }
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
