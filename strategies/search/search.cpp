@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/seeded_draw.hpp"
 #include "strategies/search/fast_estimate.hpp"
 
 namespace loom::strategies {
@@ -20,15 +21,8 @@ namespace {
 // shapes, large enough that the shared counter is not contended.
 constexpr std::int64_t SHAPE_BLOCK = 8;
 
-// SplitMix64 (Steele, Lea and Flood 2014): a fixed, seedless hash that spreads the ids,
-// so that the sample is a deterministic pseudo-random draw of the fitting plans.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
+// splitmix64 as a fixed, seedless hash that spreads the ids, so that the sample is a
+// deterministic pseudo-random draw of the fitting plans.
 double sample_key(std::int64_t id) {
   return static_cast<double>(splitmix64(static_cast<std::uint64_t>(id)) >> 11);  // exact in 53 bits
 }
