@@ -16,6 +16,7 @@
 #include "cli/search_shards.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
@@ -71,12 +72,6 @@ std::vector<std::string> differences(const models::TrainingPlan& a, const models
   return out;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
-
 std::string rho_text(double rho) {
   return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
 }
@@ -88,7 +83,7 @@ std::string why_line(const strategies::SearchResult& r) {
   const auto& u = r.ranked[1];
   const auto diff = differences(w.plan, u.plan);
   const std::string differ =
-      diff.empty() ? "" : fmt::format("; the plans differ in {}", joined(diff));
+      diff.empty() ? "" : fmt::format("; the plans differ in {}", join(diff, ", "));
   const double gap = u.report.step_time_s - w.report.step_time_s;
   if (gap <= 0) {
     const double wm = w.report.memory.peak_bytes, um = u.report.memory.peak_bytes;
