@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "models/flops.hpp"
 #include "strategies/memory_plan.hpp"
 #include "strategies/rank_layout.hpp"
@@ -17,8 +18,8 @@ namespace {
 using models::Dim;
 
 // The two sizes at which data-parallel collectives are timed exactly, bytes.
-constexpr double DP_ANCHOR_LOW = 64.0 * 1024 * 1024;
-constexpr double DP_ANCHOR_HIGH = 1024.0 * 1024 * 1024;
+constexpr double DP_ANCHOR_LOW = 64 * MiB;
+constexpr double DP_ANCHOR_HIGH = GiB;
 
 GroupKind group_kind(Dim dim) {
   switch (dim) {

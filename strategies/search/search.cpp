@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "common/seeded_draw.hpp"
+#include "common/units.hpp"
 #include "strategies/search/fast_estimate.hpp"
 
 namespace loom::strategies {
@@ -272,10 +273,10 @@ void check_tally(const SearchTally& t, const SearchSpace& space, double capacity
                                       t.enumerated, most ? most->example : "?"));
   }
   if (t.fitting == 0) {
-    throw InfeasibleError(fmt::format(
-        "none of the {} valid plans fits in {:.1f} GiB per GPU; the smallest needs "
-        "{:.1f} GiB; use more GPUs, a larger GPU, or a shorter sequence",
-        t.enumerated - t.invalid, capacity / 1073741824.0, t.min_peak_bytes / 1073741824.0));
+    throw InfeasibleError(
+        fmt::format("none of the {} valid plans fits in {:.1f} GiB per GPU; the smallest needs "
+                    "{:.1f} GiB; use more GPUs, a larger GPU, or a shorter sequence",
+                    t.enumerated - t.invalid, capacity / GiB, t.min_peak_bytes / GiB));
   }
 }
 
