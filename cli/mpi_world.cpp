@@ -33,10 +33,6 @@ int MpiWorld::local_size() {
 
 #ifdef LOOM_HAVE_MPI
 
-bool MpiWorld::available() {
-  return true;
-}
-
 MpiWorld::MpiWorld() {
   if (launched_size() <= 1) return;
   int provided = 0;
@@ -83,10 +79,6 @@ void MpiWorld::abort(int code) const {
 }
 
 #else
-
-bool MpiWorld::available() {
-  return false;
-}
 
 MpiWorld::MpiWorld() {
   const int size = launched_size();

@@ -32,8 +32,6 @@ class MpiWorld {
   [[noreturn]] void abort(int code) const;
   /// Ranks the launcher started on this node (OMPI_COMM_WORLD_LOCAL_SIZE), 1 without one.
   static int local_size();
-  /// Whether this loom was built with MPI.
-  static bool available();
 
  private:
   int rank_ = 0;
