@@ -270,11 +270,11 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     comm(c.bwd_comm, u.bwd_tp, u.bwd_other);
     comm(c.recompute_comm, u.rec_tp, u.rec_other);
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
-      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params.
+      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
+      // first MoE layer's, which the memory model's inputs already hold.
       int first = 0;
       while (first < m.layers && !m.is_moe_layer(first)) ++first;
-      for (const auto& op : models::layer_ops(m, p, first))
-        if (op.expert) u.expert_params += op.params;
+      u.expert_params = memory_ops(p).layer(m, p, first).expert_params;
     }
   }
   return unit_times_.emplace(key, out).first->second;
