@@ -296,12 +296,9 @@ double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) con
 }
 
 FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
-                             const SimulateOptions& options)
-    : caches_(std::make_unique<FastCaches>(model, cluster, options, nullptr)) {}
-
-FastEstimator::FastEstimator(const FastEstimator& other, ShareTimes)
-    : caches_(std::make_unique<FastCaches>(other.caches_->model, other.caches_->cluster,
-                                           other.caches_->options, other.caches_->shared)) {}
+                             const SimulateOptions& options,
+                             std::shared_ptr<SharedCollectiveTimes> shared)
+    : caches_(std::make_unique<FastCaches>(model, cluster, options, std::move(shared))) {}
 
 FastEstimator::~FastEstimator() = default;
 

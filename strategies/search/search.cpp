@@ -14,6 +14,7 @@
 #include "common/seeded_draw.hpp"
 #include "common/units.hpp"
 #include "strategies/search/fast_estimate.hpp"
+#include "strategies/search/fast_model.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -58,11 +59,12 @@ void add_invalid(SearchTally& t, const std::string& field, std::int64_t count, s
 // One worker's view of the fast tier: its estimator and its tally.
 class FastWorker {
  public:
-  FastWorker(const SearchSpace& space, const FastEstimator& shared, double capacity,
+  FastWorker(const models::ModelSpec& model, const SearchSpace& space, const topo::Cluster& cluster,
+             const SearchOptions& options, std::shared_ptr<SharedCollectiveTimes> times,
              SearchTally& tally)
       : space_(space),
-        estimator_(shared, FastEstimator::ShareTimes{}),
-        capacity_(capacity),
+        estimator_(model, cluster, options.simulate, std::move(times)),
+        capacity_(cluster.gpu.hbm_bytes),
         t_(tally) {}
 
   void visit(std::int64_t index) {
@@ -221,7 +223,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
                                  ? (space.shapes() - shard.index + shard.count - 1) / shard.count
                                  : 0;
   std::mutex merge_mutex;
-  const FastEstimator shared(model, cluster, options.simulate);  // the threads' collective times
+  const auto times = std::make_shared<SharedCollectiveTimes>();  // shared by the threads
   struct State {
     SearchTally tally;
     std::unique_ptr<FastWorker> worker;
@@ -240,7 +242,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
         s->tally.keep_sample = whole.keep_sample;
         s->mutex = &merge_mutex;
         s->into = &whole;
-        s->worker = std::make_unique<FastWorker>(space, shared, cluster.gpu.hbm_bytes, s->tally);
+        s->worker = std::make_unique<FastWorker>(model, space, cluster, options, times, s->tally);
         return s;
       },
       [&](std::unique_ptr<State>& s, std::int64_t i) {
