@@ -89,10 +89,11 @@ class FastWorker {
     }
     // Memory depends on the ZeRO stage and recompute policy, not on the overlaps.
     std::map<std::pair<int, int>, double> peaks;
+    models::TrainingPlan q;  // assigned, not copied anew, per switch combination
     for (std::int64_t j = 0; j < space_.switch_combinations(); ++j) {
       const auto w = space_.switches(j, plan.tp, plan.dp);
       if (!w) continue;
-      models::TrainingPlan q = plan;
+      q = plan;
       SearchSpace::apply(*w, q);
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
       const std::int64_t id = base + j;
