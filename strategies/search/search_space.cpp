@@ -118,7 +118,6 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
                            "to the search",
                            s.where("pipeline_split"), s.name("pp"), s.name("vpp")));
   }
-  split_free_ = !input_.has("pipeline_split");
   if (const auto dp = input_.integer("dp")) pinned_dp_ = static_cast<int>(*dp);
   pinned_tp_ = static_cast<int>(input_.integer("tp").value_or(1));
   pinned_pp_ = static_cast<int>(input_.integer("pp").value_or(1));
@@ -207,7 +206,7 @@ PlanInput SearchSpace::shape_input(const PlanShape& s) const {
     in.set("schedule", models::to_string(s.schedule->schedule));
     in.set("vpp", std::int64_t{s.schedule->vpp});
   }
-  if (split_free_) {
+  if (!input_.has("pipeline_split")) {  // the split is left to the search
     const std::int64_t pp = in.integer("pp").value_or(1), vpp = in.integer("vpp").value_or(1);
     const std::int64_t stages = pp * vpp;
     if (!in.has("layers_per_virtual_stage") && stages > 0 && stages <= model_.layers &&
