@@ -75,24 +75,6 @@ void UnitTimes::add(const UnitTimes& o, double times) {
   expert_params += times * o.expert_params;
 }
 
-const std::vector<int>& LayoutGroups::group(GroupKind kind) const {
-  switch (kind) {
-    case GroupKind::TP:
-      return tp;
-    case GroupKind::CP:
-      return cp;
-    case GroupKind::EP:
-      return ep;
-    case GroupKind::DP:
-      return dp;
-    case GroupKind::EDP:
-      return edp;
-    case GroupKind::P2P:
-      return p2p;
-  }
-  return tp;
-}
-
 LayerKey layer_key(const models::TrainingPlan& p) {
   return {p.tp, p.cp, p.ep, p.mbs, p.sp, static_cast<int>(p.recompute), p.pp == 1};
 }
@@ -162,12 +144,12 @@ const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
   LayoutGroups g;
   g.id = static_cast<int>(layouts_.size());
   // The representative of stage 0 is rank 0 (coordinates 0 in every dimension).
-  g.tp = layout.group_of(0, Dim::TP);
-  g.cp = layout.group_of(0, Dim::CP);
-  g.ep = layout.group_of(0, Dim::EP);
-  g.dp = layout.group_of(0, Dim::DP);
-  g.edp = layout.group_of(0, Dim::EDP);
-  if (p.pp > 1) g.p2p = {0, layout.group_of(0, Dim::PP)[1]};
+  g.groups[static_cast<size_t>(GroupKind::TP)] = layout.group_of(0, Dim::TP);
+  g.groups[static_cast<size_t>(GroupKind::CP)] = layout.group_of(0, Dim::CP);
+  g.groups[static_cast<size_t>(GroupKind::EP)] = layout.group_of(0, Dim::EP);
+  g.groups[static_cast<size_t>(GroupKind::DP)] = layout.group_of(0, Dim::DP);
+  g.groups[static_cast<size_t>(GroupKind::EDP)] = layout.group_of(0, Dim::EDP);
+  if (p.pp > 1) g.groups[static_cast<size_t>(GroupKind::P2P)] = {0, layout.group_of(0, Dim::PP)[1]};
   // Megatron's order tp-cp-ep-dp-pp (TP fastest): rank 0's groups and their twins.
   g.decided_by[static_cast<size_t>(GroupKind::TP)] = {p.tp, 0, 0, 0};
   g.decided_by[static_cast<size_t>(GroupKind::CP)] = {p.tp, p.cp, 0, 0};
@@ -177,14 +159,15 @@ const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
   g.decided_by[static_cast<size_t>(GroupKind::P2P)] = {p.tp * p.cp * p.dp, 0, 0, 0};
   if (p.dp > 1) {
     g.dp_concurrent = twin_groups(layout, 0, Dim::DP, {Dim::TP, Dim::CP});
-    if (g.edp.size() > 1) g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
+    if (g.groups[static_cast<size_t>(GroupKind::EDP)].size() > 1)
+      g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
   }
   return layouts_.emplace(key, std::move(g)).first->second;
 }
 
 double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::CollectiveOp op,
                                 double bytes) {
-  const std::vector<int>& ranks = g.group(kind);
+  const std::vector<int>& ranks = g.groups[static_cast<size_t>(kind)];
   if (ranks.size() < 2 || bytes <= 0) return 0.0;
   // Data-parallel sizes follow the parameters (a partial bucket, a unit), so they take any
   // value, and one collective over thousands of ranks costs milliseconds to lower. In the
