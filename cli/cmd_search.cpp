@@ -14,8 +14,10 @@
 #include "cli/plan_label.hpp"
 #include "cli/progress.hpp"
 #include "cli/search_shards.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
@@ -71,12 +73,6 @@ std::vector<std::string> differences(const models::TrainingPlan& a, const models
   return out;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
-}
-
 std::string rho_text(double rho) {
   return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
 }
@@ -88,7 +84,7 @@ std::string why_line(const strategies::SearchResult& r) {
   const auto& u = r.ranked[1];
   const auto diff = differences(w.plan, u.plan);
   const std::string differ =
-      diff.empty() ? "" : fmt::format("; the plans differ in {}", joined(diff));
+      diff.empty() ? "" : fmt::format("; the plans differ in {}", join(diff, ", "));
   const double gap = u.report.step_time_s - w.report.step_time_s;
   if (gap <= 0) {
     const double wm = w.report.memory.peak_bytes, um = u.report.memory.peak_bytes;
@@ -224,22 +220,60 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
 }
 
 std::string render_csv(const strategies::SearchResult& r, int top) {
-  std::string out =
-      "rank,id,tp,pp,dp,cp,ep,vpp,mbs,schedule,zero,recompute,sp,overlap_grad_reduce,"
-      "overlap_param_gather,tp_comm_overlap,step_time_s,fast_step_time_s,fast_rank,tokens_per_s,"
-      "mfu,peak_memory_bytes,bubble_time_s,exposed_comm_time_s\n";
+  CsvTable csv({"rank",
+                "id",
+                "tp",
+                "pp",
+                "dp",
+                "cp",
+                "ep",
+                "vpp",
+                "mbs",
+                "schedule",
+                "zero",
+                "recompute",
+                "sp",
+                "overlap_grad_reduce",
+                "overlap_param_gather",
+                "tp_comm_overlap",
+                "step_time_s",
+                "fast_step_time_s",
+                "fast_rank",
+                "tokens_per_s",
+                "mfu",
+                "peak_memory_bytes",
+                "bubble_time_s",
+                "exposed_comm_time_s"});
+  const auto whole = [](auto n) { return std::to_string(n); };
   for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i) {
     const auto& c = r.ranked[i];
     const auto& p = c.plan;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                       i + 1, c.id, p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp, p.mbs,
-                       models::to_string(p.schedule), p.zero, models::to_string(p.recompute),
-                       int(p.sp), int(p.overlap_grad_reduce), int(p.overlap_param_gather),
-                       int(p.tp_comm_overlap), c.report.step_time_s, c.fast_step_s, c.fast_rank,
-                       c.report.tokens_per_s, c.report.mfu, c.report.memory.peak_bytes,
-                       c.report.bubble_time_s, c.report.exposed_comm_time_s);
+    csv.add_row({whole(i + 1),
+                 whole(c.id),
+                 whole(p.tp),
+                 whole(p.pp),
+                 whole(p.dp),
+                 whole(p.cp),
+                 whole(p.ep),
+                 whole(p.vpp),
+                 whole(p.mbs),
+                 models::to_string(p.schedule),
+                 whole(p.zero),
+                 models::to_string(p.recompute),
+                 whole(int(p.sp)),
+                 whole(int(p.overlap_grad_reduce)),
+                 whole(int(p.overlap_param_gather)),
+                 whole(int(p.tp_comm_overlap)),
+                 csv_number(c.report.step_time_s),
+                 csv_number(c.fast_step_s),
+                 whole(c.fast_rank),
+                 csv_number(c.report.tokens_per_s),
+                 csv_number(c.report.mfu),
+                 csv_number(c.report.memory.peak_bytes),
+                 csv_number(c.report.bubble_time_s),
+                 csv_number(c.report.exposed_comm_time_s)});
   }
-  return out;
+  return csv.render();
 }
 
 }  // namespace

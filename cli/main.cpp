@@ -8,17 +8,16 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/error_line.hpp"
 #include "common/error.hpp"
-#include "common/limits.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
 
 namespace {
 
-// One line on stderr; loom::Error messages are printable already, CLI11's and the standard
-// library's are made so here (they may quote a flag's value).
+// One line on stderr (cli/error_line.hpp), and the exit code.
 int fail(const std::string& message, loom::ExitCode code) {
-  std::cerr << "loom: error: " << loom::printable(message, loom::MAX_MESSAGE_BYTES) << "\n";
+  std::cerr << loom::cli::error_line("error", message);
   return static_cast<int>(code);
 }
 

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <limits>
 
 #include "common/error.hpp"
 
@@ -14,28 +16,38 @@
 namespace loom::cli {
 namespace {
 
+// A launcher's count of ranks: at least 1.
+int rank_count(long long n) {
+  return static_cast<int>(std::clamp<long long>(n, 1, std::numeric_limits<int>::max()));
+}
+
 // The world size an MPI launcher announces in the environment (mpirun: OMPI_COMM_WORLD_SIZE;
 // MPICH's hydra and Slurm's PMI-2: PMI_SIZE); 1 without one.
 int launched_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') return std::max(1, std::atoi(value));
-  }
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const auto n = env_integer(name)) return rank_count(*n);
   return 1;
 }
 
 }  // namespace
 
+std::optional<long long> whole_number(std::string_view text) {
+  long long number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return number;
+}
+
+std::optional<long long> env_integer(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::nullopt : whole_number(value);
+}
+
 int MpiWorld::local_size() {
-  const char* value = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  return value != nullptr && *value != '\0' ? std::max(1, std::atoi(value)) : 1;
+  return rank_count(env_integer("OMPI_COMM_WORLD_LOCAL_SIZE").value_or(1));
 }
 
 #ifdef LOOM_HAVE_MPI
-
-bool MpiWorld::available() {
-  return true;
-}
 
 MpiWorld::MpiWorld() {
   if (launched_size() <= 1) return;
@@ -83,10 +95,6 @@ void MpiWorld::abort(int code) const {
 }
 
 #else
-
-bool MpiWorld::available() {
-  return false;
-}
 
 MpiWorld::MpiWorld() {
   const int size = launched_size();

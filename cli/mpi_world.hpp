@@ -3,11 +3,21 @@
 // (LOOM_WITH_MPI, the default when libopenmpi-dev is installed); MPI is initialised only when
 // an MPI launcher started this process among more than one rank (OMPI_COMM_WORLD_SIZE,
 // PMI_SIZE), so a plain `loom` run never touches MPI. No MPI header here: mpi_world.cpp
-// holds both builds.
+// holds both builds. The launchers' numbers are read from the environment in one way
+// (env_integer), here and for --shard's Slurm array defaults.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace loom::cli {
+
+/// `text` as a whole number; nullopt when it is not one (empty, trailing characters, out of
+/// range).
+std::optional<long long> whole_number(std::string_view text);
+/// The whole number in environment variable `name`, as launchers announce them (mpirun's
+/// OMPI_COMM_WORLD_SIZE, Slurm's SLURM_ARRAY_TASK_ID); nullopt when it is unset or not one.
+std::optional<long long> env_integer(const char* name);
 
 /// This process's place among the ranks of an MPI launch (rank 0 of 1 without one).
 class MpiWorld {
@@ -32,8 +42,6 @@ class MpiWorld {
   [[noreturn]] void abort(int code) const;
   /// Ranks the launcher started on this node (OMPI_COMM_WORLD_LOCAL_SIZE), 1 without one.
   static int local_size();
-  /// Whether this loom was built with MPI.
-  static bool available();
 
  private:
   int rank_ = 0;

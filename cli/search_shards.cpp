@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <iostream>
 #include <thread>
 
+#include "cli/error_line.hpp"
 #include "cli/mpi_world.hpp"
 #include "common/error.hpp"
 #include "common/json_util.hpp"
@@ -16,18 +15,6 @@ namespace loom::cli {
 namespace {
 
 constexpr const char* SHARD_HELP = "K/N with 0 <= K < N (shard K of N, counted from 0)";
-
-std::optional<long long> whole_number(std::string_view text) {
-  long long value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<long long> env_number(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::nullopt : whole_number(value);
-}
 
 strategies::SearchShard checked(long long index, long long count, const std::string& given) {
   if (count < 1 || count > (1 << 24) || index < 0 || index >= count)
@@ -101,15 +88,6 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
   return merged;
 }
 
-// The answer from a whole-space tally: what run_search does after its fast tier.
-strategies::SearchResult finish(const models::ModelSpec& model,
-                                const strategies::SearchSpace& space, const topo::Cluster& cluster,
-                                strategies::SearchTally tally,
-                                const strategies::SearchOptions& options) {
-  strategies::check_tally(tally, space, cluster.gpu.hbm_bytes);
-  return strategies::exact_tier(model, space, cluster, std::move(tally), options);
-}
-
 }  // namespace
 
 void add_shard_flags(CLI::App& app, ShardFlags& flags) {
@@ -125,15 +103,15 @@ void add_shard_flags(CLI::App& app, ShardFlags& flags) {
 
 strategies::SearchShard parse_shard(const std::string& text) {
   if (text.empty()) {
-    const auto id = env_number("SLURM_ARRAY_TASK_ID");
-    const auto count = env_number("SLURM_ARRAY_TASK_COUNT");
+    const auto id = env_integer("SLURM_ARRAY_TASK_ID");
+    const auto count = env_integer("SLURM_ARRAY_TASK_COUNT");
     if (!id || !count) {
       throw ValidationError("--shard",
                             "--shard: no K/N given, and SLURM_ARRAY_TASK_ID / "
                             "SLURM_ARRAY_TASK_COUNT are not set (not a Slurm job array task); "
                             "give --shard K/N with 0 <= K < N");
     }
-    const long long first = env_number("SLURM_ARRAY_TASK_MIN").value_or(0);
+    const long long first = env_integer("SLURM_ARRAY_TASK_MIN").value_or(0);
     return checked(*id - first, *count,
                    fmt::format("{} (from SLURM_ARRAY_TASK_ID {} - SLURM_ARRAY_TASK_MIN {}, "
                                "SLURM_ARRAY_TASK_COUNT {})",
@@ -163,7 +141,8 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
     return std::nullopt;
   }
   if (!flags.merge.empty())
-    return finish(model, space, cluster, merge_partials(flags.merge, space, options), options);
+    return strategies::finish_search(model, space, cluster,
+                                     merge_partials(flags.merge, space, options), options);
   MpiWorld world;
   if (world.size() == 1) return strategies::run_search(model, space, cluster, options);
   // Every rank: its shard of the fast tier, gathered as JSON at rank 0.
@@ -175,10 +154,10 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
     mine = strategies::tally_to_json(strategies::fast_tier(model, space, cluster, quiet, shard),
                                      space);
   } catch (const Error& e) {
-    std::cerr << fmt::format("loom: error (rank {}): {}\n", world.rank(), e.what());
+    std::cerr << error_line(fmt::format("error (rank {})", world.rank()), e.what());
     world.abort(static_cast<int>(e.exit_code()));
   } catch (const std::exception& e) {
-    std::cerr << fmt::format("loom: internal error (rank {}): {}\n", world.rank(), e.what());
+    std::cerr << error_line(fmt::format("internal error (rank {})", world.rank()), e.what());
     world.abort(static_cast<int>(ExitCode::INTERNAL));
   }
   const std::vector<std::string> tallies = world.gather(mine);
@@ -188,7 +167,7 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
   strategies::SearchTally merged;
   for (size_t k = 0; k < tallies.size(); ++k)
     merged.merge(strategies::tally_from_json(tallies[k], fmt::format("rank {}", k), space));
-  return finish(model, space, cluster, std::move(merged), options);
+  return strategies::finish_search(model, space, cluster, std::move(merged), options);
 }
 
 int default_search_threads() {

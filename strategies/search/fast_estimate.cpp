@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "common/units.hpp"
 #include "models/flops.hpp"
 #include "strategies/memory_plan.hpp"
 #include "strategies/rank_layout.hpp"
@@ -17,8 +18,8 @@ namespace {
 using models::Dim;
 
 // The two sizes at which data-parallel collectives are timed exactly, bytes.
-constexpr double DP_ANCHOR_LOW = 64.0 * 1024 * 1024;
-constexpr double DP_ANCHOR_HIGH = 1024.0 * 1024 * 1024;
+constexpr double DP_ANCHOR_LOW = 64 * MiB;
+constexpr double DP_ANCHOR_HIGH = GiB;
 
 GroupKind group_kind(Dim dim) {
   switch (dim) {
@@ -72,24 +73,6 @@ void UnitTimes::add(const UnitTimes& o, double times) {
   rec_other += times * o.rec_other;
   params += times * o.params;
   expert_params += times * o.expert_params;
-}
-
-const std::vector<int>& LayoutGroups::group(GroupKind kind) const {
-  switch (kind) {
-    case GroupKind::TP:
-      return tp;
-    case GroupKind::CP:
-      return cp;
-    case GroupKind::EP:
-      return ep;
-    case GroupKind::DP:
-      return dp;
-    case GroupKind::EDP:
-      return edp;
-    case GroupKind::P2P:
-      return p2p;
-  }
-  return tp;
 }
 
 LayerKey layer_key(const models::TrainingPlan& p) {
@@ -161,12 +144,12 @@ const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
   LayoutGroups g;
   g.id = static_cast<int>(layouts_.size());
   // The representative of stage 0 is rank 0 (coordinates 0 in every dimension).
-  g.tp = layout.group_of(0, Dim::TP);
-  g.cp = layout.group_of(0, Dim::CP);
-  g.ep = layout.group_of(0, Dim::EP);
-  g.dp = layout.group_of(0, Dim::DP);
-  g.edp = layout.group_of(0, Dim::EDP);
-  if (p.pp > 1) g.p2p = {0, layout.group_of(0, Dim::PP)[1]};
+  g.groups[static_cast<size_t>(GroupKind::TP)] = layout.group_of(0, Dim::TP);
+  g.groups[static_cast<size_t>(GroupKind::CP)] = layout.group_of(0, Dim::CP);
+  g.groups[static_cast<size_t>(GroupKind::EP)] = layout.group_of(0, Dim::EP);
+  g.groups[static_cast<size_t>(GroupKind::DP)] = layout.group_of(0, Dim::DP);
+  g.groups[static_cast<size_t>(GroupKind::EDP)] = layout.group_of(0, Dim::EDP);
+  if (p.pp > 1) g.groups[static_cast<size_t>(GroupKind::P2P)] = {0, layout.group_of(0, Dim::PP)[1]};
   // Megatron's order tp-cp-ep-dp-pp (TP fastest): rank 0's groups and their twins.
   g.decided_by[static_cast<size_t>(GroupKind::TP)] = {p.tp, 0, 0, 0};
   g.decided_by[static_cast<size_t>(GroupKind::CP)] = {p.tp, p.cp, 0, 0};
@@ -176,14 +159,15 @@ const LayoutGroups& FastCaches::layout(const models::TrainingPlan& p) {
   g.decided_by[static_cast<size_t>(GroupKind::P2P)] = {p.tp * p.cp * p.dp, 0, 0, 0};
   if (p.dp > 1) {
     g.dp_concurrent = twin_groups(layout, 0, Dim::DP, {Dim::TP, Dim::CP});
-    if (g.edp.size() > 1) g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
+    if (g.groups[static_cast<size_t>(GroupKind::EDP)].size() > 1)
+      g.edp_concurrent = twin_groups(layout, 0, Dim::EDP, {Dim::TP, Dim::EP});
   }
   return layouts_.emplace(key, std::move(g)).first->second;
 }
 
 double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::CollectiveOp op,
                                 double bytes) {
-  const std::vector<int>& ranks = g.group(kind);
+  const std::vector<int>& ranks = g.groups[static_cast<size_t>(kind)];
   if (ranks.size() < 2 || bytes <= 0) return 0.0;
   // Data-parallel sizes follow the parameters (a partial bucket, a unit), so they take any
   // value, and one collective over thousands of ranks costs milliseconds to lower. In the
@@ -269,11 +253,11 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     comm(c.bwd_comm, u.bwd_tp, u.bwd_other);
     comm(c.recompute_comm, u.rec_tp, u.rec_other);
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
-      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params.
+      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
+      // first MoE layer's, which the memory model's inputs already hold.
       int first = 0;
       while (first < m.layers && !m.is_moe_layer(first)) ++first;
-      for (const auto& op : models::layer_ops(m, p, first))
-        if (op.expert) u.expert_params += op.params;
+      u.expert_params = memory_ops(p).layer(m, p, first).expert_params;
     }
   }
   return unit_times_.emplace(key, out).first->second;
@@ -295,12 +279,9 @@ double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) con
 }
 
 FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
-                             const SimulateOptions& options)
-    : caches_(std::make_unique<FastCaches>(model, cluster, options, nullptr)) {}
-
-FastEstimator::FastEstimator(const FastEstimator& other, ShareTimes)
-    : caches_(std::make_unique<FastCaches>(other.caches_->model, other.caches_->cluster,
-                                           other.caches_->options, other.caches_->shared)) {}
+                             const SimulateOptions& options,
+                             std::shared_ptr<SharedCollectiveTimes> shared)
+    : caches_(std::make_unique<FastCaches>(model, cluster, options, std::move(shared))) {}
 
 FastEstimator::~FastEstimator() = default;
 

@@ -12,7 +12,7 @@
 // of the memory model and the pass costs per (tp, cp, ep, mbs, sp, recompute, tied head),
 // the in-flight micro-batches per (schedule, pp, micro-batches, vpp), the process groups per
 // (tp, cp, ep, dp, pp) and every collective's time. One estimator per thread: it is not
-// thread-safe (a second one for another thread shares its collective times, behind a
+// thread-safe (the estimators of other threads share their collective times, behind a
 // mutex), and its answers do not depend on what it or the others answered before.
 #include <memory>
 
@@ -23,20 +23,19 @@
 
 namespace loom::strategies {
 
-struct FastCaches;  // strategies/search/fast_model.hpp
+struct FastCaches;            // strategies/search/fast_model.hpp
+class SharedCollectiveTimes;  // strategies/search/fast_model.hpp
 
 /// The fast tier for one model on one cluster (see file comment).
 class FastEstimator {
  public:
   /// `model` and `cluster` must outlive the estimator; `options` as the exact tier uses them
-  /// (network mode, kernel model, collective overrides).
+  /// (network mode, kernel model, collective overrides). `shared`: collective times shared
+  /// with the estimators of other threads (same model, cluster and options; each keeps its
+  /// own engine and caches); null: its own.
   FastEstimator(const models::ModelSpec& model, const topo::Cluster& cluster,
-                const SimulateOptions& options = {});
-  /// Tag of the constructor below.
-  struct ShareTimes {};
-  /// An estimator for another thread that shares `other`'s collective times (same model,
-  /// cluster and options); each keeps its own engine and caches.
-  FastEstimator(const FastEstimator& other, ShareTimes);
+                const SimulateOptions& options = {},
+                std::shared_ptr<SharedCollectiveTimes> shared = nullptr);
   ~FastEstimator();
   FastEstimator(const FastEstimator&) = delete;
   FastEstimator& operator=(const FastEstimator&) = delete;

@@ -37,6 +37,7 @@ inline constexpr int UNIT_KINDS = 4;
 
 /// Which group of the representative a collective runs on.
 enum class GroupKind { TP, CP, EP, DP, EDP, P2P };
+inline constexpr int GROUP_KINDS = 6;
 
 /// The representative's process groups under one layout (stage 0's, as every stage's are
 /// the same shape), with the concurrent twins of its data-parallel groups.
@@ -44,11 +45,10 @@ struct LayoutGroups {
   int id = 0;  ///< index of the layout (the unit-times memo)
   /// Per GroupKind, the sizes that decide that group and its concurrent twins (the TP group
   /// only tp; a DP group tp, cp and dp): layouts that share them share collective times.
-  std::array<std::array<int, 4>, 6> decided_by{};
-  std::vector<int> tp, cp, ep, dp, edp, p2p;
+  std::array<std::array<int, 4>, GROUP_KINDS> decided_by{};
+  /// Per GroupKind, the representative's group (its ranks; P2P: it and its next stage's).
+  std::array<std::vector<int>, GROUP_KINDS> groups;
   std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
-  /// The group of `kind`.
-  const std::vector<int>& group(GroupKind kind) const;
 };
 
 /// (tp, cp, ep, mbs, sp, recompute, pp == 1): what the op lists read of a plan that the search

@@ -11,7 +11,10 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/seeded_draw.hpp"
+#include "common/units.hpp"
 #include "strategies/search/fast_estimate.hpp"
+#include "strategies/search/fast_model.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -20,15 +23,8 @@ namespace {
 // shapes, large enough that the shared counter is not contended.
 constexpr std::int64_t SHAPE_BLOCK = 8;
 
-// SplitMix64 (Steele, Lea and Flood 2014): a fixed, seedless hash that spreads the ids,
-// so that the sample is a deterministic pseudo-random draw of the fitting plans.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
+// splitmix64 as a fixed, seedless hash that spreads the ids, so that the sample is a
+// deterministic pseudo-random draw of the fitting plans.
 double sample_key(std::int64_t id) {
   return static_cast<double>(splitmix64(static_cast<std::uint64_t>(id)) >> 11);  // exact in 53 bits
 }
@@ -63,11 +59,12 @@ void add_invalid(SearchTally& t, const std::string& field, std::int64_t count, s
 // One worker's view of the fast tier: its estimator and its tally.
 class FastWorker {
  public:
-  FastWorker(const SearchSpace& space, const FastEstimator& shared, double capacity,
+  FastWorker(const models::ModelSpec& model, const SearchSpace& space, const topo::Cluster& cluster,
+             const SearchOptions& options, std::shared_ptr<SharedCollectiveTimes> times,
              SearchTally& tally)
       : space_(space),
-        estimator_(shared, FastEstimator::ShareTimes{}),
-        capacity_(capacity),
+        estimator_(model, cluster, options.simulate, std::move(times)),
+        capacity_(cluster.gpu.hbm_bytes),
         t_(tally) {}
 
   void visit(std::int64_t index) {
@@ -92,10 +89,11 @@ class FastWorker {
     }
     // Memory depends on the ZeRO stage and recompute policy, not on the overlaps.
     std::map<std::pair<int, int>, double> peaks;
+    models::TrainingPlan q;  // assigned, not copied anew, per switch combination
     for (std::int64_t j = 0; j < space_.switch_combinations(); ++j) {
       const auto w = space_.switches(j, plan.tp, plan.dp);
       if (!w) continue;
-      models::TrainingPlan q = plan;
+      q = plan;
       SearchSpace::apply(*w, q);
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
       const std::int64_t id = base + j;
@@ -226,7 +224,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
                                  ? (space.shapes() - shard.index + shard.count - 1) / shard.count
                                  : 0;
   std::mutex merge_mutex;
-  const FastEstimator shared(model, cluster, options.simulate);  // the threads' collective times
+  const auto times = std::make_shared<SharedCollectiveTimes>();  // shared by the threads
   struct State {
     SearchTally tally;
     std::unique_ptr<FastWorker> worker;
@@ -245,7 +243,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
         s->tally.keep_sample = whole.keep_sample;
         s->mutex = &merge_mutex;
         s->into = &whole;
-        s->worker = std::make_unique<FastWorker>(space, shared, cluster.gpu.hbm_bytes, s->tally);
+        s->worker = std::make_unique<FastWorker>(model, space, cluster, options, times, s->tally);
         return s;
       },
       [&](std::unique_ptr<State>& s, std::int64_t i) {
@@ -278,10 +276,10 @@ void check_tally(const SearchTally& t, const SearchSpace& space, double capacity
                                       t.enumerated, most ? most->example : "?"));
   }
   if (t.fitting == 0) {
-    throw InfeasibleError(fmt::format(
-        "none of the {} valid plans fits in {:.1f} GiB per GPU; the smallest needs "
-        "{:.1f} GiB; use more GPUs, a larger GPU, or a shorter sequence",
-        t.enumerated - t.invalid, capacity / 1073741824.0, t.min_peak_bytes / 1073741824.0));
+    throw InfeasibleError(
+        fmt::format("none of the {} valid plans fits in {:.1f} GiB per GPU; the smallest needs "
+                    "{:.1f} GiB; use more GPUs, a larger GPU, or a shorter sequence",
+                    t.enumerated - t.invalid, capacity / GiB, t.min_peak_bytes / GiB));
   }
 }
 
@@ -360,9 +358,9 @@ SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space
   return r;
 }
 
-SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
-                        const topo::Cluster& cluster, const SearchOptions& options) {
-  SearchTally tally = fast_tier(model, space, cluster, options);
+SearchResult finish_search(const models::ModelSpec& model, const SearchSpace& space,
+                           const topo::Cluster& cluster, SearchTally tally,
+                           const SearchOptions& options) {
   check_tally(tally, space, cluster.gpu.hbm_bytes);
   SearchResult r = exact_tier(model, space, cluster, std::move(tally), options);
   if (r.ranked.empty()) {
@@ -372,6 +370,11 @@ SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space
                     r.failed, r.first_failure));
   }
   return r;
+}
+
+SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
+                        const topo::Cluster& cluster, const SearchOptions& options) {
+  return finish_search(model, space, cluster, fast_tier(model, space, cluster, options), options);
 }
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {

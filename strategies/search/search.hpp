@@ -126,7 +126,14 @@ SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space
                         const topo::Cluster& cluster, SearchTally tally,
                         const SearchOptions& options);
 
-/// Both tiers over the whole space (fast_tier, check_tally, exact_tier).
+/// The answer from a tally of the whole space (one fast tier's, or the merged tallies of its
+/// shards): check_tally, then exact_tier. Throws what check_tally throws, and InternalError
+/// when the step simulator could run none of the best candidates.
+SearchResult finish_search(const models::ModelSpec& model, const SearchSpace& space,
+                           const topo::Cluster& cluster, SearchTally tally,
+                           const SearchOptions& options);
+
+/// Both tiers over the whole space: fast_tier, then finish_search.
 SearchResult run_search(const models::ModelSpec& model, const SearchSpace& space,
                         const topo::Cluster& cluster, const SearchOptions& options);
 

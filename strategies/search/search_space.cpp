@@ -118,8 +118,11 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
                            "to the search",
                            s.where("pipeline_split"), s.name("pp"), s.name("vpp")));
   }
-  split_free_ = !input_.has("pipeline_split");
   if (const auto dp = input_.integer("dp")) pinned_dp_ = static_cast<int>(*dp);
+  pinned_tp_ = static_cast<int>(input_.integer("tp").value_or(1));
+  pinned_pp_ = static_cast<int>(input_.integer("pp").value_or(1));
+  pinned_cp_ = static_cast<int>(input_.integer("cp").value_or(1));
+  pinned_zero_ = static_cast<int>(input_.integer("zero").value_or(0));
   const bool transformer = model.kind == models::ModelKind::TRANSFORMER;
   const std::int64_t seq = input_.integer("seq").value_or(models::TrainingPlan{}.seq);
   const std::int64_t gbs = *input_.integer("gbs");
@@ -172,9 +175,9 @@ std::optional<PlanShape> SearchSpace::shape(std::int64_t index) const {
   s.cp = pick(cp_, index);
   s.pp = pick(pp_, index);
   s.tp = pick(tp_, index);
-  const std::int64_t tp = s.tp.value_or(input_.integer("tp").value_or(1));
-  const std::int64_t pp = s.pp.value_or(input_.integer("pp").value_or(1));
-  const std::int64_t cp = s.cp.value_or(input_.integer("cp").value_or(1));
+  const std::int64_t tp = s.tp.value_or(pinned_tp_);
+  const std::int64_t pp = s.pp.value_or(pinned_pp_);
+  const std::int64_t cp = s.cp.value_or(pinned_cp_);
   const bool any_free = s.tp || s.pp || s.cp;
   // A pinned size that breaks the GPU count is left to the rules (they name it).
   if (any_free && tp > 0 && pp > 0 && cp > 0) {
@@ -203,7 +206,7 @@ PlanInput SearchSpace::shape_input(const PlanShape& s) const {
     in.set("schedule", models::to_string(s.schedule->schedule));
     in.set("vpp", std::int64_t{s.schedule->vpp});
   }
-  if (split_free_) {
+  if (!input_.has("pipeline_split")) {  // the split is left to the search
     const std::int64_t pp = in.integer("pp").value_or(1), vpp = in.integer("vpp").value_or(1);
     const std::int64_t stages = pp * vpp;
     if (!in.has("layers_per_virtual_stage") && stages > 0 && stages <= model_.layers &&
@@ -221,9 +224,9 @@ models::TrainingPlan SearchSpace::resolve(const PlanShape& shape) const {
 }
 
 std::pair<int, int> SearchSpace::tp_dp(const PlanShape& s) const {
-  const auto tp = static_cast<int>(s.tp.value_or(input_.integer("tp").value_or(1)));
-  const std::int64_t pp = s.pp.value_or(input_.integer("pp").value_or(1));
-  const std::int64_t cp = s.cp.value_or(input_.integer("cp").value_or(1));
+  const int tp = s.tp.value_or(pinned_tp_);
+  const std::int64_t pp = s.pp.value_or(pinned_pp_);
+  const std::int64_t cp = s.cp.value_or(pinned_cp_);
   if (pinned_dp_) return {tp, *pinned_dp_};
   const std::int64_t mp = std::int64_t{tp} * pp * cp;
   return {tp, mp > 0 && gpus_ % mp == 0 ? static_cast<int>(gpus_ / mp) : 1};
@@ -238,7 +241,7 @@ std::optional<PlanSwitches> SearchSpace::switches(std::int64_t index, int tp, in
   w.recompute = pick(recompute_, index);
   w.zero = pick(zero_, index);
   // Free switches that cannot act on this plan are not enumerated (their "on" is the "off").
-  const int zero = w.zero.value_or(input_.integer("zero").value_or(0));
+  const int zero = w.zero.value_or(pinned_zero_);
   if (w.zero && *w.zero > 0 && dp == 1) return std::nullopt;
   if (w.overlap_grad_reduce && *w.overlap_grad_reduce && dp == 1) return std::nullopt;
   if (w.overlap_param_gather && *w.overlap_param_gather && (dp == 1 || zero < 1 || zero > 2))

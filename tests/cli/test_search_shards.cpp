@@ -10,8 +10,11 @@
 #include <sstream>
 #include <string>
 
+#include "cli/error_line.hpp"
+#include "cli/mpi_world.hpp"
 #include "cli/search_shards.hpp"
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace {
@@ -68,6 +71,28 @@ TEST_CASE("cli::SearchShards: K/N and the Slurm array defaults") {
   CHECK_THROWS_AS(parse_shard(""), loom::ValidationError);  // 6 is not below 4
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("SLURM_ARRAY_TASK_COUNT");
+}
+
+TEST_CASE("cli::SearchShards: the launchers' numbers and a rank's error line") {
+  using loom::cli::env_integer;
+  using loom::cli::whole_number;
+  CHECK(whole_number("12") == 12);
+  CHECK(whole_number("-3") == -3);
+  for (const char* bad : {"", " 4", "4x", "0x10", "99999999999999999999"})
+    CHECK_FALSE(whole_number(bad).has_value());
+  unsetenv("LOOM_TEST_RANKS");
+  CHECK_FALSE(env_integer("LOOM_TEST_RANKS").has_value());
+  setenv("LOOM_TEST_RANKS", "16", 1);
+  CHECK(env_integer("LOOM_TEST_RANKS") == 16);
+  setenv("LOOM_TEST_RANKS", "16 ranks", 1);  // atoi would have read 16
+  CHECK_FALSE(env_integer("LOOM_TEST_RANKS").has_value());
+  unsetenv("LOOM_TEST_RANKS");
+  // A rank's error is main.cpp's one line: control characters escaped, the length bounded.
+  CHECK(loom::cli::error_line("error (rank 2)", "bad\nvalue") ==
+        "loom: error (rank 2): bad\\nvalue\n");
+  const std::string line = loom::cli::error_line("error", std::string(10000, 'x'));
+  CHECK(line.size() <= static_cast<size_t>(loom::MAX_MESSAGE_BYTES) + 20);
+  CHECK(line.back() == '\n');
 }
 
 TEST_CASE("cli::SearchShards: 4 shards merged print the single-process answer") {

@@ -113,6 +113,36 @@ TEST_CASE("strategies::Search: top-K ordering") {
   CHECK(r.sample_times.size() == 8);
 }
 
+namespace {
+
+// A kernel model the step simulator cannot run: every kernel throws a loom error.
+class FailingKernels final : public topo::KernelTimeModel {
+ public:
+  double seconds(const topo::KernelOp&, topo::KernelPass, DType) const override {
+    throw ModelError("no kernel times (a test's failing kernel model)");
+  }
+  double peak_flops(DType) const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("strategies::Search: finishing with no plan the simulator can run is an error") {
+  // A whole-space tally (as --merge and MPI rank 0 hold), finished with a step simulator that
+  // fails on every candidate: an InternalError naming the failure, not an empty ranking.
+  const Case c;
+  SearchOptions o = options(1);
+  o.sample = 0;
+  const SearchTally tally = fast_tier(c.model, c.space, c.cluster, o);
+  REQUIRE(tally.fitting > 0);
+  o.simulate.kernels = std::make_shared<FailingKernels>();
+  CHECK_THROWS_WITH_AS(finish_search(c.model, c.space, c.cluster, tally, o),
+                       doctest::Contains("could not run any of the 12 best plans; the first "
+                                         "error: no kernel times"),
+                       InternalError);
+  o.simulate.kernels = nullptr;
+  CHECK(finish_search(c.model, c.space, c.cluster, tally, o).ranked.size() == 12);
+}
+
 TEST_CASE("strategies::Search: Spearman's rho") {
   CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
   CHECK(spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == doctest::Approx(-1.0));
