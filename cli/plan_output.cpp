@@ -6,6 +6,7 @@
 
 #include "cli/plan_chart.hpp"
 #include "cli/plan_label.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
@@ -234,26 +235,36 @@ std::string render_plan_json(const PlanOutput& out) {
 }
 
 std::string render_plan_csv(const PlanOutput& out) {
-  std::string s =
-      "gpu_type,gpus,nodes,feasible,tp,pp,dp,cp,ep,vpp,mbs,schedule,zero,recompute,sp,"
-      "step_time_s,tokens_per_s,mfu,ideal_days,mtbf_s,checkpoint_interval_s,goodput,"
-      "expected_days,gpu_hours,energy_mwh,cost_usd\n";
+  // The configuration, its plan, then its results.
+  std::vector<std::string> header = {"gpu_type", "gpus", "nodes", "feasible"};
+  for (const char* key :
+       {"tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "zero", "recompute", "sp"})
+    header.push_back(key);
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "mfu", "ideal_days", "mtbf_s", "checkpoint_interval_s",
+        "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd"})
+    header.push_back(key);
+  CsvTable csv(header);
   for (const auto& r : out.rows) {
-    s += fmt::format("{},{},{},{}", out.targets[r.target].label, r.gpus, r.nodes, int(r.feasible));
-    if (!r.feasible) {
-      s += std::string(22, ',') + "\n";
-      continue;
+    std::vector<std::string> fields = {out.targets[r.target].label, std::to_string(r.gpus),
+                                       std::to_string(r.nodes), r.feasible ? "1" : "0"};
+    if (r.feasible) {
+      const auto& p = r.plan;
+      for (std::int64_t v : {std::int64_t{p.tp}, std::int64_t{p.pp}, std::int64_t{p.dp},
+                             std::int64_t{p.cp}, std::int64_t{p.ep}, std::int64_t{p.vpp}, p.mbs})
+        fields.push_back(std::to_string(v));
+      fields.insert(fields.end(), {models::to_string(p.schedule), std::to_string(p.zero),
+                                   models::to_string(p.recompute), p.sp ? "1" : "0"});
+      for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.run.ideal_s / DAY_S, r.run.mtbf_s,
+                       r.run.checkpoint_interval_s, r.run.goodput, r.run.expected_s / DAY_S,
+                       r.gpu_hours, r.energy_joules / MWH_J})
+        fields.push_back(csv_number(v));
+      fields.push_back(r.cost ? csv_number(*r.cost) : "");
     }
-    const auto& p = r.plan;
-    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp,
-                     p.mbs, models::to_string(p.schedule), p.zero, models::to_string(p.recompute),
-                     int(p.sp));
-    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
-                     r.run.ideal_s / DAY_S, r.run.mtbf_s, r.run.checkpoint_interval_s,
-                     r.run.goodput, r.run.expected_s / DAY_S, r.gpu_hours, r.energy_joules / MWH_J,
-                     r.cost ? fmt::format("{}", *r.cost) : "");
+    fields.resize(header.size());  // a configuration without a plan leaves the rest empty
+    csv.add_row(std::move(fields));
   }
-  return s;
+  return csv.render();
 }
 
 std::string render_plan_svg(const PlanOutput& out) {
