@@ -15,11 +15,6 @@
 namespace loom::strategies {
 namespace {
 
-bool looks_like_file(const std::string& name) {
-  return name.find('/') != std::string::npos ||
-         (name.size() > 5 && name.substr(name.size() - 5) == ".json");
-}
-
 // Every name --gpu accepts, for did-you-mean: the GPUs that have a preset, and the presets.
 std::vector<std::string> target_names() {
   std::vector<std::string> out;
@@ -54,7 +49,8 @@ CapacityTarget resolve_target(const std::string& name, const std::string& field)
   CapacityTarget t;
   t.label = name;
   const std::vector<std::string> presets = topo::cluster_preset_names();
-  if (looks_like_file(name) || std::find(presets.begin(), presets.end(), name) != presets.end()) {
+  if (topo::looks_like_path(name) ||
+      std::find(presets.begin(), presets.end(), name) != presets.end()) {
     t.cluster_spec = name;
   } else if (is_gpu_name(name)) {
     const topo::GpuSpec& gpu = topo::find_gpu(name, field);
