@@ -50,7 +50,7 @@ CapacityTarget resolve_target(const std::string& name, const std::string& field)
   t.label = name;
   const std::vector<std::string> presets = topo::cluster_preset_names();
   if (topo::looks_like_path(name) ||
-      std::find(presets.begin(), presets.end(), name) != presets.end()) {
+      std::find(presets.begin(), presets.end(), to_lower(name)) != presets.end()) {
     t.cluster_spec = name;
   } else if (is_gpu_name(name)) {
     const topo::GpuSpec& gpu = topo::find_gpu(name, field);

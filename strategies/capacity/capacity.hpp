@@ -41,8 +41,9 @@ struct CapacityTarget {
 };
 
 /// The target `name` names: a GPU (catalog key or alias: its cluster preset), a cluster
-/// preset, or a cluster JSON file (a path ending in .json). Throws ValidationError naming
-/// `field` for an unknown name or a GPU without a preset, ConfigError for a bad file.
+/// preset (in any case, as --cluster takes it), or a cluster JSON file (a path ending in
+/// .json). Throws ValidationError naming `field` for an unknown name or a GPU without a
+/// preset, ConfigError for a bad file.
 CapacityTarget resolve_target(const std::string& name, const std::string& field = "gpu");
 
 /// The GPU counts to try on `target`: `requested` rounded up to whole nodes (duplicates
