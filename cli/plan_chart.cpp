@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/units.hpp"
+
 namespace loom::cli {
 namespace {
 
@@ -26,16 +28,6 @@ std::string escaped(const std::string& text) {
       out += "&quot;";
     else
       out += c;
-  }
-  return out;
-}
-
-// 16384 -> "16,384".
-std::string grouped_count(double n) {
-  std::string digits = fmt::format("{:.0f}", n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
   }
   return out;
 }
@@ -109,7 +101,7 @@ std::string grid_and_axes(const Axes& a) {
   for (double e = a.x_lo; e <= a.x_hi + 1e-9; e += x_step) {
     const double x = a.x(std::exp2(e));
     out += line(x, TOP, x, BOTTOM, "stroke=\"#e0e0e0\"");
-    out += text(x, BOTTOM + 18, "middle", grouped_count(std::exp2(e)));
+    out += text(x, BOTTOM + 18, "middle", format_grouped(std::llrint(std::exp2(e))));
   }
   const bool fine = a.d_hi - a.d_lo <= 2;
   for (double e = a.d_lo; e <= a.d_hi + 1e-9; e += 1) {

@@ -19,15 +19,6 @@ namespace {
 constexpr double DAY_S = strategies::SECONDS_PER_DAY;
 constexpr double MWH_J = 3.6e9;
 
-std::string grouped(double value) {
-  std::string digits = fmt::format("{:.0f}", std::fabs(value)), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
-}
-
 // 90 -> "90 s", 1500 -> "25.0 min", 11124 -> "3.1 h", 4e6 -> "46.3 d".
 std::string duration(double s) {
   if (!std::isfinite(s)) return "never";
@@ -47,8 +38,8 @@ std::string money(double usd) {
 std::string energy(double joules) {
   const double mwh = joules / MWH_J;
   if (mwh >= 10000) return fmt::format("{:.1f} GWh", mwh / 1000);
-  if (mwh < 10) return fmt::format("{} kWh", grouped(mwh * 1000));
-  return fmt::format("{} MWh", grouped(mwh));
+  if (mwh < 10) return fmt::format("{} kWh", format_grouped(std::llrint(mwh * 1000)));
+  return fmt::format("{} MWh", format_grouped(std::llrint(mwh)));
 }
 
 // Days with one decimal, or three below one day.
@@ -116,8 +107,8 @@ std::string selection_line(const PlanOutput& out) {
                         sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
           : fmt::format("fastest within a budget of {}", money(sel.limit));
   return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
-                     grouped(static_cast<double>(r.gpus)), plan_label(r.plan),
-                     days(r.run.expected_s), grouped(r.gpu_hours),
+                     format_grouped(r.gpus), plan_label(r.plan), days(r.run.expected_s),
+                     format_grouped(std::llrint(r.gpu_hours)),
                      r.cost ? ", " + money(*r.cost) : std::string());
 }
 
@@ -140,20 +131,19 @@ std::string render_plan_table(const PlanOutput& out) {
   for (std::size_t i = 0; i < out.rows.size(); ++i) {
     const auto& r = out.rows[i];
     const auto& t = out.targets[r.target];
-    std::vector<std::string> cells = {t.label, grouped(static_cast<double>(r.gpus)),
-                                      grouped(static_cast<double>(r.nodes))};
+    std::vector<std::string> cells = {t.label, format_grouped(r.gpus), format_grouped(r.nodes)};
     if (r.feasible) {
-      cells.insert(cells.end(),
-                   {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
-                    days(r.run.ideal_s), duration(r.run.mtbf_s),
-                    duration(r.run.checkpoint_interval_s), format_percent(r.run.goodput),
-                    days(r.run.expected_s), grouped(r.gpu_hours), energy(r.energy_joules)});
+      cells.insert(
+          cells.end(),
+          {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
+           format_percent(r.run.goodput), days(r.run.expected_s),
+           format_grouped(std::llrint(r.gpu_hours)), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");
       cells.resize(heads.size() - shift, "-");
-      notes +=
-          fmt::format("  {} x {}: {}\n", t.label, grouped(static_cast<double>(r.gpus)), r.reason);
+      notes += fmt::format("  {} x {}: {}\n", t.label, format_grouped(r.gpus), r.reason);
     }
     if (out.selection) cells.insert(cells.begin(), out.selection->row == i ? "*" : "");
     table.add_row(cells);
