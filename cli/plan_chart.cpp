@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/html_escape.hpp"
 #include "common/units.hpp"
 
 namespace loom::cli {
@@ -14,23 +15,6 @@ constexpr double WIDTH = 760, HEIGHT = 460;
 constexpr double LEFT = 80, RIGHT = WIDTH - 90, TOP = 50, BOTTOM = HEIGHT - 100;
 const char* const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                               "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 // A dollar amount on an axis: "$0", "$250k", "$1.5M".
 std::string money(double usd) {
@@ -92,7 +76,7 @@ std::string line(double x1, double y1, double x2, double y2, const char* style) 
 std::string text(double x, double y, const char* anchor, const std::string& content,
                  const char* extra = "") {
   return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\"{}>{}</text>\n", x, y,
-                     anchor, extra, escaped(content));
+                     anchor, extra, html_escape(content));
 }
 
 std::string grid_and_axes(const Axes& a) {
