@@ -10,13 +10,13 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_output.hpp"
 #include "cli/progress.hpp"
+#include "cli/search_shards.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
@@ -228,8 +228,7 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
   o.goodput.restart_s = parse_time(f.restart, "--restart-time");
   o.search.top = 1;
   o.search.exact = f.exact;
-  const unsigned hw = std::thread::hardware_concurrency();
-  o.search.threads = f.threads > 0 ? f.threads : static_cast<int>(hw > 0 ? hw : 1);
+  o.search.threads = f.threads > 0 ? f.threads : default_search_threads();
   o.search.simulate.network = sim::parse_network_mode(f.network, "--network");
   return o;
 }
