@@ -129,9 +129,7 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                    fmt::format("{} (#{})", format_time(c.fast_step_s), c.fast_rank)});
   }
   out += table.render();
-  out +=
-      "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, "
-      "overlap-param-gather, tp-comm-overlap on\n";
+  out += fmt::format("{}\n", PLAN_LABEL_LEGEND);
   out += why_line(r);
   if (r.failed > 0) {
     out += fmt::format(

@@ -149,9 +149,9 @@ std::string render_plan_table(const PlanOutput& out) {
     table.add_row(cells);
   }
   s += table.render();
-  s += "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, overlap-param-gather, "
-       "tp-comm-overlap on; ideal d: days without failures; days: expected, with failures and "
-       "checkpoints\n";
+  s += fmt::format(
+      "{}; ideal d: days without failures; days: expected, with failures and checkpoints\n",
+      PLAN_LABEL_LEGEND);
   if (!notes.empty()) s += "not planned:\n" + notes;
   return s + selection_line(out);
 }
