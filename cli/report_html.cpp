@@ -76,11 +76,6 @@ std::string row(std::string_view key, std::string_view value_html) {
   return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
 }
 
-// The dtype whose dense peak MFU is against, as the kernel model decided it for the step.
-DType peak_dtype(const ReportInputs& in) {
-  return in.report.peak_dtype;
-}
-
 std::string summary_html(const ReportInputs& in) {
   const strategies::StepReport& r = in.report;
   const double cap = in.cluster.gpu.hbm_bytes;
@@ -96,7 +91,7 @@ std::string summary_html(const ReportInputs& in) {
   out += row("tokens/s", fmt::format("{:.0f}", r.tokens_per_s));
   out += row("model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu));
   out += row("hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu));
-  const std::string peak = fmt::format("of the dense {} peak, {}", to_string(peak_dtype(in)),
+  const std::string peak = fmt::format("of the dense {} peak, {}", to_string(in.report.peak_dtype),
                                        format_flop_rate(r.peak_flops));
   out += row("MFU", fmt::format("{} ({})", format_percent(r.mfu), peak));
   out += row("HFU", fmt::format("{} ({})", format_percent(r.hfu), peak));
@@ -207,13 +202,13 @@ std::string assumptions_html(const ReportInputs& in) {
   // runs it on wider ones): the same dtype MFU is measured against.
   out += row("precision",
              fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
-                         models::to_string(p.precision), to_string(peak_dtype(in)),
+                         models::to_string(p.precision), to_string(in.report.peak_dtype),
                          p.precision == models::Precision::FP32 ? " (fp32 math runs as TF32)" : "",
                          models::to_string(p.grad_dtype)));
   out += row("MFU and HFU against",
              fmt::format("the dense (non-sparse) {} peak of one {}: {}; model FLOPs leave "
                          "recompute out, hardware FLOPs count it",
-                         to_string(peak_dtype(in)), esc(in.cluster.gpu.display_name),
+                         to_string(in.report.peak_dtype), esc(in.cluster.gpu.display_name),
                          format_flop_rate(in.report.peak_flops)));
   out += row("network", network_text(in.network));
   out += row("simulated GPUs",
