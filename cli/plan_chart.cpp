@@ -46,9 +46,11 @@ struct Axes {
   double cost(double usd) const { return BOTTOM - usd / c_hi * (BOTTOM - TOP); }
 };
 
+// The axes of the series drawn: those with days points.
 Axes axes_of(const std::vector<ChartSeries>& series) {
   double g_min = INFINITY, g_max = 0, d_min = INFINITY, d_max = 0, c_max = 0;
   for (const ChartSeries& s : series) {
+    if (s.days.empty()) continue;
     for (const ChartPoint& p : s.days) {
       g_min = std::min(g_min, p.gpus);
       g_max = std::max(g_max, p.gpus);
@@ -154,9 +156,7 @@ std::string render_plan_chart(const std::string& title, const std::vector<ChartS
     out += text(WIDTH / 2, HEIGHT / 2, "middle", "no configuration fits");
     return out + "</svg>\n";
   }
-  std::vector<ChartSeries> shown;
-  for (const auto& [index, s] : series) shown.push_back(*s);
-  const Axes a = axes_of(shown);
+  const Axes a = axes_of(all);
   out += grid_and_axes(a);
   double legend_x = LEFT;
   for (std::size_t k = 0; k < series.size(); ++k) {
