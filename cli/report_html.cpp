@@ -48,11 +48,14 @@ svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
 .m-other{fill:#9c9c9c;background:#9c9c9c}
 )";
 
-// Every category class the timeline uses gets a rule that hides it under body.hide-<name>.
-constexpr const char* HIDE_STYLE =
-    ".hide-compute .slice.c-compute,.hide-optimizer .slice.c-optimizer,.hide-tp .slice.c-tp,"
-    ".hide-cp .slice.c-cp,.hide-ep .slice.c-ep,.hide-pp .slice.c-pp,.hide-dp .slice.c-dp"
-    "{display:none}\n";
+// Every category the timeline draws gets a rule that hides its slices under body.hide-<name>
+// (what its legend button toggles).
+std::string hide_style() {
+  std::string out;
+  for (strategies::TraceCategory c : report::TIMELINE_CATEGORIES)
+    out += fmt::format("{0}.hide-{1} .slice.c-{1}", out.empty() ? "" : ",", to_string(c));
+  return out + "{display:none}\n";
+}
 
 constexpr const char* SCRIPT = R"(
 (function () {
@@ -251,7 +254,7 @@ std::string render_html_report(const ReportInputs& in) {
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<meta name=\"generator\" content=\"loom {0}\">\n<title>loom simulate: {1}</title>\n"
       "<style>{2}{3}</style>\n</head>\n<body>\n",
-      VERSION, subject, STYLE, HIDE_STYLE);
+      VERSION, subject, STYLE, hide_style());
   out += fmt::format(
       "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\">one training step, {} network, "
       "loom {}</p>\n<nav><a href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "

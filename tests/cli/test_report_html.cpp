@@ -140,6 +140,20 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   CHECK(html.find("@import") == std::string::npos);
 }
 
+TEST_CASE("cli::HtmlReport: every legend button has a style rule that hides its slices") {
+  const std::string html = render(simulate("tiny"));
+  int buttons = 0;
+  const std::string key = "data-toggle=\"";
+  for (size_t at = html.find(key); at != std::string::npos; at = html.find(key, at + 1)) {
+    const size_t begin = at + key.size();
+    const std::string category = html.substr(begin, html.find('"', begin) - begin);
+    CAPTURE(category);
+    CHECK(html.find(".hide-" + category + " .slice.c-" + category) != std::string::npos);
+    ++buttons;
+  }
+  CHECK(buttons >= 3);  // compute, tp and dp at least
+}
+
 TEST_CASE("cli::HtmlReport: every untrusted string is escaped") {
   const std::string hostile = "<script>alert(1)</script>&\x1b[2J\"'\xff\xe2\x80\xae";
   const Simulated s = simulate(hostile);
