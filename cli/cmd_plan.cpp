@@ -259,8 +259,7 @@ int run_plan(const PlanCommandFlags& f) {
     return 0;
   }
   ProgressBar bar = ProgressBar::on_stderr("loom plan");
-  out.options.progress = [&bar](std::size_t index, std::size_t total,
-                                const strategies::CapacityTarget&, std::int64_t) {
+  out.options.progress = [&bar](std::size_t index, std::size_t total) {
     bar.update(total > 0 ? static_cast<double>(index + 1) / static_cast<double>(total) : 1.0);
   };
   out.rows = strategies::plan_capacity(model, input, out.targets, f.gpus, out.prices, out.options);

@@ -157,7 +157,7 @@ std::vector<CapacityRow> plan_capacity(const models::ModelSpec& model, const Pla
   std::vector<CapacityRow> rows;
   for (std::size_t i = 0; i < work.size(); ++i) {
     const auto [t, gpus] = work[i];
-    if (options.progress) options.progress(i, work.size(), targets[t], gpus);
+    if (options.progress) options.progress(i, work.size());
     const std::optional<double> price = t < prices.size() ? prices[t] : std::nullopt;
     rows.push_back(plan_configuration(model, input, targets[t], gpus, options, price));
     rows.back().target = t;

@@ -58,9 +58,8 @@ struct CapacityOptions {
   GoodputInputs goodput;     ///< checkpoint_bytes is filled per configuration
   double pue = DEFAULT_PUE;  ///< >= 1
   SearchOptions search;      ///< the search of each configuration (top, exact, threads)
-  /// Called before each configuration is searched: its index, the count, target and GPUs.
-  std::function<void(std::size_t index, std::size_t total, const CapacityTarget&, std::int64_t)>
-      progress;
+  /// Called before each configuration is searched: its index and the count of them.
+  std::function<void(std::size_t index, std::size_t total)> progress;
 };
 
 /// One GPU type at one GPU count.
