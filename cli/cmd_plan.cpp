@@ -101,23 +101,27 @@ std::vector<std::pair<std::string, std::string>> price_pairs(
   return out;
 }
 
+// The first GPU type without a price; nullptr when every type has one.
+const strategies::CapacityTarget* first_unpriced(const PlanOutput& out) {
+  for (std::size_t t = 0; t < out.targets.size(); ++t)
+    if (!out.prices[t]) return &out.targets[t];
+  return nullptr;
+}
+
 // --budget needs a price for every GPU type; so does --days once any price is given (costs
 // and GPU-hours do not compare).
 void check_prices(const PlanCommandFlags& f, const PlanOutput& out) {
   if (!f.days && !f.budget) return;
-  std::size_t priced = 0;
-  std::string unpriced;
-  for (std::size_t t = 0; t < out.targets.size(); ++t) {
-    if (out.prices[t])
-      ++priced;
-    else if (unpriced.empty())
-      unpriced = out.targets[t].label;
-  }
-  if (priced == out.targets.size() || (f.days && priced == 0)) return;
+  const strategies::CapacityTarget* unpriced = first_unpriced(out);
+  if (!unpriced) return;
+  const bool none_priced = std::none_of(out.prices.begin(), out.prices.end(),
+                                        [](const auto& p) { return p.has_value(); });
+  if (f.days && none_priced) return;
   throw ValidationError(
-      "--price", fmt::format("--price: no price for {}; {} needs a price per GPU-hour for every "
-                             "--gpu type (e.g. --price {}=2.50)",
-                             unpriced, f.budget ? "--budget" : "--days with prices", unpriced));
+      "--price",
+      fmt::format("--price: no price for {}; {} needs a price per GPU-hour for every "
+                  "--gpu type (e.g. --price {}=2.50)",
+                  unpriced->label, f.budget ? "--budget" : "--days with prices", unpriced->label));
 }
 
 // The --days / --budget choice; throws InfeasibleError when nothing qualifies.
@@ -126,9 +130,7 @@ std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput&
   PlanSelection sel;
   sel.by_days = f.days.has_value();
   sel.limit = f.days ? *f.days : *f.budget;
-  const bool priced = std::all_of(out.prices.begin(), out.prices.end(),
-                                  [](const auto& p) { return p.has_value(); });
-  sel.by_gpu_hours = sel.by_days && !priced;
+  sel.by_gpu_hours = sel.by_days && first_unpriced(out) != nullptr;
   const auto best = sel.by_days ? strategies::cheapest_within(out.rows, sel.limit, sel.by_gpu_hours)
                                 : strategies::fastest_within(out.rows, sel.limit);
   if (!best) {
