@@ -35,8 +35,8 @@ struct PlanCommandFlags {
   std::vector<std::string> price;
   double pue = strategies::DEFAULT_PUE;
   std::optional<double> failure_rate;
-  std::string checkpoint_bandwidth = "2TBps";
-  std::string restart = "10min";
+  std::optional<std::string> checkpoint_bandwidth;  // unset: DEFAULT_CHECKPOINT_WRITE_BPS
+  std::optional<std::string> restart;               // unset: DEFAULT_RESTART_S
   bool full_space = false;
   int threads = 0;  // 0: the hardware's
   int exact = 2;
@@ -182,8 +182,9 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
                  "GPU types: a GPU (its cluster preset), a cluster preset or a cluster JSON")
       ->capture_default_str();
   app.add_option("--gpus", f.gpus,
-                 "GPU counts (rounded up to whole nodes; default 1, 2, 4, ... nodes up to 16,384 "
-                 "GPUs)")
+                 fmt::format("GPU counts (rounded up to whole nodes; default 1, 2, 4, ... nodes up "
+                             "to {} GPUs)",
+                             format_grouped(strategies::DEFAULT_SWEEP_MAX_GPUS)))
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 19));
   auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days")
                    ->check(CLI::PositiveNumber);
@@ -196,13 +197,15 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
       ->check(CLI::Range(1.0, 10.0))
       ->capture_default_str();
   app.add_option("--failure-rate", f.failure_rate,
-                 "failures per GPU-hour (default: Llama 3's, 1.97e-5; 0: none)")
+                 fmt::format("failures per GPU-hour (default: Llama 3's, {:.3g}; 0: none)",
+                             strategies::LLAMA3_FAILURES_PER_GPU_HOUR))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-bandwidth", f.checkpoint_bandwidth,
-                 "aggregate checkpoint write bandwidth")
-      ->capture_default_str();
-  app.add_option("--restart-time", f.restart, "time from a failure to training again")
-      ->capture_default_str();
+                 fmt::format("aggregate checkpoint write bandwidth (default: {})",
+                             format_bandwidth(strategies::DEFAULT_CHECKPOINT_WRITE_BPS)));
+  app.add_option("--restart-time", f.restart,
+                 fmt::format("time from a failure to training again (default: {:g} min)",
+                             strategies::DEFAULT_RESTART_S / 60));
   app.add_flag("--full-space", f.full_space,
                "search every free dimension (default: zero 1 and the DP overlaps pinned)");
   app.add_option("--threads", f.threads, "worker threads (default: the hardware's)")
@@ -223,11 +226,13 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
   o.tokens = parse_tokens(f.tokens);
   o.pue = f.pue;
   if (f.failure_rate) o.goodput.failures_per_gpu_hour = *f.failure_rate;
-  o.goodput.checkpoint_write_Bps =
-      parse_bandwidth(f.checkpoint_bandwidth, "--checkpoint-bandwidth");
-  if (o.goodput.checkpoint_write_Bps <= 0)
-    throw ValidationError::not_positive("--checkpoint-bandwidth", f.checkpoint_bandwidth);
-  o.goodput.restart_s = parse_time(f.restart, "--restart-time");
+  if (f.checkpoint_bandwidth) {
+    o.goodput.checkpoint_write_Bps =
+        parse_bandwidth(*f.checkpoint_bandwidth, "--checkpoint-bandwidth");
+    if (o.goodput.checkpoint_write_Bps <= 0)
+      throw ValidationError::not_positive("--checkpoint-bandwidth", *f.checkpoint_bandwidth);
+  }
+  if (f.restart) o.goodput.restart_s = parse_time(*f.restart, "--restart-time");
   o.search.top = 1;
   o.search.exact = f.exact;
   o.search.threads = f.threads > 0 ? f.threads : default_search_threads();
