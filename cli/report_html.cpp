@@ -9,6 +9,7 @@
 #include "cli/html_escape.hpp"
 #include "cli/report_parts.hpp"
 #include "common/document.hpp"
+#include "common/strings.hpp"
 #include "common/units.hpp"
 #include "common/version.hpp"
 #include "models/plan_dtypes.hpp"
@@ -162,13 +163,32 @@ std::string configuration_html(const ReportInputs& in) {
   return out + "</table>\n";
 }
 
+// The fitted factors that differ from 1: "bf16 matmul efficiency x0.85, memory-bound time
+// x1.10".
+std::string scales_text(const topo::KernelScales& s) {
+  std::vector<std::string> parts;
+  for (int i = 0; i < topo::DTYPE_COUNT; ++i) {
+    const double x = s.compute[static_cast<size_t>(i)];
+    if (x != 1)
+      parts.push_back(fmt::format("{} matmul efficiency x{:.2f}", to_string(DType(i)), x));
+  }
+  if (s.memory_bound != 1)
+    parts.push_back(fmt::format("memory-bound time x{:.2f}", s.memory_bound));
+  return parts.empty() ? "all 1" : join(parts, ", ");
+}
+
 std::string kernel_model_text(const ReportInputs& in) {
-  if (in.options.kernels) {
+  const KernelCalibration& used = in.kernel_calibration;
+  const std::string scaled =
+      used.scales ? fmt::format("; scaled by the fitted factors of the calibration profile {} ({})",
+                                esc(in.calibration), scales_text(*used.scales))
+                  : "";
+  if (used.measured) {
     return fmt::format(
         "measured kernel times from the calibration profile {} (GEMMs at measured shapes, "
         "memory-bound work at the measured bandwidth; attention and unmeasured dtypes from the "
-        "datasheet model)",
-        esc(in.calibration));
+        "datasheet model){}",
+        esc(in.calibration), scaled);
   }
   const topo::DatasheetKernelModel k(in.cluster.gpu, in.options.efficiency);
   const DType math = models::compute_dtype(in.plan.precision);
@@ -177,11 +197,11 @@ std::string kernel_model_text(const ReportInputs& in) {
       "the datasheet kernel model (topologies/kernel_model.hpp) of the {} ({}), default "
       "coefficients: large GEMMs at {} of the dense {} peak, fused attention at {}, "
       "memory-bound kernels at {} of HBM bandwidth, {} per kernel launch, sustained clock {} "
-      "of boost",
+      "of boost{}",
       esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source),
       format_percent(k.gemm_fraction(math)), to_string(k.peak_dtype(math)),
       format_percent(k.attention_fraction()), format_percent(e.memory_bandwidth_fraction),
-      format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()));
+      format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()), scaled);
 }
 
 std::string network_text(const std::string& name) {
@@ -203,11 +223,14 @@ std::string assumptions_html(const ReportInputs& in) {
   out += row("kernel model", kernel_model_text(in));
   // The tensor cores the kernel model runs the matmuls on (a GPU without the plan's dtype
   // runs it on wider ones): the same dtype MFU is measured against.
-  out += row("precision",
-             fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
-                         models::to_string(p.precision), to_string(in.report.peak_dtype),
-                         p.precision == models::Precision::FP32 ? " (fp32 math runs as TF32)" : "",
-                         models::to_string(p.grad_dtype)));
+  out +=
+      row("precision",
+          fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
+                      models::to_string(p.precision), to_string(in.report.peak_dtype),
+                      p.precision == models::Precision::FP32 && in.report.peak_dtype == DType::TF32
+                          ? " (fp32 math runs as TF32)"
+                          : "",
+                      models::to_string(p.grad_dtype)));
   out += row("MFU and HFU against",
              fmt::format("the dense (non-sparse) {} peak of one {}: {}; model FLOPs leave "
                          "recompute out, hardware FLOPs count it",
@@ -221,11 +244,16 @@ std::string assumptions_html(const ReportInputs& in) {
                                            "stage, GPU type, straggler factor, data-parallel "
                                            "design), its peers as concurrent traffic"));
   out += row("collectives",
-             in.options.collective_override
-                 ? fmt::format("measured times from {} where they cover a collective, the "
-                               "flow-level model elsewhere",
-                               esc(in.calibration))
-                 : std::string("the flow-level cost of each collective's lowered schedule"));
+             (in.options.collective_override
+                  ? fmt::format("measured times from {} where they cover a collective, the "
+                                "flow-level model elsewhere",
+                                esc(in.calibration))
+                  : std::string("the flow-level cost of each collective's lowered schedule")) +
+                 (in.options.collective_time_scale != 1
+                      ? fmt::format("; modelled times x{:.2f}, the fitted factor of the "
+                                    "calibration profile {}",
+                                    in.options.collective_time_scale, esc(in.calibration))
+                      : ""));
   out +=
       row("memory capacity",
           fmt::format("{}, the datasheet HBM size; \"other\" holds the CUDA context ({}), "
