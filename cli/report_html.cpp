@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "cli/html_escape.hpp"
+#include "cli/memory_json.hpp"
 #include "cli/report_parts.hpp"
+#include "cli/simulate_output.hpp"
 #include "common/document.hpp"
 #include "common/strings.hpp"
 #include "common/units.hpp"
@@ -84,30 +86,19 @@ std::string summary_html(const ReportInputs& in) {
   const strategies::StepReport& r = in.report;
   const double cap = in.cluster.gpu.hbm_bytes;
   std::string out;
-  if (r.memory.peak_bytes > cap) {
+  const std::string misfit = misfit_text(r.memory, cap);
+  if (!misfit.empty()) {
     out += fmt::format(
-        "<p class=\"warning\" id=\"fit-warning\">This plan does NOT fit: stage {} needs {} per "
-        "GPU, the GPU has {}. The timings below assume it would.</p>\n",
-        r.memory.peak_stage, format_bytes(r.memory.peak_bytes), format_bytes(cap));
+        "<p class=\"warning\" id=\"fit-warning\">This plan does NOT fit: {}. The timings below "
+        "assume it would.</p>\n",
+        esc(misfit));
   }
   out += "<table id=\"summary-table\">\n";
-  out += row("step time", format_time(r.step_time_s));
-  out += row("tokens/s", fmt::format("{:.0f}", r.tokens_per_s));
-  out += row("model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu));
-  out += row("hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu));
-  const std::string peak = fmt::format("of the dense {} peak, {}", to_string(in.report.peak_dtype),
-                                       format_flop_rate(r.peak_flops));
-  out += row("MFU", fmt::format("{} ({})", format_percent(r.mfu), peak));
-  out += row("HFU", fmt::format("{} ({})", format_percent(r.hfu), peak));
-  out += row("pipeline bubble",
-             fmt::format("{}, {} of the pipeline phase ({})", format_time(r.bubble_time_s),
-                         format_percent(r.bubble_fraction), format_time(r.pipeline_time_s)));
-  out += row("compute", format_time(r.compute_time_s));
-  out += row("exposed communication", format_time(r.exposed_comm_time_s));
+  for (const auto& [name, value] : metric_rows(in.plan, r)) out += row(name, esc(value));
   out += row("optimizer step", format_time(r.optimizer_time_s));
   out += row("peak memory per GPU",
              fmt::format("{} of {} ({})", format_bytes(r.memory.peak_bytes), format_bytes(cap),
-                         r.memory.peak_bytes <= cap ? "fits" : "does NOT fit"));
+                         misfit.empty() ? "fits" : "does NOT fit"));
   return out + "</table>\n";
 }
 

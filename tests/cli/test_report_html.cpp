@@ -135,7 +135,7 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   CHECK(count(html, "<rect class=\"slice c-dp\"") >= 2);
   CHECK(html.find("id=\"fit-warning\"") == std::string::npos);
   // MFU names its peak: bf16 on an A100 (312 TFLOP/s dense, NVIDIA A100 datasheet).
-  CHECK(html.find("of the dense bf16 peak, 312.0 TFLOP/s") != std::string::npos);
+  CHECK(html.find("of the BF16 dense peak (312.0 TFLOP/s per GPU)") != std::string::npos);
   // No network access: nothing is loaded from anywhere.
   CHECK(html.find("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'") !=
         std::string::npos);
@@ -184,6 +184,10 @@ TEST_CASE("cli::HtmlReport: a plan that does not fit says so at the top") {
   const size_t warning = html.find("id=\"fit-warning\"");
   REQUIRE(warning != std::string::npos);
   CHECK(warning < html.find("id=\"summary-table\""));
+  // The simulate table's wording of the misfit (memory_json.hpp misfit_text).
+  CHECK(html.find("This plan does NOT fit: stage ") != std::string::npos);
+  CHECK(html.find(" but the GPU has 74.51 GiB. The timings below assume it would.") !=
+        std::string::npos);
   CHECK(html.find("<g class=\"mem-bar over\">") != std::string::npos);
 }
 
