@@ -10,13 +10,13 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_output.hpp"
 #include "cli/progress.hpp"
+#include "cli/search_shards.hpp"
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
@@ -35,8 +35,8 @@ struct PlanCommandFlags {
   std::vector<std::string> price;
   double pue = strategies::DEFAULT_PUE;
   std::optional<double> failure_rate;
-  std::string checkpoint_bandwidth = "2TBps";
-  std::string restart = "10min";
+  std::optional<std::string> checkpoint_bandwidth;  // unset: DEFAULT_CHECKPOINT_WRITE_BPS
+  std::optional<std::string> restart;               // unset: DEFAULT_RESTART_S
   bool full_space = false;
   int threads = 0;  // 0: the hardware's
   int exact = 2;
@@ -101,23 +101,27 @@ std::vector<std::pair<std::string, std::string>> price_pairs(
   return out;
 }
 
+// The first GPU type without a price; nullptr when every type has one.
+const strategies::CapacityTarget* first_unpriced(const PlanOutput& out) {
+  for (std::size_t t = 0; t < out.targets.size(); ++t)
+    if (!out.prices[t]) return &out.targets[t];
+  return nullptr;
+}
+
 // --budget needs a price for every GPU type; so does --days once any price is given (costs
 // and GPU-hours do not compare).
 void check_prices(const PlanCommandFlags& f, const PlanOutput& out) {
   if (!f.days && !f.budget) return;
-  std::size_t priced = 0;
-  std::string unpriced;
-  for (std::size_t t = 0; t < out.targets.size(); ++t) {
-    if (out.prices[t])
-      ++priced;
-    else if (unpriced.empty())
-      unpriced = out.targets[t].label;
-  }
-  if (priced == out.targets.size() || (f.days && priced == 0)) return;
+  const strategies::CapacityTarget* unpriced = first_unpriced(out);
+  if (!unpriced) return;
+  const bool none_priced = std::none_of(out.prices.begin(), out.prices.end(),
+                                        [](const auto& p) { return p.has_value(); });
+  if (f.days && none_priced) return;
   throw ValidationError(
-      "--price", fmt::format("--price: no price for {}; {} needs a price per GPU-hour for every "
-                             "--gpu type (e.g. --price {}=2.50)",
-                             unpriced, f.budget ? "--budget" : "--days with prices", unpriced));
+      "--price",
+      fmt::format("--price: no price for {}; {} needs a price per GPU-hour for every "
+                  "--gpu type (e.g. --price {}=2.50)",
+                  unpriced->label, f.budget ? "--budget" : "--days with prices", unpriced->label));
 }
 
 // The --days / --budget choice; throws InfeasibleError when nothing qualifies.
@@ -126,9 +130,7 @@ std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput&
   PlanSelection sel;
   sel.by_days = f.days.has_value();
   sel.limit = f.days ? *f.days : *f.budget;
-  const bool priced = std::all_of(out.prices.begin(), out.prices.end(),
-                                  [](const auto& p) { return p.has_value(); });
-  sel.by_gpu_hours = sel.by_days && !priced;
+  sel.by_gpu_hours = sel.by_days && first_unpriced(out) != nullptr;
   const auto best = sel.by_days ? strategies::cheapest_within(out.rows, sel.limit, sel.by_gpu_hours)
                                 : strategies::fastest_within(out.rows, sel.limit);
   if (!best) {
@@ -180,8 +182,9 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
                  "GPU types: a GPU (its cluster preset), a cluster preset or a cluster JSON")
       ->capture_default_str();
   app.add_option("--gpus", f.gpus,
-                 "GPU counts (rounded up to whole nodes; default 1, 2, 4, ... nodes up to 16,384 "
-                 "GPUs)")
+                 fmt::format("GPU counts (rounded up to whole nodes; default 1, 2, 4, ... nodes up "
+                             "to {} GPUs)",
+                             format_grouped(strategies::DEFAULT_SWEEP_MAX_GPUS)))
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 19));
   auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days")
                    ->check(CLI::PositiveNumber);
@@ -194,13 +197,15 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
       ->check(CLI::Range(1.0, 10.0))
       ->capture_default_str();
   app.add_option("--failure-rate", f.failure_rate,
-                 "failures per GPU-hour (default: Llama 3's, 1.97e-5; 0: none)")
+                 fmt::format("failures per GPU-hour (default: Llama 3's, {:.3g}; 0: none)",
+                             strategies::LLAMA3_FAILURES_PER_GPU_HOUR))
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-bandwidth", f.checkpoint_bandwidth,
-                 "aggregate checkpoint write bandwidth")
-      ->capture_default_str();
-  app.add_option("--restart-time", f.restart, "time from a failure to training again")
-      ->capture_default_str();
+                 fmt::format("aggregate checkpoint write bandwidth (default: {})",
+                             format_bandwidth(strategies::DEFAULT_CHECKPOINT_WRITE_BPS)));
+  app.add_option("--restart-time", f.restart,
+                 fmt::format("time from a failure to training again (default: {:g} min)",
+                             strategies::DEFAULT_RESTART_S / 60));
   app.add_flag("--full-space", f.full_space,
                "search every free dimension (default: zero 1 and the DP overlaps pinned)");
   app.add_option("--threads", f.threads, "worker threads (default: the hardware's)")
@@ -221,15 +226,16 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
   o.tokens = parse_tokens(f.tokens);
   o.pue = f.pue;
   if (f.failure_rate) o.goodput.failures_per_gpu_hour = *f.failure_rate;
-  o.goodput.checkpoint_write_Bps =
-      parse_bandwidth(f.checkpoint_bandwidth, "--checkpoint-bandwidth");
-  if (o.goodput.checkpoint_write_Bps <= 0)
-    throw ValidationError::not_positive("--checkpoint-bandwidth", f.checkpoint_bandwidth);
-  o.goodput.restart_s = parse_time(f.restart, "--restart-time");
+  if (f.checkpoint_bandwidth) {
+    o.goodput.checkpoint_write_Bps =
+        parse_bandwidth(*f.checkpoint_bandwidth, "--checkpoint-bandwidth");
+    if (o.goodput.checkpoint_write_Bps <= 0)
+      throw ValidationError::not_positive("--checkpoint-bandwidth", *f.checkpoint_bandwidth);
+  }
+  if (f.restart) o.goodput.restart_s = parse_time(*f.restart, "--restart-time");
   o.search.top = 1;
   o.search.exact = f.exact;
-  const unsigned hw = std::thread::hardware_concurrency();
-  o.search.threads = f.threads > 0 ? f.threads : static_cast<int>(hw > 0 ? hw : 1);
+  o.search.threads = f.threads > 0 ? f.threads : default_search_threads();
   o.search.simulate.network = sim::parse_network_mode(f.network, "--network");
   return o;
 }
@@ -260,8 +266,7 @@ int run_plan(const PlanCommandFlags& f) {
     return 0;
   }
   ProgressBar bar = ProgressBar::on_stderr("loom plan");
-  out.options.progress = [&bar](std::size_t index, std::size_t total,
-                                const strategies::CapacityTarget&, std::int64_t) {
+  out.options.progress = [&bar](std::size_t index, std::size_t total) {
     bar.update(total > 0 ? static_cast<double>(index + 1) / static_cast<double>(total) : 1.0);
   };
   out.rows = strategies::plan_capacity(model, input, out.targets, f.gpus, out.prices, out.options);

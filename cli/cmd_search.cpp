@@ -40,16 +40,6 @@ struct SearchFlags {
   ShardFlags shards;
 };
 
-// 1234567 -> "1,234,567".
-std::string grouped(std::int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
 // The search dimensions in which two plans differ: "zero 1 vs 0, mbs 1 vs 2".
 std::vector<std::string> differences(const models::TrainingPlan& a, const models::TrainingPlan& b) {
   std::vector<std::string> out;
@@ -112,16 +102,17 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                   any.seq, models::to_string(any.precision), models::to_string(any.optimizer));
   out += fmt::format("search space: {}\n", space.describe());
   out += fmt::format("plans: {} enumerated, {} invalid, {} out of memory ({} per GPU), {} fit\n",
-                     grouped(t.enumerated), grouped(t.invalid), grouped(t.out_of_memory),
-                     format_bytes(cluster.gpu.hbm_bytes), grouped(t.fitting));
+                     format_grouped(t.enumerated), format_grouped(t.invalid),
+                     format_grouped(t.out_of_memory), format_bytes(cluster.gpu.hbm_bytes),
+                     format_grouped(t.fitting));
   if (!t.invalid_by_field.empty()) {
     out += "invalid by the field whose rule they break:\n";
     for (const auto& [field, c] : t.invalid_by_field)
-      out += fmt::format("  {:<16} {:>14}  e.g. {}\n", field, grouped(c.count), c.example);
+      out += fmt::format("  {:<16} {:>14}  e.g. {}\n", field, format_grouped(c.count), c.example);
   }
   out += fmt::format(
       "fast tier ranked the {} fitting plans; the best {} re-simulated by the step simulator\n\n",
-      grouped(t.fitting), r.ranked.size());
+      format_grouped(t.fitting), r.ranked.size());
   Table table(
       {"rank", "plan", "step time", "MFU", "peak memory", "bubble", "exposed comm", "fast tier"});
   table.align_left(1);
@@ -134,9 +125,7 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                    fmt::format("{} (#{})", format_time(c.fast_step_s), c.fast_rank)});
   }
   out += table.render();
-  out +=
-      "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, "
-      "overlap-param-gather, tp-comm-overlap on\n";
+  out += fmt::format("{}\n", PLAN_LABEL_LEGEND);
   out += why_line(r);
   if (r.failed > 0) {
     out += fmt::format(

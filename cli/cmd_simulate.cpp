@@ -48,15 +48,20 @@ struct SimulateFlags {
 };
 
 // `options` with the profile's measured kernels, collectives and fitted factors (the factors
-// scale the measured kernel model, as `calibrate fit` would fit them on top of it).
+// scale the measured kernel model, as `calibrate fit` would fit them on top of it); `used`
+// says which of them the kernel model took, for the report.
 strategies::SimulateOptions calibrated(strategies::SimulateOptions options, const std::string& path,
-                                       const topo::Cluster& cluster) {
+                                       const topo::Cluster& cluster, KernelCalibration& used) {
   calibration::Profile profile = calibration::read_profile(path);
   if (calibration::has_kernel_measurements(profile)) {
     options.kernels = std::make_shared<topo::MeasuredKernelModel>(
         cluster.gpu, options.efficiency, calibration::measured_kernels(profile));
+    used.measured = true;
   }
-  if (profile.factors) options = strategies::with_factors(options, *profile.factors, cluster);
+  if (profile.factors) {
+    options = strategies::with_factors(options, *profile.factors, cluster);
+    used.scales = calibration::kernel_scales(*profile.factors);
+  }
   if (!profile.collectives.empty()) {
     options.collective_override =
         std::make_shared<calibration::MeasuredCollectives>(std::move(profile));
@@ -128,15 +133,17 @@ int run_simulate(const SimulateFlags& f) {
   options.keep_timeline = !f.trace.empty() || f.report.has_value();
   options.order = setup.order;
   apply_scenario_flags(f.scenario, cluster, options);
-  if (!f.calibration.empty()) options = calibrated(options, f.calibration, cluster);
+  KernelCalibration kernel_calibration;
+  if (!f.calibration.empty())
+    options = calibrated(options, f.calibration, cluster, kernel_calibration);
   ProgressBar progress = ProgressBar::on_stderr("simulating");
   options.progress = [&progress](double done) { progress.update(done); };
   const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
   progress.clear();
   if (!f.trace.empty()) write_chrome_trace(f.trace, r, plan, setup.order);
   if (f.report) {
-    const ReportInputs inputs{model,   plan, resolved.sources, cluster,
-                              options, r,    f.network,        f.calibration};
+    const ReportInputs inputs{model, plan,      resolved.sources, cluster,           options,
+                              r,     f.network, f.calibration,    kernel_calibration};
     write_output_file(*f.report, render_html_report(inputs), "--report");
   }
   if (!f.scenario.compare.empty()) return compare(model, cluster, f, plan, r, options, setup);

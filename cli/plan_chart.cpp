@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/html_escape.hpp"
+#include "common/units.hpp"
+
 namespace loom::cli {
 namespace {
 
@@ -12,33 +15,6 @@ constexpr double WIDTH = 760, HEIGHT = 460;
 constexpr double LEFT = 80, RIGHT = WIDTH - 90, TOP = 50, BOTTOM = HEIGHT - 100;
 const char* const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                               "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-// 16384 -> "16,384".
-std::string grouped_count(double n) {
-  std::string digits = fmt::format("{:.0f}", n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 // A dollar amount on an axis: "$0", "$250k", "$1.5M".
 std::string money(double usd) {
@@ -70,9 +46,11 @@ struct Axes {
   double cost(double usd) const { return BOTTOM - usd / c_hi * (BOTTOM - TOP); }
 };
 
+// The axes of the series drawn: those with days points.
 Axes axes_of(const std::vector<ChartSeries>& series) {
   double g_min = INFINITY, g_max = 0, d_min = INFINITY, d_max = 0, c_max = 0;
   for (const ChartSeries& s : series) {
+    if (s.days.empty()) continue;
     for (const ChartPoint& p : s.days) {
       g_min = std::min(g_min, p.gpus);
       g_max = std::max(g_max, p.gpus);
@@ -100,7 +78,7 @@ std::string line(double x1, double y1, double x2, double y2, const char* style) 
 std::string text(double x, double y, const char* anchor, const std::string& content,
                  const char* extra = "") {
   return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\"{}>{}</text>\n", x, y,
-                     anchor, extra, escaped(content));
+                     anchor, extra, html_escape(content));
 }
 
 std::string grid_and_axes(const Axes& a) {
@@ -109,7 +87,7 @@ std::string grid_and_axes(const Axes& a) {
   for (double e = a.x_lo; e <= a.x_hi + 1e-9; e += x_step) {
     const double x = a.x(std::exp2(e));
     out += line(x, TOP, x, BOTTOM, "stroke=\"#e0e0e0\"");
-    out += text(x, BOTTOM + 18, "middle", grouped_count(std::exp2(e)));
+    out += text(x, BOTTOM + 18, "middle", format_grouped(std::llrint(std::exp2(e))));
   }
   const bool fine = a.d_hi - a.d_lo <= 2;
   for (double e = a.d_lo; e <= a.d_hi + 1e-9; e += 1) {
@@ -178,9 +156,7 @@ std::string render_plan_chart(const std::string& title, const std::vector<ChartS
     out += text(WIDTH / 2, HEIGHT / 2, "middle", "no configuration fits");
     return out + "</svg>\n";
   }
-  std::vector<ChartSeries> shown;
-  for (const auto& [index, s] : series) shown.push_back(*s);
-  const Axes a = axes_of(shown);
+  const Axes a = axes_of(all);
   out += grid_and_axes(a);
   double legend_x = LEFT;
   for (std::size_t k = 0; k < series.size(); ++k) {

@@ -14,4 +14,9 @@ std::string schedule_text(const models::TrainingPlan& plan);
 /// the overlaps that are on).
 std::string plan_label(const models::TrainingPlan& plan);
 
+/// The key to plan_label's abbreviations, printed under a table of labels (no newline).
+inline constexpr const char* PLAN_LABEL_LEGEND =
+    "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, overlap-param-gather, "
+    "tp-comm-overlap on";
+
 }  // namespace loom::cli

@@ -6,6 +6,7 @@
 
 #include "cli/plan_chart.hpp"
 #include "cli/plan_label.hpp"
+#include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
@@ -17,15 +18,6 @@ namespace {
 
 constexpr double DAY_S = strategies::SECONDS_PER_DAY;
 constexpr double MWH_J = 3.6e9;
-
-std::string grouped(double value) {
-  std::string digits = fmt::format("{:.0f}", std::fabs(value)), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
-}
 
 // 90 -> "90 s", 1500 -> "25.0 min", 11124 -> "3.1 h", 4e6 -> "46.3 d".
 std::string duration(double s) {
@@ -46,8 +38,8 @@ std::string money(double usd) {
 std::string energy(double joules) {
   const double mwh = joules / MWH_J;
   if (mwh >= 10000) return fmt::format("{:.1f} GWh", mwh / 1000);
-  if (mwh < 10) return fmt::format("{} kWh", grouped(mwh * 1000));
-  return fmt::format("{} MWh", grouped(mwh));
+  if (mwh < 10) return fmt::format("{} kWh", format_grouped(std::llrint(mwh * 1000)));
+  return fmt::format("{} MWh", format_grouped(std::llrint(mwh)));
 }
 
 // Days with one decimal, or three below one day.
@@ -115,8 +107,8 @@ std::string selection_line(const PlanOutput& out) {
                         sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
           : fmt::format("fastest within a budget of {}", money(sel.limit));
   return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
-                     grouped(static_cast<double>(r.gpus)), plan_label(r.plan),
-                     days(r.run.expected_s), grouped(r.gpu_hours),
+                     format_grouped(r.gpus), plan_label(r.plan), days(r.run.expected_s),
+                     format_grouped(std::llrint(r.gpu_hours)),
                      r.cost ? ", " + money(*r.cost) : std::string());
 }
 
@@ -139,28 +131,27 @@ std::string render_plan_table(const PlanOutput& out) {
   for (std::size_t i = 0; i < out.rows.size(); ++i) {
     const auto& r = out.rows[i];
     const auto& t = out.targets[r.target];
-    std::vector<std::string> cells = {t.label, grouped(static_cast<double>(r.gpus)),
-                                      grouped(static_cast<double>(r.nodes))};
+    std::vector<std::string> cells = {t.label, format_grouped(r.gpus), format_grouped(r.nodes)};
     if (r.feasible) {
-      cells.insert(cells.end(),
-                   {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
-                    days(r.run.ideal_s), duration(r.run.mtbf_s),
-                    duration(r.run.checkpoint_interval_s), format_percent(r.run.goodput),
-                    days(r.run.expected_s), grouped(r.gpu_hours), energy(r.energy_joules)});
+      cells.insert(
+          cells.end(),
+          {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
+           format_percent(r.run.goodput), days(r.run.expected_s),
+           format_grouped(std::llrint(r.gpu_hours)), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");
       cells.resize(heads.size() - shift, "-");
-      notes +=
-          fmt::format("  {} x {}: {}\n", t.label, grouped(static_cast<double>(r.gpus)), r.reason);
+      notes += fmt::format("  {} x {}: {}\n", t.label, format_grouped(r.gpus), r.reason);
     }
     if (out.selection) cells.insert(cells.begin(), out.selection->row == i ? "*" : "");
     table.add_row(cells);
   }
   s += table.render();
-  s += "z: ZeRO stage; rc: recompute; ogr, opg, tpo: overlap-grad-reduce, overlap-param-gather, "
-       "tp-comm-overlap on; ideal d: days without failures; days: expected, with failures and "
-       "checkpoints\n";
+  s += fmt::format(
+      "{}; ideal d: days without failures; days: expected, with failures and checkpoints\n",
+      PLAN_LABEL_LEGEND);
   if (!notes.empty()) s += "not planned:\n" + notes;
   return s + selection_line(out);
 }
@@ -234,26 +225,36 @@ std::string render_plan_json(const PlanOutput& out) {
 }
 
 std::string render_plan_csv(const PlanOutput& out) {
-  std::string s =
-      "gpu_type,gpus,nodes,feasible,tp,pp,dp,cp,ep,vpp,mbs,schedule,zero,recompute,sp,"
-      "step_time_s,tokens_per_s,mfu,ideal_days,mtbf_s,checkpoint_interval_s,goodput,"
-      "expected_days,gpu_hours,energy_mwh,cost_usd\n";
+  // The configuration, its plan, then its results.
+  std::vector<std::string> header = {"gpu_type", "gpus", "nodes", "feasible"};
+  for (const char* key :
+       {"tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "zero", "recompute", "sp"})
+    header.push_back(key);
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "mfu", "ideal_days", "mtbf_s", "checkpoint_interval_s",
+        "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd"})
+    header.push_back(key);
+  CsvTable csv(header);
   for (const auto& r : out.rows) {
-    s += fmt::format("{},{},{},{}", out.targets[r.target].label, r.gpus, r.nodes, int(r.feasible));
-    if (!r.feasible) {
-      s += std::string(22, ',') + "\n";
-      continue;
+    std::vector<std::string> fields = {out.targets[r.target].label, std::to_string(r.gpus),
+                                       std::to_string(r.nodes), r.feasible ? "1" : "0"};
+    if (r.feasible) {
+      const auto& p = r.plan;
+      for (std::int64_t v : {std::int64_t{p.tp}, std::int64_t{p.pp}, std::int64_t{p.dp},
+                             std::int64_t{p.cp}, std::int64_t{p.ep}, std::int64_t{p.vpp}, p.mbs})
+        fields.push_back(std::to_string(v));
+      fields.insert(fields.end(), {models::to_string(p.schedule), std::to_string(p.zero),
+                                   models::to_string(p.recompute), p.sp ? "1" : "0"});
+      for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.run.ideal_s / DAY_S, r.run.mtbf_s,
+                       r.run.checkpoint_interval_s, r.run.goodput, r.run.expected_s / DAY_S,
+                       r.gpu_hours, r.energy_joules / MWH_J})
+        fields.push_back(csv_number(v));
+      fields.push_back(r.cost ? csv_number(*r.cost) : "");
     }
-    const auto& p = r.plan;
-    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", p.tp, p.pp, p.dp, p.cp, p.ep, p.vpp,
-                     p.mbs, models::to_string(p.schedule), p.zero, models::to_string(p.recompute),
-                     int(p.sp));
-    s += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}\n", r.step_time_s, r.tokens_per_s, r.mfu,
-                     r.run.ideal_s / DAY_S, r.run.mtbf_s, r.run.checkpoint_interval_s,
-                     r.run.goodput, r.run.expected_s / DAY_S, r.gpu_hours, r.energy_joules / MWH_J,
-                     r.cost ? fmt::format("{}", *r.cost) : "");
+    fields.resize(header.size());  // a configuration without a plan leaves the rest empty
+    csv.add_row(std::move(fields));
   }
-  return s;
+  return csv.render();
 }
 
 std::string render_plan_svg(const PlanOutput& out) {

@@ -7,8 +7,11 @@
 #include <fmt/format.h>
 
 #include "cli/html_escape.hpp"
+#include "cli/memory_json.hpp"
 #include "cli/report_parts.hpp"
+#include "cli/simulate_output.hpp"
 #include "common/document.hpp"
+#include "common/strings.hpp"
 #include "common/units.hpp"
 #include "common/version.hpp"
 #include "models/plan_dtypes.hpp"
@@ -48,11 +51,14 @@ svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
 .m-other{fill:#9c9c9c;background:#9c9c9c}
 )";
 
-// Every category class the timeline uses gets a rule that hides it under body.hide-<name>.
-constexpr const char* HIDE_STYLE =
-    ".hide-compute .slice.c-compute,.hide-optimizer .slice.c-optimizer,.hide-tp .slice.c-tp,"
-    ".hide-cp .slice.c-cp,.hide-ep .slice.c-ep,.hide-pp .slice.c-pp,.hide-dp .slice.c-dp"
-    "{display:none}\n";
+// Every category the timeline draws gets a rule that hides its slices under body.hide-<name>
+// (what its legend button toggles).
+std::string hide_style() {
+  std::string out;
+  for (strategies::TraceCategory c : report::TIMELINE_CATEGORIES)
+    out += fmt::format("{0}.hide-{1} .slice.c-{1}", out.empty() ? "" : ",", to_string(c));
+  return out + "{display:none}\n";
+}
 
 constexpr const char* SCRIPT = R"(
 (function () {
@@ -76,39 +82,23 @@ std::string row(std::string_view key, std::string_view value_html) {
   return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
 }
 
-// The dtype whose dense peak MFU is against, as the kernel model decided it for the step.
-DType peak_dtype(const ReportInputs& in) {
-  return in.report.peak_dtype;
-}
-
 std::string summary_html(const ReportInputs& in) {
   const strategies::StepReport& r = in.report;
   const double cap = in.cluster.gpu.hbm_bytes;
   std::string out;
-  if (r.memory.peak_bytes > cap) {
+  const std::string misfit = misfit_text(r.memory, cap);
+  if (!misfit.empty()) {
     out += fmt::format(
-        "<p class=\"warning\" id=\"fit-warning\">This plan does NOT fit: stage {} needs {} per "
-        "GPU, the GPU has {}. The timings below assume it would.</p>\n",
-        r.memory.peak_stage, format_bytes(r.memory.peak_bytes), format_bytes(cap));
+        "<p class=\"warning\" id=\"fit-warning\">This plan does NOT fit: {}. The timings below "
+        "assume it would.</p>\n",
+        esc(misfit));
   }
   out += "<table id=\"summary-table\">\n";
-  out += row("step time", format_time(r.step_time_s));
-  out += row("tokens/s", fmt::format("{:.0f}", r.tokens_per_s));
-  out += row("model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu));
-  out += row("hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu));
-  const std::string peak = fmt::format("of the dense {} peak, {}", to_string(peak_dtype(in)),
-                                       format_flop_rate(r.peak_flops));
-  out += row("MFU", fmt::format("{} ({})", format_percent(r.mfu), peak));
-  out += row("HFU", fmt::format("{} ({})", format_percent(r.hfu), peak));
-  out += row("pipeline bubble",
-             fmt::format("{}, {} of the pipeline phase ({})", format_time(r.bubble_time_s),
-                         format_percent(r.bubble_fraction), format_time(r.pipeline_time_s)));
-  out += row("compute", format_time(r.compute_time_s));
-  out += row("exposed communication", format_time(r.exposed_comm_time_s));
+  for (const auto& [name, value] : metric_rows(in.plan, r)) out += row(name, esc(value));
   out += row("optimizer step", format_time(r.optimizer_time_s));
   out += row("peak memory per GPU",
              fmt::format("{} of {} ({})", format_bytes(r.memory.peak_bytes), format_bytes(cap),
-                         r.memory.peak_bytes <= cap ? "fits" : "does NOT fit"));
+                         misfit.empty() ? "fits" : "does NOT fit"));
   return out + "</table>\n";
 }
 
@@ -164,13 +154,32 @@ std::string configuration_html(const ReportInputs& in) {
   return out + "</table>\n";
 }
 
+// The fitted factors that differ from 1: "bf16 matmul efficiency x0.85, memory-bound time
+// x1.10".
+std::string scales_text(const topo::KernelScales& s) {
+  std::vector<std::string> parts;
+  for (int i = 0; i < topo::DTYPE_COUNT; ++i) {
+    const double x = s.compute[static_cast<size_t>(i)];
+    if (x != 1)
+      parts.push_back(fmt::format("{} matmul efficiency x{:.2f}", to_string(DType(i)), x));
+  }
+  if (s.memory_bound != 1)
+    parts.push_back(fmt::format("memory-bound time x{:.2f}", s.memory_bound));
+  return parts.empty() ? "all 1" : join(parts, ", ");
+}
+
 std::string kernel_model_text(const ReportInputs& in) {
-  if (in.options.kernels) {
+  const KernelCalibration& used = in.kernel_calibration;
+  const std::string scaled =
+      used.scales ? fmt::format("; scaled by the fitted factors of the calibration profile {} ({})",
+                                esc(in.calibration), scales_text(*used.scales))
+                  : "";
+  if (used.measured) {
     return fmt::format(
         "measured kernel times from the calibration profile {} (GEMMs at measured shapes, "
         "memory-bound work at the measured bandwidth; attention and unmeasured dtypes from the "
-        "datasheet model)",
-        esc(in.calibration));
+        "datasheet model){}",
+        esc(in.calibration), scaled);
   }
   const topo::DatasheetKernelModel k(in.cluster.gpu, in.options.efficiency);
   const DType math = models::compute_dtype(in.plan.precision);
@@ -179,11 +188,11 @@ std::string kernel_model_text(const ReportInputs& in) {
       "the datasheet kernel model (topologies/kernel_model.hpp) of the {} ({}), default "
       "coefficients: large GEMMs at {} of the dense {} peak, fused attention at {}, "
       "memory-bound kernels at {} of HBM bandwidth, {} per kernel launch, sustained clock {} "
-      "of boost",
+      "of boost{}",
       esc(in.cluster.gpu.display_name), esc(in.cluster.gpu.source),
       format_percent(k.gemm_fraction(math)), to_string(k.peak_dtype(math)),
       format_percent(k.attention_fraction()), format_percent(e.memory_bandwidth_fraction),
-      format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()));
+      format_time(e.kernel_overhead_s), format_percent(k.clock_fraction()), scaled);
 }
 
 std::string network_text(const std::string& name) {
@@ -205,15 +214,18 @@ std::string assumptions_html(const ReportInputs& in) {
   out += row("kernel model", kernel_model_text(in));
   // The tensor cores the kernel model runs the matmuls on (a GPU without the plan's dtype
   // runs it on wider ones): the same dtype MFU is measured against.
-  out += row("precision",
-             fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
-                         models::to_string(p.precision), to_string(peak_dtype(in)),
-                         p.precision == models::Precision::FP32 ? " (fp32 math runs as TF32)" : "",
-                         models::to_string(p.grad_dtype)));
+  out +=
+      row("precision",
+          fmt::format("{}: matmuls on {} tensor cores{}; gradients accumulate in {}",
+                      models::to_string(p.precision), to_string(in.report.peak_dtype),
+                      p.precision == models::Precision::FP32 && in.report.peak_dtype == DType::TF32
+                          ? " (fp32 math runs as TF32)"
+                          : "",
+                      models::to_string(p.grad_dtype)));
   out += row("MFU and HFU against",
              fmt::format("the dense (non-sparse) {} peak of one {}: {}; model FLOPs leave "
                          "recompute out, hardware FLOPs count it",
-                         to_string(peak_dtype(in)), esc(in.cluster.gpu.display_name),
+                         to_string(in.report.peak_dtype), esc(in.cluster.gpu.display_name),
                          format_flop_rate(in.report.peak_flops)));
   out += row("network", network_text(in.network));
   out += row("simulated GPUs",
@@ -223,11 +235,16 @@ std::string assumptions_html(const ReportInputs& in) {
                                            "stage, GPU type, straggler factor, data-parallel "
                                            "design), its peers as concurrent traffic"));
   out += row("collectives",
-             in.options.collective_override
-                 ? fmt::format("measured times from {} where they cover a collective, the "
-                               "flow-level model elsewhere",
-                               esc(in.calibration))
-                 : std::string("the flow-level cost of each collective's lowered schedule"));
+             (in.options.collective_override
+                  ? fmt::format("measured times from {} where they cover a collective, the "
+                                "flow-level model elsewhere",
+                                esc(in.calibration))
+                  : std::string("the flow-level cost of each collective's lowered schedule")) +
+                 (in.options.collective_time_scale != 1
+                      ? fmt::format("; modelled times x{:.2f}, the fitted factor of the "
+                                    "calibration profile {}",
+                                    in.options.collective_time_scale, esc(in.calibration))
+                      : ""));
   out +=
       row("memory capacity",
           fmt::format("{}, the datasheet HBM size; \"other\" holds the CUDA context ({}), "
@@ -256,7 +273,7 @@ std::string render_html_report(const ReportInputs& in) {
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<meta name=\"generator\" content=\"loom {0}\">\n<title>loom simulate: {1}</title>\n"
       "<style>{2}{3}</style>\n</head>\n<body>\n",
-      VERSION, subject, STYLE, HIDE_STYLE);
+      VERSION, subject, STYLE, hide_style());
   out += fmt::format(
       "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\">one training step, {} network, "
       "loom {}</p>\n<nav><a href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "

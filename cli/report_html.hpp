@@ -4,6 +4,7 @@
 // pipeline stage, memory per stage against the GPU's capacity, the communication breakdown,
 // the plan, the resolved configuration and the assumptions behind the numbers. Same inputs
 // give the same bytes. docs/report.md describes every part.
+#include <optional>
 #include <string>
 
 #include "models/model_spec.hpp"
@@ -11,8 +12,16 @@
 #include "strategies/plan/plan_input.hpp"
 #include "strategies/step_simulator.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/scaled_kernel_model.hpp"
 
 namespace loom::cli {
+
+/// What a calibration profile changed in the kernel model (options.kernels), as simulate
+/// applied it: the report's assumptions say which model timed the kernels.
+struct KernelCalibration {
+  bool measured = false;  ///< the profile's GEMM times / memory bandwidth (MeasuredKernelModel)
+  std::optional<topo::KernelScales> scales;  ///< its fitted factors (ScaledKernelModel), if any
+};
 
 /// Everything the report shows: what was simulated, how, and what came out.
 struct ReportInputs {
@@ -24,6 +33,7 @@ struct ReportInputs {
   const strategies::StepReport& report;        ///< needs keep_timeline for the timeline
   std::string network;                         ///< the --network name
   std::string calibration;                     ///< the calibration profile path; empty: none
+  KernelCalibration kernel_calibration = {};   ///< what the profile changed; default: nothing
 };
 
 /// The whole report as one HTML document. Every string from the inputs is escaped.

@@ -1,12 +1,21 @@
 #pragma once
 // The drawn parts of the HTML report (report_html.hpp), each a piece of HTML with inline
 // SVG; shared by report_html.cpp, report_timeline.cpp and report_charts.cpp only.
+#include <array>
 #include <string>
 
 #include "models/memory.hpp"
 #include "strategies/step_simulator.hpp"
 
 namespace loom::cli::report {
+
+/// The timeline's slice categories, in legend order; each has a legend button and a CSS
+/// class (c-compute, c-tp, ...) that the report's style colours and can hide.
+inline constexpr std::array<strategies::TraceCategory, 7> TIMELINE_CATEGORIES = {
+    strategies::TraceCategory::COMPUTE,  strategies::TraceCategory::TP,
+    strategies::TraceCategory::CP,       strategies::TraceCategory::EP,
+    strategies::TraceCategory::PP,       strategies::TraceCategory::DP,
+    strategies::TraceCategory::OPTIMIZER};
 
 /// A coordinate or length in SVG user units with one decimal ("12.5"); 0 when not finite.
 std::string num(double value);

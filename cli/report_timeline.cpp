@@ -29,10 +29,6 @@ constexpr double LANE_GAP = 3;
 constexpr double STAGE_GAP = 10;
 constexpr double MERGE_PX = 0.5;  // slices closer than this on one lane draw as one rect
 
-constexpr std::array<TraceCategory, 7> CATEGORIES = {
-    TraceCategory::COMPUTE, TraceCategory::TP, TraceCategory::CP,       TraceCategory::EP,
-    TraceCategory::PP,      TraceCategory::DP, TraceCategory::OPTIMIZER};
-
 // The lane a slice is drawn on: its stream, except that the blocking model-parallel
 // collectives on the compute stream get a lane of their own per kind. Lanes of one serial
 // stream never overlap.
@@ -126,7 +122,7 @@ std::string axis(double total, double scale, double height) {
 
 std::string legend(const std::set<TraceCategory>& present) {
   std::string out = "<div class=\"legend\" id=\"timeline-legend\">\n";
-  for (TraceCategory c : CATEGORIES) {
+  for (TraceCategory c : TIMELINE_CATEGORIES) {
     if (!present.count(c)) continue;
     out += fmt::format(
         "<button type=\"button\" data-toggle=\"{0}\" title=\"show or hide {0}\"><span "

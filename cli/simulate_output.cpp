@@ -31,21 +31,7 @@ double zero3_buffer_bytes(const models::MemoryReport& m) {
 Table metrics_table(const models::TrainingPlan& plan, const strategies::StepReport& r) {
   Table t({"metric", "value"});
   t.align_left(1);
-  t.add_row({"step time", format_time(r.step_time_s)});
-  t.add_row({"tokens/s", fmt::format("{:.0f}", r.tokens_per_s)});
-  t.add_row({"model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu)});
-  t.add_row({"hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu)});
-  std::string mfu = fmt::format("{} ({})", utilisation_text(r.mfu, r),
-                                format_flop_rate(r.peak_flops) + " per GPU");
-  if (plan.precision == models::Precision::FP32 && r.peak_dtype == DType::TF32)
-    mfu += "; fp32 matmuls run on TF32 tensor cores";
-  t.add_row({"MFU", mfu});
-  t.add_row({"HFU", utilisation_text(r.hfu, r)});
-  t.add_row({"pipeline bubble",
-             fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
-                         format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))});
-  t.add_row({"compute", format_time(r.compute_time_s)});
-  t.add_row({"exposed communication", format_time(r.exposed_comm_time_s)});
+  for (const auto& [name, value] : metric_rows(plan, r)) t.add_row({name, value});
   for (models::Dim d : models::REPORTED_COMM_DIMS) {
     const int k = models::index(d);
     t.add_row({fmt::format("communication {}", models::to_string(d)),
@@ -100,6 +86,27 @@ std::string memory_section(const strategies::StepReport& r, double cap) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> metric_rows(const models::TrainingPlan& plan,
+                                                             const strategies::StepReport& r) {
+  std::string mfu = fmt::format("{} ({})", utilisation_text(r.mfu, r),
+                                format_flop_rate(r.peak_flops) + " per GPU");
+  if (plan.precision == models::Precision::FP32 && r.peak_dtype == DType::TF32)
+    mfu += "; fp32 matmuls run on TF32 tensor cores";
+  return {
+      {"step time", format_time(r.step_time_s)},
+      {"tokens/s", fmt::format("{:.0f}", r.tokens_per_s)},
+      {"model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu)},
+      {"hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu)},
+      {"MFU", mfu},
+      {"HFU", utilisation_text(r.hfu, r)},
+      {"pipeline bubble",
+       fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
+                   format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))},
+      {"compute", format_time(r.compute_time_s)},
+      {"exposed communication", format_time(r.exposed_comm_time_s)},
+  };
+}
 
 std::string utilisation_text(double fraction, const strategies::StepReport& r) {
   return fmt::format("{} of the {} dense peak", format_percent(fraction),

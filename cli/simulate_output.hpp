@@ -3,6 +3,8 @@
 // communication, the bubble and the memory columns mean), the `results` block of the JSON
 // document, and the CSV record. Include only from .cpp files.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/document.hpp"
 #include "models/model_spec.hpp"
@@ -40,6 +42,12 @@ OrderedJson simulate_context_json(const models::ModelSpec& model, const models::
 std::string render_simulate_csv(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                 const topo::Cluster& cluster, const strategies::StepReport& r,
                                 const SimulateSetup& setup);
+
+/// The step's headline metrics as (name, value) rows, as the simulate table and the HTML
+/// report's summary show them: step time, tokens/s, model and hardware TFLOP/s per GPU, MFU
+/// (with its peak) and HFU, the pipeline bubble, compute and exposed communication.
+std::vector<std::pair<std::string, std::string>> metric_rows(const models::TrainingPlan& plan,
+                                                             const strategies::StepReport& r);
 
 /// "24.2% of the BF16 dense peak" style text of a utilisation `fraction` against r's peak.
 std::string utilisation_text(double fraction, const strategies::StepReport& r);

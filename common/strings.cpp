@@ -53,17 +53,14 @@ std::string to_lower(std::string_view text) {
   return out;
 }
 
-namespace {
-
-// The length of the UTF-8 sequence starting at text[i] (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
+std::size_t utf8_length(std::string_view text, std::size_t i, char32_t* code) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char b = byte(i);
   std::size_t n = 0;
   unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-  if (b < 0x80) return 1;
-  if (b >= 0xC2 && b <= 0xDF) {
+  if (b < 0x80) {
+    n = 1;
+  } else if (b >= 0xC2 && b <= 0xDF) {
     n = 2;
   } else if (b >= 0xE0 && b <= 0xEF) {
     n = 3;
@@ -77,11 +74,18 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
     return 0;
   }
   if (i + n > text.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  if (n > 1 && (byte(i + 1) < lo || byte(i + 1) > hi)) return 0;
   for (std::size_t k = 2; k < n; ++k)
     if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  if (code != nullptr) {
+    static constexpr unsigned char LEAD_BITS[] = {0x7F, 0x1F, 0x0F, 0x07};
+    *code = b & LEAD_BITS[n - 1];
+    for (std::size_t k = 1; k < n; ++k) *code = (*code << 6) | (byte(i + k) & 0x3F);
+  }
   return n;
 }
+
+namespace {
 
 // The escape for the character of `length` bytes at text[i], or "" when it prints as itself.
 std::string escape_of(std::string_view text, std::size_t i, std::size_t length) {

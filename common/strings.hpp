@@ -20,6 +20,11 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 /// Lower-cased copy (ASCII).
 std::string to_lower(std::string_view text);
 
+/// The length (1 to 4) of the well-formed UTF-8 sequence starting at text[i], i < text.size()
+/// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or 0 when the bytes
+/// there are not one; its code point goes to `*code` when `code` is given.
+std::size_t utf8_length(std::string_view text, std::size_t i, char32_t* code = nullptr);
+
 /// `text` made safe to print on one line of a terminal: control characters (C0, DEL, C1)
 /// become escapes (\n, \x1b, \u0085), bytes that are not UTF-8 become \xff;
 /// valid printable UTF-8 passes unchanged. Output beyond `max_bytes` is cut at a character

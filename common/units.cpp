@@ -199,6 +199,19 @@ std::string format_count(double count, int digits) {
   return fmt::format("{:.{}f}{}", v, i == 0 ? 0 : digits, NAMES[i]);
 }
 
+std::string format_grouped(std::int64_t value) {
+  // The magnitude as unsigned: -INT64_MIN does not fit in an int64.
+  const std::uint64_t magnitude =
+      value < 0 ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+  const std::string digits = std::to_string(magnitude);
+  std::string out = value < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string format_percent(double fraction, int digits) {
   return fmt::format("{:.{}f}%", 100.0 * fraction, digits);
 }

@@ -95,6 +95,9 @@ inline std::string format_flop_rate(FlopsPerSecond rate, int digits = 1) {
 }
 /// "7.50B" style count (K, M, B, T) for parameter counts.
 std::string format_count(double count, int digits = 2);
+/// A whole number with its thousands grouped by commas: 1234567 -> "1,234,567", -1000 ->
+/// "-1,000". Callers round a double with std::llrint (to nearest, ties to even, as "{:.0f}").
+std::string format_grouped(std::int64_t value);
 /// A fraction as a percentage: 0.395 -> "39.5%".
 std::string format_percent(double fraction, int digits = 1);
 

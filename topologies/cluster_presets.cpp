@@ -351,12 +351,12 @@ const std::vector<PresetDefinition>& presets() {
   return p;
 }
 
-bool looks_like_path(const std::string& spec) {
-  return spec.find('/') != std::string::npos ||
+}  // namespace
+
+bool looks_like_path(std::string_view spec) {
+  return spec.find('/') != std::string_view::npos ||
          (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
 }
-
-}  // namespace
 
 PresetDefinition find_preset(const std::string& name, const std::string& field) {
   // Preset names are matched case-insensitively, as GPU and model names are.

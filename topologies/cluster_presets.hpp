@@ -42,5 +42,8 @@ std::vector<PresetInfo> cluster_presets();
 std::optional<std::string> cluster_preset_for_gpu(std::string_view gpu);
 /// The preset names, in the same order.
 std::vector<std::string> cluster_preset_names();
+/// Whether a cluster spec names a cluster JSON file rather than a preset: it holds a '/' or
+/// ends in ".json".
+bool looks_like_path(std::string_view spec);
 
 }  // namespace loom::topo

@@ -15,11 +15,6 @@
 namespace loom::strategies {
 namespace {
 
-bool looks_like_file(const std::string& name) {
-  return name.find('/') != std::string::npos ||
-         (name.size() > 5 && name.substr(name.size() - 5) == ".json");
-}
-
 // Every name --gpu accepts, for did-you-mean: the GPUs that have a preset, and the presets.
 std::vector<std::string> target_names() {
   std::vector<std::string> out;
@@ -54,7 +49,8 @@ CapacityTarget resolve_target(const std::string& name, const std::string& field)
   CapacityTarget t;
   t.label = name;
   const std::vector<std::string> presets = topo::cluster_preset_names();
-  if (looks_like_file(name) || std::find(presets.begin(), presets.end(), name) != presets.end()) {
+  if (topo::looks_like_path(name) ||
+      std::find(presets.begin(), presets.end(), to_lower(name)) != presets.end()) {
     t.cluster_spec = name;
   } else if (is_gpu_name(name)) {
     const topo::GpuSpec& gpu = topo::find_gpu(name, field);
@@ -161,7 +157,7 @@ std::vector<CapacityRow> plan_capacity(const models::ModelSpec& model, const Pla
   std::vector<CapacityRow> rows;
   for (std::size_t i = 0; i < work.size(); ++i) {
     const auto [t, gpus] = work[i];
-    if (options.progress) options.progress(i, work.size(), targets[t], gpus);
+    if (options.progress) options.progress(i, work.size());
     const std::optional<double> price = t < prices.size() ? prices[t] : std::nullopt;
     rows.push_back(plan_configuration(model, input, targets[t], gpus, options, price));
     rows.back().target = t;

@@ -41,8 +41,9 @@ struct CapacityTarget {
 };
 
 /// The target `name` names: a GPU (catalog key or alias: its cluster preset), a cluster
-/// preset, or a cluster JSON file (a path ending in .json). Throws ValidationError naming
-/// `field` for an unknown name or a GPU without a preset, ConfigError for a bad file.
+/// preset (in any case, as --cluster takes it), or a cluster JSON file (a path ending in
+/// .json). Throws ValidationError naming `field` for an unknown name or a GPU without a
+/// preset, ConfigError for a bad file.
 CapacityTarget resolve_target(const std::string& name, const std::string& field = "gpu");
 
 /// The GPU counts to try on `target`: `requested` rounded up to whole nodes (duplicates
@@ -57,9 +58,8 @@ struct CapacityOptions {
   GoodputInputs goodput;     ///< checkpoint_bytes is filled per configuration
   double pue = DEFAULT_PUE;  ///< >= 1
   SearchOptions search;      ///< the search of each configuration (top, exact, threads)
-  /// Called before each configuration is searched: its index, the count, target and GPUs.
-  std::function<void(std::size_t index, std::size_t total, const CapacityTarget&, std::int64_t)>
-      progress;
+  /// Called before each configuration is searched: its index and the count of them.
+  std::function<void(std::size_t index, std::size_t total)> progress;
 };
 
 /// One GPU type at one GPU count.

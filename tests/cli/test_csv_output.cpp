@@ -1,4 +1,4 @@
-// `--format csv` of simulate, memory, collective and ranks: a header of unique column names,
+// `--format csv` of simulate, memory, collective, ranks and plan: a header of unique column names,
 // then records of the same width, parsed back with RFC 4180's quoting. Runs the loom binary.
 #include <doctest/doctest.h>
 
@@ -64,7 +64,7 @@ void check_csv(const std::string& args, size_t want_records) {
 
 }  // namespace
 
-TEST_CASE("cli::Csv: one record per run, stage, message size and rank") {
+TEST_CASE("cli::Csv: one record per run, stage, message size, rank and configuration") {
   check_csv(
       "simulate --model gpt-1.7b --cluster dgx-a100 --tp 2 --pp 2 --seq 512 --network "
       "ideal --pipeline-split 12,12 --format csv",
@@ -72,6 +72,11 @@ TEST_CASE("cli::Csv: one record per run, stage, message size and rank") {
   check_csv("memory --model llama3-8b --gpu h100 --pp 4 --dp 2 --format csv", 4);
   check_csv("collective --cluster dgx-h100 --op all_reduce -b 8 -e 8K -f 4 --format csv", 6);
   check_csv("ranks --cluster dgx-h100 --tp 2 --format csv", 8);
+  // tp 4 x pp 2 x dp 2 does not divide 8 GPUs: that configuration's record is as wide, empty.
+  check_csv(
+      "plan --model examples/models/tiny-gpt.json --tokens 1T --gpu a100 --gpus 8 16 --gbs 16 "
+      "--tp 4 --pp 2 --dp 2 --threads 2 --format csv",
+      2);
 }
 
 TEST_CASE("cli::Csv: a list field is one quoted field") {

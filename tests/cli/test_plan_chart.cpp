@@ -1,6 +1,6 @@
 // `loom plan --chart` writes an SVG: the same bytes for any thread count, a days line per GPU
 // type with a fitting configuration, a dashed cost line per priced type, the --days choice
-// ringed. Runs the loom binary.
+// ringed; its text escaped as HTML. Runs the loom binary.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/plan_chart.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace {
@@ -55,4 +56,16 @@ TEST_CASE("cli::Plan: an unwritable chart path is bad input") {
   const std::string cmd = plan("/nonexistent-dir/x.svg", 1) + " 2> /dev/null";
   const int status = std::system(cmd.c_str());
   CHECK(WEXITSTATUS(status) == 2);
+}
+
+TEST_CASE("cli::PlanChart: the title and GPU type names are escaped as HTML text") {
+  // A cluster file's name is the user's: quotes, markup and control bytes come out inert.
+  loom::cli::ChartSeries series;
+  series.name = "it's<b>\x1b";
+  series.days = {{8, 3.0}, {16, 1.6}};
+  const std::string svg =
+      loom::cli::render_plan_chart("a \"model\" & more", {series}, std::nullopt);
+  CHECK(svg.find(">it&#39;s&lt;b&gt;\\x1b</text>") != std::string::npos);
+  CHECK(svg.find(">a &quot;model&quot; &amp; more</text>") != std::string::npos);
+  CHECK(svg.find('\x1b') == std::string::npos);
 }

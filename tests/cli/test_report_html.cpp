@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -36,7 +37,9 @@ struct Simulated {
   strategies::StepReport report;
 };
 
-Simulated simulate(const std::string& name, int layers = 8, std::int64_t hidden = 1024) {
+// `tweak` changes the plan or cluster before the step is simulated.
+Simulated simulate(const std::string& name, int layers = 8, std::int64_t hidden = 1024,
+                   const std::function<void(Simulated&)>& tweak = nullptr) {
   Simulated s;
   s.model = models::load_model("llama3-8b", "--model");
   s.model.name = name;
@@ -53,6 +56,7 @@ Simulated simulate(const std::string& name, int layers = 8, std::int64_t hidden 
   s.plan.seq = 512;
   s.cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 1, std::nullopt});
   s.options.keep_timeline = true;
+  if (tweak) tweak(s);
   s.report = strategies::simulate_step(s.model, s.plan, s.cluster, s.options);
   return s;
 }
@@ -131,13 +135,27 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   CHECK(count(html, "<rect class=\"slice c-dp\"") >= 2);
   CHECK(html.find("id=\"fit-warning\"") == std::string::npos);
   // MFU names its peak: bf16 on an A100 (312 TFLOP/s dense, NVIDIA A100 datasheet).
-  CHECK(html.find("of the dense bf16 peak, 312.0 TFLOP/s") != std::string::npos);
+  CHECK(html.find("of the BF16 dense peak (312.0 TFLOP/s per GPU)") != std::string::npos);
   // No network access: nothing is loaded from anywhere.
   CHECK(html.find("http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'") !=
         std::string::npos);
   CHECK(html.find("src=") == std::string::npos);
   CHECK(html.find("url(") == std::string::npos);
   CHECK(html.find("@import") == std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: every legend button has a style rule that hides its slices") {
+  const std::string html = render(simulate("tiny"));
+  int buttons = 0;
+  const std::string key = "data-toggle=\"";
+  for (size_t at = html.find(key); at != std::string::npos; at = html.find(key, at + 1)) {
+    const size_t begin = at + key.size();
+    const std::string category = html.substr(begin, html.find('"', begin) - begin);
+    CAPTURE(category);
+    CHECK(html.find(".hide-" + category + " .slice.c-" + category) != std::string::npos);
+    ++buttons;
+  }
+  CHECK(buttons >= 3);  // compute, tp and dp at least
 }
 
 TEST_CASE("cli::HtmlReport: every untrusted string is escaped") {
@@ -166,7 +184,53 @@ TEST_CASE("cli::HtmlReport: a plan that does not fit says so at the top") {
   const size_t warning = html.find("id=\"fit-warning\"");
   REQUIRE(warning != std::string::npos);
   CHECK(warning < html.find("id=\"summary-table\""));
+  // The simulate table's wording of the misfit (memory_json.hpp misfit_text).
+  CHECK(html.find("This plan does NOT fit: stage ") != std::string::npos);
+  CHECK(html.find(" but the GPU has 74.51 GiB. The timings below assume it would.") !=
+        std::string::npos);
   CHECK(html.find("<g class=\"mem-bar over\">") != std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: fp32 is said to run as TF32 only where the GPU has TF32 cores") {
+  const auto fp32 = [](Simulated& s) { s.plan.precision = models::Precision::FP32; };
+  const std::string a100 = render(simulate("tiny", 8, 1024, fp32));
+  CHECK(a100.find("fp32: matmuls on tf32 tensor cores (fp32 math runs as TF32)") !=
+        std::string::npos);
+  // The same GPU without TF32 tensor cores: the kernel model runs fp32 on the fp32 peak.
+  const std::string no_tf32 = render(simulate("tiny", 8, 1024, [&](Simulated& s) {
+    fp32(s);
+    s.cluster.gpu.tf32_flops = 0;
+  }));
+  CHECK(no_tf32.find("fp32: matmuls on fp32 tensor cores; gradients") != std::string::npos);
+  CHECK(no_tf32.find("runs as TF32") == std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: the kernel model row names what the calibration profile changed") {
+  const loom::testing::TempDir dir("report_calibration");
+  const auto report = [&](const std::string& profile) {
+    const std::string file = dir.file("r.html");
+    REQUIRE(run_loom(SMALL_RUN + "--calibration " + profile + " --report " + file, dir).exit_code ==
+            0);
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  // Fitted factors only (compute_efficiency bf16 0.85, collective_time 1.3): the datasheet
+  // model, scaled; no measured kernel times.
+  const std::string factors = report("examples/calibration/fitted_synthetic.json");
+  CHECK(factors.find("measured kernel times") == std::string::npos);
+  CHECK(factors.find("<tr><th>kernel model</th><td class=\"text\">the datasheet kernel model") !=
+        std::string::npos);
+  CHECK(factors.find("scaled by the fitted factors of the calibration profile "
+                     "examples/calibration/fitted_synthetic.json (bf16 matmul efficiency x0.85") !=
+        std::string::npos);
+  CHECK(factors.find("modelled times x1.30") != std::string::npos);
+  // Measured GEMMs and bandwidth, no factors.
+  const std::string measured = report("tests/sim/calibration_data/harness_synthetic.json");
+  CHECK(measured.find("<tr><th>kernel model</th><td class=\"text\">measured kernel times") !=
+        std::string::npos);
+  CHECK(measured.find("scaled by the fitted factors") == std::string::npos);
 }
 
 TEST_CASE("cli::HtmlReport: the same run writes the same bytes") {

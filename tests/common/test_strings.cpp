@@ -1,4 +1,5 @@
-// printable(): what every error message and every name derived from a path goes through.
+// printable(): what every error message and every name derived from a path goes through;
+// utf8_length(), the one UTF-8 decoder it and the HTML report's escaping share.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -24,6 +25,29 @@ TEST_CASE("common::strings: printable escapes control characters and bytes that 
   CHECK(is_printable("é ok"));
   CHECK_FALSE(is_printable("a\nb"));
   CHECK_FALSE(is_printable("\xff"));
+}
+
+TEST_CASE("common::strings: utf8_length decodes well-formed UTF-8 and nothing else") {
+  // Code points from the Unicode charts: é U+00E9, → U+2192, 🐑 U+1F411.
+  char32_t code = 0;
+  CHECK(utf8_length("A", 0, &code) == 1);
+  CHECK(code == U'A');
+  CHECK(utf8_length("x\xc3\xa9", 1, &code) == 2);
+  CHECK(code == 0xE9);
+  CHECK(utf8_length("\xe2\x86\x92", 0, &code) == 3);
+  CHECK(code == 0x2192);
+  CHECK(utf8_length("\xf0\x9f\x90\x91", 0, &code) == 4);
+  CHECK(code == 0x1F411);
+  CHECK(utf8_length("\xf4\x8f\xbf\xbf", 0, &code) == 4);  // U+10FFFF, the last
+  CHECK(code == 0x10FFFF);
+  CHECK(utf8_length("\xc3", 0) == 0);              // cut off
+  CHECK(utf8_length("\xc0\xaf", 0) == 0);          // overlong '/'
+  CHECK(utf8_length("\xe0\x80\xaf", 0) == 0);      // overlong '/'
+  CHECK(utf8_length("\xed\xa0\x80", 0) == 0);      // a UTF-16 surrogate
+  CHECK(utf8_length("\xf4\x90\x80\x80", 0) == 0);  // above U+10FFFF
+  CHECK(utf8_length("\xe2\x86\x41", 0) == 0);      // 'A' is not a continuation byte
+  CHECK(utf8_length("\x80", 0) == 0);              // a continuation byte first
+  CHECK(utf8_length("\xff", 0) == 0);
 }
 
 TEST_CASE("common::strings: printable cuts at a character boundary") {

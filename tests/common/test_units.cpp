@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "common/error.hpp"
 #include "common/units.hpp"
 
@@ -43,6 +46,17 @@ TEST_CASE("common::units: formatting picks a readable prefix") {
   CHECK(format_bandwidth(450e9) == "450.0 GB/s");
   CHECK(format_time(1.5e-6) == "1.50 us");
   CHECK(format_count(8.03e9) == "8.03B");
+}
+
+TEST_CASE("common::units: whole numbers with their thousands grouped") {
+  CHECK(format_grouped(0) == "0");
+  CHECK(format_grouped(999) == "999");
+  CHECK(format_grouped(1000) == "1,000");
+  CHECK(format_grouped(16384) == "16,384");
+  CHECK(format_grouped(1234567) == "1,234,567");
+  CHECK(format_grouped(-1000) == "-1,000");
+  CHECK(format_grouped(-999) == "-999");
+  CHECK(format_grouped(std::numeric_limits<std::int64_t>::min()) == "-9,223,372,036,854,775,808");
 }
 
 TEST_CASE("common::units: a quantity that overflows after scaling is rejected") {

@@ -47,6 +47,12 @@ TEST_CASE("strategies::Capacity: GPU types resolve to their cluster presets") {
   const CapacityTarget rack = resolve_target("gb200-nvl72");
   CHECK(rack.cluster_spec == "gb200-nvl72");
   CHECK(rack.gpus_per_node == 72);
+  // Preset names match case-insensitively, as --cluster matches them; the label stays as given.
+  const CapacityTarget upper = resolve_target("DGX-H100");
+  CHECK(upper.cluster_spec == "DGX-H100");
+  CHECK(upper.label == "DGX-H100");
+  CHECK(upper.gpu == "h100-sxm");
+  CHECK(upper.gpus_per_node == 8);
   const CapacityTarget file =
       resolve_target(source_path("examples/clusters/custom_4gpu_roce.json"));
   CHECK(file.gpus_per_node == 4);
