@@ -9,7 +9,7 @@
 namespace loom {
 
 /// A tensor element format.
-enum class DType { FP32, TF32, BF16, FP16, FP8, FP4 };
+enum class DType { FP32, TF32, BF16, FP16, FP8, FP4 };  // FP4 last: topo::DTYPE_COUNT
 
 /// Bytes one element occupies in memory (FP32/TF32 4, BF16/FP16 2, FP8 1, FP4 0.5).
 constexpr double bytes_per_element(DType dtype) {

@@ -10,8 +10,8 @@
 
 namespace loom::topo {
 
-/// Number of DType values (the size of a per-dtype array).
-inline constexpr int DTYPE_COUNT = 5;
+/// Number of DType values (the size of a per-dtype array): FP4 is the last.
+inline constexpr int DTYPE_COUNT = static_cast<int>(DType::FP4) + 1;
 /// The index of `dtype` in a per-dtype array.
 constexpr int dtype_index(DType dtype) {
   return static_cast<int>(dtype);
@@ -20,7 +20,7 @@ constexpr int dtype_index(DType dtype) {
 struct KernelScales {
   /// Matmul efficiency relative to the model, per tensor-core dtype (tensor_core_dtype of
   /// the math dtype): a GEMM or attention kernel takes the model's time / scale. > 0.
-  std::array<double, DTYPE_COUNT> compute{1, 1, 1, 1, 1};
+  std::array<double, DTYPE_COUNT> compute{1, 1, 1, 1, 1, 1};
   /// Memory-bound, FP8-cast and optimizer kernels take the model's time x this. > 0.
   double memory_bound = 1;
 };
