@@ -33,8 +33,9 @@ TEST_CASE("topologies::ScaledKernelModel: GEMMs by the dtype's efficiency, memor
   CHECK(scaled.seconds(elementwise, KernelPass::FORWARD, DType::BF16) ==
         doctest::Approx(inner->seconds(elementwise, KernelPass::FORWARD, DType::BF16) * 1.25));
   CHECK(scaled.peak_flops(DType::BF16) == inner->peak_flops(DType::BF16));
-  // Every dtype has its slot, FP4 (the last) included: unscaled, it is the inner model's.
-  const ScaledKernelModel b200(std::make_shared<DatasheetKernelModel>(find_gpu("b200")), {});
+  // Every dtype has its slot, FP4 (the last) included: with no FP4 factor an FP4 GEMM is the
+  // inner model's, whatever the other scales are.
+  const ScaledKernelModel b200(std::make_shared<DatasheetKernelModel>(find_gpu("b200")), s);
   CHECK(b200.seconds(gemm, KernelPass::FORWARD, DType::FP4) ==
         DatasheetKernelModel(find_gpu("b200")).seconds(gemm, KernelPass::FORWARD, DType::FP4));
   s.memory_bound = 0;
