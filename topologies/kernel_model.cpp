@@ -387,17 +387,40 @@ double DatasheetKernelModel::memory_bound_seconds(const KernelOp& op, KernelPass
   return bytes > 0 ? memory_time_s(bytes) + extra : 0;
 }
 
+double kernel_launches(const KernelOp& op, KernelPass pass) {
+  const bool forward = pass == KernelPass::FORWARD;
+  const double groups =
+      op.per_group_kernels ? static_cast<double>(std::max<std::int64_t>(op.batch, 1)) : 1.0;
+  switch (op.kind) {
+    case KernelKind::GEMM: {
+      const double flops = forward                              ? op.forward_flops
+                           : pass == KernelPass::BACKWARD_INPUT ? op.backward_input_flops
+                                                                : op.backward_weight_flops;
+      return flops > 0 ? groups : 0;
+    }
+    case KernelKind::ATTENTION:
+      if (pass == KernelPass::BACKWARD_WEIGHT) return 0;
+      if (forward ? op.forward_flops <= 0 : op.backward_input_flops + op.backward_weight_flops <= 0)
+        return 0;
+      return op.fused ? std::max(op.cp_ring, 1) : 1;
+    case KernelKind::MEMORY_BOUND: {
+      if (pass == KernelPass::BACKWARD_WEIGHT) return 0;
+      const double bytes = forward || op.backward_bytes < 0 ? op.bytes : op.backward_bytes;
+      return bytes > 0 ? std::max(op.kernels, 1) : 0;
+    }
+    case KernelKind::OPTIMIZER:
+      return forward && op.bytes > 0 ? 1 : 0;
+    case KernelKind::FP8_CAST:
+      if (forward) return 1 + op.cached_operand_share;
+      return pass == KernelPass::BACKWARD_INPUT ? 1 : 0;
+  }
+  return 0;
+}
+
 double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType math) const {
   const double t = raw_seconds(op, pass, math);
   if (!op.graphed || t <= 0) return t;
-  // Kernels this pass launches: an FP8 cast forward is two (input, weight); memory-bound
-  // ops their chain; every other pass one.
-  int launches = 1;
-  if (op.kind == KernelKind::MEMORY_BOUND) launches = op.kernels;
-  if (op.kind == KernelKind::GEMM && op.per_group_kernels)
-    launches = static_cast<int>(std::max<std::int64_t>(op.batch, 1));
-  if (op.kind == KernelKind::FP8_CAST && pass == KernelPass::FORWARD) launches = 2;
-  return std::max(t - launches * efficiency_.graph_launch_saving_s, 0.0);
+  return std::max(t - kernel_launches(op, pass) * efficiency_.graph_launch_saving_s, 0.0);
 }
 
 double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DType math) const {

@@ -95,6 +95,15 @@ struct KernelOp {
   double cached_operand_share = 1.0;
 };
 
+/// Kernels the host launches for `pass` of `op` (0 when the pass does no work): a GEMM
+/// pass one (a grouped GEMM launched per group: `batch`); fused attention one per ring step
+/// (`cp_ring`), none for BACKWARD_WEIGHT (its backward is one kernel); a memory-bound op its
+/// chain of `kernels`; the optimizer one; an FP8 cast forward the input cast plus the weight
+/// cast on `cached_operand_share` of the passes, backward the output-gradient cast. A grouped
+/// op's casts are one multi-tensor kernel (Transformer Engine GroupedLinear quantises every
+/// group's input in one fused_multi_quantize / split_quantize call).
+double kernel_launches(const KernelOp& op, KernelPass pass);
+
 /// Seconds of each pass of one op.
 struct PassSeconds {
   double forward = 0;          ///< in seconds

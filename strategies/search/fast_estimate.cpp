@@ -212,11 +212,12 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
   if (it != unit_times_.end()) return it->second;
   auto ct = costs_.find(key.first);
   if (ct == costs_.end()) {
+    const double host_s = pass_host_launch_s(p, options.host_launch_s);
     LayerCosts lc;
     const auto emb = models::embedding_ops(model, p);
     if (!emb.empty()) {
       lc.cost[static_cast<size_t>(UnitKind::EMBEDDING)] =
-          cost_ops(emb, p, *kernels, OpList::EMBEDDING);
+          cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s);
       lc.present[static_cast<size_t>(UnitKind::EMBEDDING)] = true;
     }
     // cost_stages costs the first layer of each kind and reuses it for the others.
@@ -224,11 +225,11 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
       if (lc.present[kind]) continue;
-      lc.cost[kind] = cost_ops(models::layer_ops(model, p, l), p, *kernels);
+      lc.cost[kind] = cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s);
       lc.present[kind] = true;
     }
     lc.cost[static_cast<size_t>(UnitKind::HEAD)] =
-        cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD);
+        cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s);
     lc.present[static_cast<size_t>(UnitKind::HEAD)] = true;
     ct = costs_.emplace(key.first, std::move(lc)).first;
   }

@@ -119,7 +119,7 @@ class SingleProcessLowering final : public DataParallelLowering {
     for (size_t u = 0; u < units.size(); ++u) {
       for (size_t ri = 0; ri < W; ++ri) {
         const SimGpu& h = g_.gpus[ri][0];
-        const int kernels = g_.work_of(h.gpu_type).units[0][u].cost.fwd_kernels;
+        const double kernels = g_.work_of(h.gpu_type).units[0][u].cost.fwd_launches;
         std::vector<TaskId> deps{bc};
         if (u == 0) deps.push_back(ready[ri]);
         const TaskId launch = g_.add_compute(
@@ -225,7 +225,7 @@ void remove_replica_loss(StepGraph& g) {
       c->fwd_s -= loss.fwd_s;
       c->bwd_input_s -= loss.bwd_input_s;
       c->bwd_weight_s -= loss.bwd_weight_s;
-      c->fwd_kernels -= loss.fwd_kernels;
+      c->fwd_launches -= loss.fwd_launches;
     }
   }
 }

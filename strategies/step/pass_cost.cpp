@@ -23,7 +23,9 @@ void PassCost::add(const PassCost& o) {
   bwd_comm.insert(bwd_comm.end(), o.bwd_comm.begin(), o.bwd_comm.end());
   recompute_comm.insert(recompute_comm.end(), o.recompute_comm.begin(), o.recompute_comm.end());
   params += o.params;
-  fwd_kernels += o.fwd_kernels;
+  fwd_launches += o.fwd_launches;
+  bwd_launches += o.bwd_launches;
+  recompute_launches += o.recompute_launches;
 }
 
 namespace {
@@ -89,10 +91,14 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool gr
 // Seconds of the gradient-accumulation add of `op`'s parameters for one micro-batch: a
 // memory-bound kernel over every parameter unless the weight-gradient GEMM accumulates
 // itself (Megatron's gradient-accumulation fusion).
+bool grad_accumulation_kernel(const models::OpCost& op, const models::TrainingPlan& plan) {
+  return op.params > 0 &&
+         !(op.kind == OpKind::MATMUL && models::wgrad_accumulation_fused(plan.fusion));
+}
+
 double grad_accumulation_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
                                  const topo::KernelTimeModel& kernels, bool graphed) {
-  if (op.params <= 0) return 0;
-  if (op.kind == OpKind::MATMUL && models::wgrad_accumulation_fused(plan.fusion)) return 0;
+  if (!grad_accumulation_kernel(op, plan)) return 0;
   topo::KernelOp add;
   add.kind = topo::KernelKind::MEMORY_BOUND;
   add.bytes = op.params * models::grad_accumulation_bytes_per_param(plan.grad_dtype);
@@ -104,14 +110,36 @@ double grad_accumulation_seconds(const models::OpCost& op, const models::Trainin
 // it (docs: "FP8 ... only in the Linear layers"; attention and the output layer are not TE
 // FP8 modules): an fp8_linear GEMM runs in FP8 plus the casts of its operands; every other
 // op runs in bf16. NVFP4 likewise, in FP4.
-topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
-                             const topo::KernelTimeModel& kernels, bool graphed) {
+struct OpPasses {
+  topo::PassSeconds t;
+  double fwd_launches = 0;  ///< kernels the forward launches
+  double bwd_launches = 0;  ///< kernels the backward (input and weight gradients) launches
+};
+
+// Launches of each pass of `k`, added to `o`.
+void add_launches(OpPasses& o, const topo::KernelOp& k) {
+  o.fwd_launches += topo::kernel_launches(k, topo::KernelPass::FORWARD);
+  o.bwd_launches += topo::kernel_launches(k, topo::KernelPass::BACKWARD_INPUT) +
+                    topo::kernel_launches(k, topo::KernelPass::BACKWARD_WEIGHT);
+}
+
+OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
+                    const topo::KernelTimeModel& kernels, bool graphed) {
   const topo::DType dt = compute_dtype(plan.precision);
   topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
   if (plan.attention_kernel == models::AttentionKernel::FA2) k.kernel = topo::AttentionKernel::FA2;
-  if (!models::low_precision_linears(plan.precision)) return kernels.pass_seconds(k, dt);
-  if (!op.fp8_linear) return kernels.pass_seconds(k, topo::DType::BF16);
-  topo::PassSeconds t = kernels.pass_seconds(k, dt);
+  OpPasses o;
+  add_launches(o, k);
+  if (!models::low_precision_linears(plan.precision)) {
+    o.t = kernels.pass_seconds(k, dt);
+    return o;
+  }
+  if (!op.fp8_linear) {
+    o.t = kernels.pass_seconds(k, topo::DType::BF16);
+    return o;
+  }
+  topo::PassSeconds& t = o.t;
+  t = kernels.pass_seconds(k, dt);
   topo::KernelOp cast = k;
   cast.kind = topo::KernelKind::FP8_CAST;
   // Megatron-core's forward_step calls set_is_first_microbatch() on a step's first
@@ -126,20 +154,37 @@ topo::PassSeconds op_seconds(const models::OpCost& op, const models::TrainingPla
   t.forward += c.forward;
   t.backward_input += c.backward_input;
   t.backward_weight += c.backward_weight;
-  return t;
+  add_launches(o, cast);
+  return o;
 }
 
 }  // namespace
 
+double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s) {
+  return plan.dp_mode == models::DpMode::DATAPARALLEL ? 0 : host_launch_s;
+}
+
+void host_bound_passes(PassCost& c, double host_launch_s) {
+  if (host_launch_s <= 0) return;
+  c.fwd_s = std::max(c.fwd_s, c.fwd_launches * host_launch_s);
+  c.recompute_s = std::max(c.recompute_s, c.recompute_launches * host_launch_s);
+  const double gpu = c.bwd_input_s + c.bwd_weight_s, host = c.bwd_launches * host_launch_s;
+  if (gpu > 0 && host > gpu) {
+    c.bwd_input_s *= host / gpu;
+    c.bwd_weight_s *= host / gpu;
+  }
+}
+
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::KernelTimeModel& kernels, OpList list) {
+                  const topo::KernelTimeModel& kernels, OpList list, double host_launch_s) {
   const bool full = plan.recompute == models::Recompute::FULL && list == OpList::LAYER;
   PassCost c;
   // Megatron's --enable-cuda-graph captures the transformer layers (TE
   // make_graphed_callables); the embedding and the head launch eagerly.
   const bool graphed = plan.cuda_graphs && list == OpList::LAYER;
   for (const auto& op : ops) {
-    const topo::PassSeconds t = op_seconds(op, plan, kernels, graphed);
+    const OpPasses o = op_seconds(op, plan, kernels, graphed);
+    const topo::PassSeconds& t = o.t;
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
     c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
@@ -147,19 +192,26 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     if (rerun) c.recompute_s += t.forward;
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
-    c.fwd_kernels += std::max(1, op.kernels);
-    if (op.comm != CommKind::NONE && op.comm_bytes > 0) {
+    const bool comm = op.comm != CommKind::NONE && op.comm_bytes > 0;
+    const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
+    c.fwd_launches += fwd_launches;
+    c.bwd_launches +=
+        o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
+    if (rerun) c.recompute_launches += fwd_launches;
+    if (comm) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
       c.fwd_comm.push_back(fwd);
       c.bwd_comm.push_back(bwd);
       if (rerun) c.recompute_comm.push_back(fwd);  // e.g. the MoE all-to-alls under "moe"
     }
   }
+  // A CUDA-graphed layer is one graph launch per pass: never host-bound.
+  if (!graphed) host_bound_passes(c, host_launch_s);
   return c;
 }
 
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::KernelTimeModel& kernels) {
+                      const topo::KernelTimeModel& kernels, double host_launch_s) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
   std::map<bool, PassCost> layer_cache;  // identical layers: dense vs MoE
@@ -168,18 +220,22 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
     std::vector<Unit> us;
     if (vs == 0) {
       const auto ops = models::embedding_ops(model, plan);
-      if (!ops.empty()) us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING)});
+      if (!ops.empty())
+        us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING, host_launch_s)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
       const bool moe = model.is_moe_layer(next);
       auto it = layer_cache.find(moe);
       if (it == layer_cache.end())
-        it = layer_cache.emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, kernels))
+        it = layer_cache
+                 .emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
+                                        OpList::LAYER, host_launch_s))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second});
     }
     if (vs + 1 == vs_layers.size())
-      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels, OpList::HEAD)});
+      us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels, OpList::HEAD,
+                                     host_launch_s)});
     PassCost c;
     for (const auto& u : us) c.add(u.cost);
     work.chunk_cost.push_back(std::move(c));

@@ -39,7 +39,11 @@ struct PassCost {
   /// Parameters of each op that holds some, in op order (the tensors a parameter server
   /// deals round-robin, unit by unit); a unit's own list: add() leaves it out of sums.
   std::vector<double> tensors;
-  int fwd_kernels = 0;  ///< kernels the forward launches (a host launches each one)
+  /// Kernels the host launches for the forward, the backward and the recompute (a cached
+  /// FP8 weight cast counts its share; collectives one each; topo::kernel_launches).
+  double fwd_launches = 0;
+  double bwd_launches = 0;        ///< see fwd_launches
+  double recompute_launches = 0;  ///< see fwd_launches
   /// Adds `other`'s seconds, collectives, parameters and kernels.
   void add(const PassCost& other);
 };
@@ -65,11 +69,27 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// recompute policy and attention kernels. Under fp8 only the layers' linears
 /// (OpCost::fp8_linear) run in FP8, each paying its operands' casts (KernelKind::FP8_CAST);
 /// attention, the head and the router stay bf16.
+///
+/// `host_launch_s` > 0: host seconds per eager kernel launch. The host issues kernels ahead
+/// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); CUDA-
+/// graphed layers launch one graph per pass and are never host-bound. 0: no host bound.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER);
+                  const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER,
+                  double host_launch_s = 0);
 
-/// Costs every virtual stage: the embedding on the first, each layer, the head on the last.
+/// A pass's seconds raised to its launches' host time, `launches` x `host_launch_s`: the
+/// forward and the recompute to their own, the backward's input- and weight-gradient parts
+/// scaled together to the backward's.
+void host_bound_passes(PassCost& c, double host_launch_s);
+
+/// Host seconds per launch that bound the passes of `plan` (cost_ops): `host_launch_s`,
+/// except 0 under DataParallel, whose one process's launches are simulated as host tasks
+/// (dp_single_process.cpp).
+double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s);
+
+/// Costs every virtual stage: the embedding on the first, each layer, the head on the last
+/// (`host_launch_s` as cost_ops).
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::KernelTimeModel& kernels);
+                      const topo::KernelTimeModel& kernels, double host_launch_s = 0);
 
 }  // namespace loom::strategies

@@ -228,6 +228,60 @@ TEST_CASE("strategies::PassCost: CUDA graphs save the launch gap in layers only"
   CHECK(cost_ops(gemm_then_norm(), p, h100(), OpList::HEAD).fwd_s == rel(eager.fwd_s));
 }
 
+TEST_CASE("strategies::PassCost: a pass takes at least its kernel launches' host time") {
+  // gemm_then_norm launches, by hand: forward GEMM + norm = 2; backward dgrad + wgrad GEMMs,
+  // the norm's backward and its gradient-accumulation add (the GEMM's is fused) = 4.
+  const PassCost gpu_bound = cost_ops(gemm_then_norm(), plan_with(1), h100());
+  CHECK(gpu_bound.fwd_launches == 2);
+  CHECK(gpu_bound.bwd_launches == 4);
+  // At 10 us per launch the host issues 2 kernels in 20 us, well inside the GPU's 215 us:
+  // the pass keeps its GPU time.
+  const PassCost at_10us = cost_ops(gemm_then_norm(), plan_with(1), h100(), OpList::LAYER, 10e-6);
+  CHECK(at_10us.fwd_s == rel(gpu_bound.fwd_s));
+  CHECK(at_10us.bwd_input_s == rel(gpu_bound.bwd_input_s));
+  // At 1 ms per launch the host is the bottleneck: forward 2 ms, backward 4 ms, the backward's
+  // parts stretched alike (their ratio kept).
+  const PassCost slow = cost_ops(gemm_then_norm(), plan_with(1), h100(), OpList::LAYER, 1e-3);
+  CHECK(slow.fwd_s == rel(2e-3));
+  CHECK(slow.bwd_input_s + slow.bwd_weight_s == rel(4e-3));
+  CHECK(slow.bwd_input_s / slow.bwd_weight_s ==
+        rel(gpu_bound.bwd_input_s / gpu_bound.bwd_weight_s));
+  // A CUDA-graphed layer is one graph launch per pass: never host-bound; the head, launched
+  // eagerly, is.
+  auto graphs = plan_with(1);
+  graphs.cuda_graphs = true;
+  CHECK(cost_ops(gemm_then_norm(), graphs, h100(), OpList::LAYER, 1e-3).fwd_s < 1e-3);
+  CHECK(cost_ops(gemm_then_norm(), graphs, h100(), OpList::HEAD, 1e-3).fwd_s == rel(2e-3));
+  // DataParallel simulates its launches as host tasks: no second bound.
+  auto dataparallel = plan_with(1);
+  dataparallel.dp_mode = models::DpMode::DATAPARALLEL;
+  CHECK(pass_host_launch_s(dataparallel, 10e-6) == 0);
+  CHECK(pass_host_launch_s(plan_with(1), 10e-6) == 10e-6);
+}
+
+TEST_CASE("strategies::PassCost: FP8 casts and grouped GEMMs count their launches") {
+  // FP8: the forward adds the input cast and the weight cast, the latter 1 / m of the passes
+  // with the weight cache (m = 8 micro-batches); the backward the output-gradient cast.
+  auto fp8 = plan_with(1);
+  fp8.precision = models::Precision::FP8;
+  fp8.gbs = 8;  // 8 micro-batches of mbs 1 on one replica
+  const PassCost c = cost_ops(gemm_then_norm(), fp8, h100());
+  CHECK(fp8.micro_batches() == 8);
+  CHECK(c.fwd_launches == rel(2 + 1 + 1.0 / 8));
+  CHECK(c.bwd_launches == rel(4 + 1));
+  // 16 experts' GEMMs launched one by one (TE GroupedLinear): 16 per pass.
+  topo::KernelOp grouped;
+  grouped.kind = topo::KernelKind::GEMM;
+  grouped.m = grouped.n = grouped.k = 512;
+  grouped.batch = 16;
+  grouped.per_group_kernels = true;
+  grouped.forward_flops = grouped.backward_input_flops = grouped.backward_weight_flops = 1e9;
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::FORWARD) == 16);
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT) == 16);
+  grouped.backward_weight_flops = 0;  // no weights: no weight-gradient kernels
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT) == 0);
+}
+
 TEST_CASE("strategies::PassCost: full recompute replays layers, not the embedding or head") {
   // Megatron --recompute-granularity full checkpoints the transformer layers only
   // (megatron/core/transformer/transformer_block.py, _checkpointed_forward): a layer
