@@ -209,6 +209,28 @@ def deepseek_recompute_modules(gpu, precision, p):
     return ["mla_up_proj"]  # B200, B300
 
 
+def moe_a2a_overlap(model, gpu, precision, p):
+    """Whether the Megatron-Bridge performance recipe sets moe_a2a_overlap=True (Megatron
+    --overlap-moe-expert-parallel-comm): scripts/performance/configs/deepseek/
+    deepseek_workload_base_configs.py (NVIDIA-NeMo/Megatron-Bridge@042641823051ce167c52b0ae289941a227c11535):
+    DeepSeek-V3 FP8_MX on GB300, GB200 and B300 (V1), and the B200 V2 MX / NVFP4 configs
+    with pp 8 and ep 32; qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2):
+    Qwen3-235B-A22B on H100 (BF16 and FP8_CS). Every other recipe leaves it off. Megatron
+    pairs micro-batches only with pp 1 or virtual stages, so other layouts keep it off."""
+    pp, vp = p.get("pp") or 1, p.get("vp") or 1
+    if pp > 1 and vp <= 1:
+        return False
+    g = gpu.split()[0]
+    mx = "MX" in precision
+    if model == "deepseek-v3":
+        if g in ("GB300", "GB200", "B300"):
+            return mx
+        return g.startswith("B200") and pp == 8 and (mx or "NVFP4" in precision)
+    if model == "bench/models/qwen3-235b-a22b.json":
+        return g.startswith("H100")
+    return False
+
+
 def with_recompute_modules(args, modules):
     """Replaces megatron_style_args' `--recompute none` with Megatron's selective modules."""
     if not modules:
@@ -437,6 +459,8 @@ def mbridge_jobs(runs, families, tmp):
         if model == "deepseek-v3":
             args = with_recompute_modules(
                 args, deepseek_recompute_modules(gpu, r["precision"], p))
+        if moe_a2a_overlap(model, gpu, r["precision"], p):
+            args.append("--overlap-moe-expert-parallel-comm")
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],

@@ -58,9 +58,10 @@ std::string notes(const strategies::StepReport& r) {
       "    gathers; the percentage is of that phase, not of the step.\n"
       "  exposed communication: communication the compute stream waits for, mean over "
       "stages:\n"
-      "    tp, cp and ep collectives block it (all exposed, but what --tp-comm-overlap hides); "
-      "dp\n"
-      "    counts only while compute is idle; pp waits are part of the bubble.\n",
+      "    tp, cp and ep collectives block it (all exposed, but what --tp-comm-overlap and\n"
+      "    --overlap-moe-expert-parallel-comm hide); dp counts only while compute is idle; pp "
+      "waits\n"
+      "    are part of the bubble.\n",
       upper(to_string(r.peak_dtype)), format_time(r.pipeline_time_s));
 }
 

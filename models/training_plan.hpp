@@ -102,7 +102,11 @@ struct TrainingPlan {
   GradDtype grad_dtype = GradDtype::FP32;  ///< gradient accumulation dtype (Megatron main-grad)
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool tp_comm_overlap = false;                  ///< TP collectives overlap their GEMMs
+  bool tp_comm_overlap = false;  ///< TP collectives overlap their GEMMs
+  /// EP all-to-alls overlap compute (Megatron --overlap-moe-expert-parallel-comm: the
+  /// combined 1F1B schedule pairs one micro-batch's forward with another's backward and
+  /// hides each one's dispatch and combine behind the other's compute).
+  bool overlap_moe_expert_parallel_comm = false;
   Framework framework = Framework::NONE;         ///< whose defaults fill unset choices (plan/)
   FsdpImpl fsdp_impl = FsdpImpl::FSDP2;          ///< the ZeRO-3 design (zero 3 only)
   bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward

@@ -54,6 +54,8 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--fp8-format", MegatronArg::FP8},
       {"--overlap-grad-reduce", MegatronArg::FIELD},
       {"--overlap-param-gather", MegatronArg::FIELD},
+      {"--tp-comm-overlap", MegatronArg::FIELD},
+      {"--overlap-moe-expert-parallel-comm", MegatronArg::FIELD},
       {"--context-parallel-size", MegatronArg::FIELD},
       {"--expert-model-parallel-size", MegatronArg::FIELD},
       {"--use-flash-attn", MegatronArg::FLASH},

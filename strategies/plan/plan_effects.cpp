@@ -175,6 +175,24 @@ class EffectChecker {
       fail("schedule", "pp",
            fmt::format("with {} 1: a single stage has no pipeline to schedule", s_.name("pp")));
     }
+    if (given("overlap_moe_expert_parallel_comm", p_.overlap_moe_expert_parallel_comm, false)) {
+      if (p_.ep == 1)
+        fail("overlap_moe_expert_parallel_comm", "ep",
+             fmt::format("with {} 1: there are no expert-parallel all-to-alls", s_.name("ep")));
+      // Megatron-core runs the combined 1F1B schedule without pipelining or under the
+      // interleaved one only (pipeline_parallel/schedules.py: combined_1f1b_schedule_for_
+      // no_pipelining, combined_1f1b_schedule_for_interleaved_pipelining).
+      if (p_.pp > 1 && p_.vpp <= 1)
+        fail("overlap_moe_expert_parallel_comm", "vpp",
+             fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
+                         "without pipelining or under the interleaved schedule",
+                         s_.name("pp"), p_.pp));
+      // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron
+      // asserts the two apart in transformer_layer.py).
+      if (p_.cuda_graphs)
+        fail("overlap_moe_expert_parallel_comm", "cuda_graphs",
+             "with CUDA-graphed layers: a graph freezes the order the pairing interleaves");
+    }
     // Megatron-LM rejects the interleaved schedule below pp 2 (arguments.py).
     if (p_.vpp > 1 && p_.pp == 1) {
       fail(in_.has("vpp") ? "vpp" : "layers_per_virtual_stage", "pp",
@@ -201,6 +219,11 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
     fail_field(s, "etp",
                fmt::format("{} {} has no effect: {} has no experts; drop it", s.where("etp"), p.etp,
                            m.name));
+  }
+  if (p.overlap_moe_expert_parallel_comm && !m.is_moe()) {
+    fail_field(s, "overlap_moe_expert_parallel_comm",
+               fmt::format("{} has no effect: {} has no experts; drop it",
+                           s.where("overlap_moe_expert_parallel_comm"), m.name));
   }
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",

@@ -249,6 +249,13 @@ void add_moe_rows(std::vector<PlanField>& t) {
                     return models::recompute_modules_text(p.recompute_modules);
                   }));
   t.back().names = &models::recompute_module_names();
+  t.push_back(
+      row("overlap_moe_expert_parallel_comm", FT::SWITCH, "--overlap-moe-expert-parallel-comm",
+          "hide each micro-batch's EP all-to-alls behind another's compute (Megatron "
+          "combined 1F1B; needs ep 2+ and pp 1 or an interleaved schedule)",
+          "off", 73,
+          [](const TrainingPlan& p) -> PlanValue { return p.overlap_moe_expert_parallel_comm; }));
+  t.back().megatron = "--overlap-moe-expert-parallel-comm";
 }
 
 // Data-parallel designs beyond DDP (issue 13; one block).

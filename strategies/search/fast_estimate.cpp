@@ -66,10 +66,13 @@ void UnitTimes::add(const UnitTimes& o, double times) {
   bwd_weight += times * o.bwd_weight;
   recompute += times * o.recompute;
   fwd_tp += times * o.fwd_tp;
+  fwd_ep += times * o.fwd_ep;
   fwd_other += times * o.fwd_other;
   bwd_tp += times * o.bwd_tp;
+  bwd_ep += times * o.bwd_ep;
   bwd_other += times * o.bwd_other;
   rec_tp += times * o.rec_tp;
+  rec_ep += times * o.rec_ep;
   rec_other += times * o.rec_other;
   params += times * o.params;
   expert_params += times * o.expert_params;
@@ -244,15 +247,16 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     u.bwd_weight = c.bwd_weight_s;
     u.recompute = c.recompute_s;
     u.params = c.params;
-    const auto comm = [&](const std::vector<CommItem>& items, double& tp, double& other) {
+    const auto comm = [&](const std::vector<CommItem>& items, double& tp, double& ep,
+                          double& other) {
       for (const CommItem& item : items) {
         const double t = collective_s(g, group_kind(item.dim), item.op, item.bytes);
-        (item.dim == Dim::TP ? tp : other) += t;
+        (item.dim == Dim::TP ? tp : item.dim == Dim::EP ? ep : other) += t;
       }
     };
-    comm(c.fwd_comm, u.fwd_tp, u.fwd_other);
-    comm(c.bwd_comm, u.bwd_tp, u.bwd_other);
-    comm(c.recompute_comm, u.rec_tp, u.rec_other);
+    comm(c.fwd_comm, u.fwd_tp, u.fwd_ep, u.fwd_other);
+    comm(c.bwd_comm, u.bwd_tp, u.bwd_ep, u.bwd_other);
+    comm(c.recompute_comm, u.rec_tp, u.rec_ep, u.rec_other);
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
       // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
       // first MoE layer's, which the memory model's inputs already hold.

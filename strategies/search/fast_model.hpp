@@ -22,9 +22,9 @@ namespace loom::strategies {
 /// the rest (CP, EP), as the engine's frozen times on the representative's groups.
 struct UnitTimes {
   double fwd = 0, bwd_input = 0, bwd_weight = 0, recompute = 0;
-  double fwd_tp = 0, fwd_other = 0;
-  double bwd_tp = 0, bwd_other = 0;
-  double rec_tp = 0, rec_other = 0;
+  double fwd_tp = 0, fwd_ep = 0, fwd_other = 0;
+  double bwd_tp = 0, bwd_ep = 0, bwd_other = 0;
+  double rec_tp = 0, rec_ep = 0, rec_other = 0;
   double params = 0;         ///< parameters on this GPU
   double expert_params = 0;  ///< of which routed experts (reduced over EDP)
   /// Adds `times` copies of `other`.

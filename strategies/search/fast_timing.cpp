@@ -30,10 +30,19 @@ double contended_end(double compute, double comm, double sd) {
   return compute + comm * (1 - 1 / sd);
 }
 
-// A pass of `compute` seconds followed by its collectives (lower_passes.cpp).
-double pass_s(const TrainingPlan& p, double compute, double tp, double other, double sd) {
-  if (!(p.tp_comm_overlap && p.tp > 1) || tp <= 0) return compute + tp + other;
-  return std::max(contended_end(compute, tp, sd) + other, tp) + tp * tp_overlap_residual(p.tp);
+// A pass of `compute` seconds followed by its collectives (lower_passes.cpp): TP (under
+// tp_comm_overlap) and EP (under overlap_moe_expert_parallel_comm) beside the compute on their
+// own streams, the rest after it; TP leaves its residual exposed.
+double pass_s(const TrainingPlan& p, double compute, double tp, double ep, double other,
+              double sd) {
+  const bool tpo = p.tp_comm_overlap && p.tp > 1 && tp > 0;
+  const bool epo = p.overlap_moe_expert_parallel_comm && p.ep > 1 && ep > 0;
+  if (!tpo && !epo) return compute + tp + ep + other;
+  const double beside = (tpo ? tp : 0) + (epo ? ep : 0);
+  const double after = other + (tpo ? 0 : tp) + (epo ? 0 : ep);
+  return std::max(contended_end(compute, beside, sd) + after,
+                  std::max(tpo ? tp : 0, epo ? ep : 0)) +
+         (tpo ? tp * tp_overlap_residual(p.tp) : 0);
 }
 
 // One virtual stage's work for one micro-batch.
@@ -129,10 +138,11 @@ void time_passes(const Ctx& x, Chunk& c) {
   const TrainingPlan& p = x.p;
   const UnitTimes& u = c.sum;
   const double recompute =
-      u.recompute > 0 ? pass_s(p, u.recompute, u.rec_tp, u.rec_other, x.sd) : 0.0;
-  c.f = pass_s(p, u.fwd + c.copy_fwd, u.fwd_tp, u.fwd_other, x.sd);
-  c.b = recompute + pass_s(p, u.bwd_input + c.copy_bwd + u.bwd_weight, u.bwd_tp, u.bwd_other, x.sd);
-  c.bi = recompute + pass_s(p, u.bwd_input + c.copy_bwd, u.bwd_tp, u.bwd_other, x.sd);
+      u.recompute > 0 ? pass_s(p, u.recompute, u.rec_tp, u.rec_ep, u.rec_other, x.sd) : 0.0;
+  c.f = pass_s(p, u.fwd + c.copy_fwd, u.fwd_tp, u.fwd_ep, u.fwd_other, x.sd);
+  c.b = recompute +
+        pass_s(p, u.bwd_input + c.copy_bwd + u.bwd_weight, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
+  c.bi = recompute + pass_s(p, u.bwd_input + c.copy_bwd, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
   c.w = u.bwd_weight;
   if (x.zero3 && c.f + c.b > 0) {
     // Gathers prefetched on their own stream, reduce-scatters on the DP stream, each stream

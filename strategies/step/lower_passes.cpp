@@ -119,15 +119,26 @@ class StageLowering {
     }
   }
 
+  // Whether the collectives on `dim` run beside the compute rather than blocking it: TP under
+  // tp_comm_overlap, EP under overlap_moe_expert_parallel_comm.
+  bool overlaps(Dim dim) const {
+    if (dim == Dim::TP) return g_.plan.tp_comm_overlap && g_.plan.tp > 1;
+    if (dim == Dim::EP) return g_.plan.overlap_moe_expert_parallel_comm && g_.plan.ep > 1;
+    return false;
+  }
+
   // A compute task and the collectives after it. With tp_comm_overlap the TP collectives run
   // on the tp stream alongside the compute (from a zero-length marker at its start, which
   // carries its cross-stage dependencies), and an exposed residual (tp_overlap_residual of
-  // their time) follows both on the compute stream.
+  // their time) follows both on the compute stream. With overlap_moe_expert_parallel_comm
+  // the EP all-to-alls run on the ep stream the same way: Megatron's combined 1F1B schedule
+  // (pipeline_parallel/combined_1f1b.py) hides one micro-batch's dispatch and combine behind
+  // another's compute, so the pass ends when both its compute and its all-to-alls are done
+  // (no residual beyond what the compute cannot cover).
   void compute_then_comm(Part part, const char* what, const std::vector<CommItem>& items,
                          const char* comm_what, const std::string* unit) {
-    const bool overlap =
-        g_.plan.tp_comm_overlap && g_.plan.tp > 1 &&
-        std::any_of(items.begin(), items.end(), [](const CommItem& i) { return i.dim == Dim::TP; });
+    const bool overlap = std::any_of(items.begin(), items.end(),
+                                     [this](const CommItem& i) { return overlaps(i.dim); });
     if (!overlap) {
       compute(part, what, unit);
       comm(items, comm_what, unit);
@@ -140,17 +151,21 @@ class StageLowering {
     overlapped_.assign(g_.replicas.size(), {});
     overlap_ps_ = 0;
     comm(items, comm_what, unit, &marks);
+    // The compute stream waits for the overlapped runs; TP leaves its residual exposed.
+    const bool tp = std::any_of(items.begin(), items.end(), [this](const CommItem& i) {
+      return i.dim == Dim::TP && overlaps(i.dim);
+    });
     const double residual_s = sim::to_seconds(overlap_ps_) * tp_overlap_residual(g_.plan.tp);
     for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
-      const TaskId id = g_.add_compute(
-          g_.gpus[ri][s_].compute, residual_s,
-          g_.label("{}-comm tp exposed mb{} c{}", comm_what, pass_->micro_batch, pass_->chunk),
-          TraceCategory::TP, overlapped_[ri]);
+      const TaskId id = g_.add_compute(g_.gpus[ri][s_].compute, residual_s,
+                                       g_.label("{}-comm {} exposed mb{} c{}", comm_what,
+                                                tp ? "tp" : "ep", pass_->micro_batch, pass_->chunk),
+                                       tp ? TraceCategory::TP : TraceCategory::EP, overlapped_[ri]);
       track(ri, id);
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
-        rep_pass_->overlaps.emplace_back(computed[0], id);
+        rep_pass_->overlaps.push_back({computed[0], id, tp ? Dim::TP : Dim::EP});
       }
     }
   }
@@ -193,7 +208,7 @@ class StageLowering {
       run.clear();
       for (end = begin; end < items.size() && items[end].dim == dim; ++end)
         run.emplace_back(items[end].op, items[end].bytes);
-      const bool overlapped = overlap_from && dim == Dim::TP;
+      const bool overlapped = overlap_from && overlaps(dim);
       for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
         const std::vector<int>& group = g_.index.group(g_.gpus[ri][s_].rank, dim);
         if (group.size() < 2) continue;
@@ -205,7 +220,7 @@ class StageLowering {
           if (rj < 0) continue;
           leader = std::min(leader, rj);
           const SimGpu& h = g_.gpus[static_cast<size_t>(rj)][s_];
-          streams[k] = overlapped ? h.tp : h.compute;
+          streams[k] = !overlapped ? h.compute : dim == Dim::TP ? h.tp : h.ep;
           if (overlapped) deps.push_back((*overlap_from)[static_cast<size_t>(rj)]);
         }
         if (leader != static_cast<int>(ri)) continue;  // issued with an earlier replica
@@ -218,7 +233,7 @@ class StageLowering {
                      unit ? " " : "", unit ? unit->c_str() : ""),
             category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
         if (ri == 0) rep_run.frozen_ps = frozen;
-        if (overlapped && ri == 0) overlap_ps_ += run_ps(run, group, frozen);
+        if (overlapped && ri == 0 && dim == Dim::TP) overlap_ps_ += run_ps(run, group, frozen);
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
@@ -317,13 +332,13 @@ void measure_passes(StepGraph& g) {
         }
         comm_s += list_s;
       }
-      // Exposed TP time of each overlapped list: from its compute's end to its residual's;
+      // Exposed time of each overlapped list: from its compute's end to its residual's;
       // the wait before the residual is busy (communication), not pipeline bubble.
-      for (const auto& [computed, residual] : pass.overlaps) {
-        const double exposed = sim::to_seconds(e.finish(residual) - e.finish(computed));
-        rs.busy_ps += e.start(residual) - e.finish(computed);
+      for (const RepPass::Overlap& o : pass.overlaps) {
+        const double exposed = sim::to_seconds(e.finish(o.residual) - e.finish(o.computed));
+        rs.busy_ps += e.start(o.residual) - e.finish(o.computed);
         comm_s += exposed;
-        hidden[static_cast<size_t>(models::index(Dim::TP))] -= exposed;
+        hidden[static_cast<size_t>(models::index(o.dim))] -= exposed;
       }
       rs.comm_s += comm_s;
       for (int k = 0; k < models::DIM_COUNT; ++k) {

@@ -179,10 +179,13 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       const double slowdown = overlap_slowdown(c.gpu_of_rank(g.rank));
       if (p.tp_comm_overlap && p.tp > 1)
         g.tp = engine.add_stream(fmt::format("rank{}/tp-overlap", g.rank), g.rank);
+      if (p.overlap_moe_expert_parallel_comm && p.ep > 1)
+        g.ep = engine.add_stream(fmt::format("rank{}/ep-overlap", g.rank), g.rank);
       if (slowdown > 1.0) {
         if (p.dp > 1) engine.add_contention(g.compute, g.dp, slowdown);
         if (g.ag != g.dp) engine.add_contention(g.compute, g.ag, slowdown);
         if (g.tp != sim::NO_STREAM) engine.add_contention(g.compute, g.tp, slowdown);
+        if (g.ep != sim::NO_STREAM) engine.add_contention(g.compute, g.ep, slowdown);
       }
       g.units.resize(schedule.per_stage[s].size());
       g.gpu_type = c.gpu_type_of_rank(g.rank);

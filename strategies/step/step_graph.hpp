@@ -45,7 +45,9 @@ struct SimGpu {
   sim::StreamId dp = sim::NO_STREAM;       ///< gradient reduction (and ZeRO-1/2 gathers)
   sim::StreamId ag = sim::NO_STREAM;       ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
   sim::StreamId tp = sim::NO_STREAM;       ///< TP collectives overlapping GEMMs (tp_comm_overlap)
-  sim::TaskId last_backward = -1;          ///< the last pass that ends weight gradients
+  /// EP all-to-alls overlapping compute (overlap_moe_expert_parallel_comm)
+  sim::StreamId ep = sim::NO_STREAM;
+  sim::TaskId last_backward = -1;             ///< the last pass that ends weight gradients
   std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
   int gpu_type = 0;   ///< its GPU type (topo::Cluster::gpu_type), the slowest peer's in symmetric
   double factor = 1;  ///< compute slowdown in the step being lowered (a straggler's, >= 1)
@@ -75,9 +77,15 @@ struct RepCommList {
 struct RepPass {
   std::vector<sim::TaskId> tasks;       ///< compute tasks and collectives, in issue order
   std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
-  /// tp_comm_overlap: (compute task, exposed-residual task) of each overlapped comm list;
-  /// the time between the two finishes is the exposed TP communication.
-  std::vector<std::pair<sim::TaskId, sim::TaskId>> overlaps;
+  /// One comm list overlapped with its compute (tp_comm_overlap, overlap_moe_expert_parallel_
+  /// comm): the time between the finishes of `computed` and `residual` is exposed
+  /// communication of `dim` (TP when the list overlaps TP collectives, else EP).
+  struct Overlap {
+    sim::TaskId computed = -1;
+    sim::TaskId residual = -1;
+    models::Dim dim = models::Dim::TP;
+  };
+  std::vector<Overlap> overlaps;
 };
 
 /// What the report measures on the representative GPU (replica 0) of one stage.

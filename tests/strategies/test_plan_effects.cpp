@@ -120,6 +120,23 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   CHECK(rejection({{"fp8_weight_cache", false}, {"precision", std::string("fp8")}}).empty());
   // torchtitan's own default (off) is not the user's choice.
   CHECK(rejection({{"framework", std::string("torchtitan")}}).empty());
+  // EP all-to-all overlap needs all-to-alls, and Megatron's combined 1F1B runs only without
+  // pipelining or under the interleaved schedule, never with CUDA-graphed layers.
+  check_rejected({{"overlap_moe_expert_parallel_comm", true}}, "--overlap-moe-expert-parallel-comm",
+                 "--ep");
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"pp", std::int64_t{2}}},
+                 "--overlap-moe-expert-parallel-comm", "--vpp");
+  check_rejected(
+      {{"overlap_moe_expert_parallel_comm", true}, {"ep", std::int64_t{2}}, {"cuda_graphs", true}},
+      "--overlap-moe-expert-parallel-comm", "--cuda-graphs");
+  CHECK(rejection({{"overlap_moe_expert_parallel_comm", true},
+                   {"ep", std::int64_t{2}},
+                   {"pp", std::int64_t{2}},
+                   {"vpp", std::int64_t{2}}},
+                  16)
+            .empty());
 }
 
 TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
@@ -147,6 +164,11 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   p.mtp = false;
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--mtp off has no effect"), PlanError);
+  p.mtp = true;
+  p.overlap_moe_expert_parallel_comm = true;
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("--overlap-moe-expert-parallel-comm has no effect"),
+                       PlanError);
 }
 
 TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pipelines") {

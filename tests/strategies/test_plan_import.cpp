@@ -39,6 +39,12 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
       "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te --global-batch-size 512");
   CHECK(resolve_plan(fused, 256, 80).cross_entropy == models::CrossEntropy::FUSED);
   CHECK_THROWS_AS(import_megatron_args("--cross-entropy-fusion-impl triton"), ValidationError);
+  // The communication-overlap switches (store_true in Megatron's arguments.py).
+  const PlanInput overlaps = import_megatron_args(
+      "--tensor-model-parallel-size 2 --expert-model-parallel-size 4 --tp-comm-overlap "
+      "--overlap-moe-expert-parallel-comm");
+  CHECK(overlaps.flag("tp_comm_overlap"));
+  CHECK(overlaps.flag("overlap_moe_expert_parallel_comm"));
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {
