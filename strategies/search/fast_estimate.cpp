@@ -79,7 +79,11 @@ void UnitTimes::add(const UnitTimes& o, double times) {
 }
 
 LayerKey layer_key(const models::TrainingPlan& p) {
-  return {p.tp, p.cp, p.ep, p.mbs, p.sp, static_cast<int>(p.recompute), p.pp == 1};
+  const bool cast_share = p.fp8_weight_cache && models::low_precision_linears(p.precision);
+  return {p.tp,      p.cp,
+          p.ep,      p.mbs,
+          p.sp,      static_cast<int>(p.recompute),
+          p.pp == 1, cast_share ? p.micro_batches() : 0};
 }
 
 std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {

@@ -51,9 +51,11 @@ struct LayoutGroups {
   std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
 };
 
-/// (tp, cp, ep, mbs, sp, recompute, pp == 1): what the op lists read of a plan that the search
-/// varies; everything else they read is the same for every candidate of one search.
-using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool>;
+/// (tp, cp, ep, mbs, sp, recompute, pp == 1, cast micro-batches): what the op lists and pass
+/// costs read of a plan that the search varies; everything else they read is the same for
+/// every candidate of one search. The last is the micro-batch count when the FP8 weight
+/// casts are spread over it (cost_ops: 1 / m of them per pass), else 0.
+using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t>;
 /// (tp, cp, ep, dp, pp): what the process groups depend on.
 using LayoutKey = std::tuple<int, int, int, int, int>;
 /// (schedule, pp, micro-batches, vpp): what a pipeline schedule depends on.

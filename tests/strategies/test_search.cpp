@@ -218,3 +218,28 @@ TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator low
     CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.03);
   }
 }
+
+TEST_CASE("strategies::FastEstimator: layer costs are not reused across micro-batch counts") {
+  // Under fp8 with the weight cache each pass pays 1 / m of its weight casts (m micro-batches),
+  // so two plans that differ only in how many micro-batches a replica runs (here pp 2 vs 4 at
+  // the same tp, mbs and gbs) cost their layers differently: an estimator that costed one
+  // first must give the other what a fresh estimator gives.
+  const auto model = models::load_model("llama3-8b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
+  models::TrainingPlan a;
+  a.tp = 2;
+  a.pp = 2;
+  a.dp = 2;
+  a.seq = 4096;
+  a.mbs = 1;
+  a.gbs = 16;
+  a.precision = models::Precision::FP8;
+  models::TrainingPlan b = a;
+  b.pp = 4;
+  b.dp = 1;
+  CHECK(a.micro_batches() != b.micro_batches());
+  FastEstimator shared(model, cluster);
+  (void)shared.step_time_s(a);
+  FastEstimator fresh(model, cluster);
+  CHECK(shared.step_time_s(b) == doctest::Approx(fresh.step_time_s(b)).epsilon(1e-12));
+}
