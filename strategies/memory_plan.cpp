@@ -42,6 +42,11 @@ models::MemoryReport estimate_memory(const models::ModelSpec& model,
                                      const models::TrainingPlan& plan) {
   validate_plan(model, plan, std::nullopt);  // plan errors before schedule-shape errors
   models::MemoryReport r = models::estimate_memory(model, plan, in_flight_micro_batches(plan));
+  apply_dp_mode_memory(r, plan);
+  return r;
+}
+
+void apply_dp_mode_memory(models::MemoryReport& r, const models::TrainingPlan& plan) {
   const double frac = plan.fragmentation_fraction;
   if (!workers_keep_optimizer(plan)) {
     for (auto& s : r.stages) {
@@ -60,7 +65,6 @@ models::MemoryReport estimate_memory(const models::ModelSpec& model,
     }
   }
   set_peak(r);
-  return r;
 }
 
 std::vector<std::pair<std::string, double>> device_memory(const models::MemoryReport& memory,

@@ -26,6 +26,11 @@ std::vector<double> in_flight_micro_batches(const models::TrainingPlan& plan);
 models::MemoryReport estimate_memory(const models::ModelSpec& model,
                                      const models::TrainingPlan& plan);
 
+/// What the data-parallel design changes of models::estimate_memory's `report` for `plan`
+/// (estimate_memory's adjustments, for callers that estimate the rest themselves, as the
+/// search's fast tier does).
+void apply_dp_mode_memory(models::MemoryReport& report, const models::TrainingPlan& plan);
+
 /// Memory of each kind of GPU when the data-parallel design makes them differ, (device,
 /// bytes): DataParallel's GPU 0 and its replicas; parameter-server workers. Empty for DDP.
 /// `memory` is estimate_memory(model, plan).

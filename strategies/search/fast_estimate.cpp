@@ -295,9 +295,10 @@ FastEstimator::FastEstimator(const models::ModelSpec& model, const topo::Cluster
 FastEstimator::~FastEstimator() = default;
 
 double FastEstimator::peak_memory_bytes(const models::TrainingPlan& plan) {
-  return models::estimate_memory(caches_->model, plan, caches_->schedule(plan).in_flight,
-                                 caches_->memory_ops(plan))
-      .peak_bytes;
+  models::MemoryReport r = models::estimate_memory(
+      caches_->model, plan, caches_->schedule(plan).in_flight, caches_->memory_ops(plan));
+  if (plan.dp_mode != models::DpMode::DDP) apply_dp_mode_memory(r, plan);
+  return r.peak_bytes;
 }
 
 double FastEstimator::step_time_s(const models::TrainingPlan& plan) {

@@ -40,7 +40,8 @@ class FastEstimator {
   FastEstimator(const FastEstimator&) = delete;
   FastEstimator& operator=(const FastEstimator&) = delete;
 
-  /// Peak bytes per GPU over the stages of a valid plan: the memory model's peak_bytes.
+  /// Peak bytes per GPU over the stages of a valid plan: the memory model's peak_bytes, as
+  /// the data-parallel design leaves it (strategies::estimate_memory).
   double peak_memory_bytes(const models::TrainingPlan& plan);
   /// Estimated step time of a valid plan, in seconds.
   double step_time_s(const models::TrainingPlan& plan);

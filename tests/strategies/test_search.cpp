@@ -243,3 +243,25 @@ TEST_CASE("strategies::FastEstimator: layer costs are not reused across micro-ba
   FastEstimator fresh(model, cluster);
   CHECK(shared.step_time_s(b) == doctest::Approx(fresh.step_time_s(b)).epsilon(1e-12));
 }
+
+TEST_CASE("strategies::FastEstimator: memory as each data-parallel design leaves it") {
+  // Parameter-server workers hold no optimizer state; DataParallel's GPU 0 also holds the
+  // other replicas' outputs. The fast tier's out-of-memory filter must see what the simulator
+  // reports, not DDP's figure.
+  const auto model = models::load_model("gpt-1.7b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
+  FastEstimator fast(model, cluster);
+  models::TrainingPlan p;
+  p.dp = 8;
+  p.seq = 2048;
+  p.mbs = 1;
+  p.gbs = 8;
+  const double ddp = fast.peak_memory_bytes(p);
+  CHECK(ddp == strategies::estimate_memory(model, p).peak_bytes);
+  p.dp_mode = models::DpMode::PS;
+  CHECK(fast.peak_memory_bytes(p) == strategies::estimate_memory(model, p).peak_bytes);
+  CHECK(fast.peak_memory_bytes(p) < ddp);
+  p.dp_mode = models::DpMode::DATAPARALLEL;
+  CHECK(fast.peak_memory_bytes(p) == strategies::estimate_memory(model, p).peak_bytes);
+  CHECK(fast.peak_memory_bytes(p) > ddp);
+}
