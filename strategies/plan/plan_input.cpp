@@ -91,6 +91,29 @@ bool PlanInput::flag(std::string_view key, bool fallback) const {
   return get_as<bool>(values_, key).value_or(fallback);
 }
 
+std::string PlanInput::canonical() const {
+  std::string out;
+  for (const auto& [key, value] : values_) {
+    if (!out.empty()) out += "; ";
+    out += key + "=";
+    std::visit(
+        [&out](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            out += v;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            out += v ? "true" : "false";
+          } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+            for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+          } else {
+            out += fmt::format("{}", v);
+          }
+        },
+        value);
+  }
+  return out;
+}
+
 void PlanInput::merge(const PlanInput& over) {
   for (const auto& [key, value] : over.values_) {
     values_.insert_or_assign(key, value);

@@ -95,6 +95,10 @@ class PlanInput {
   /// A SWITCH or TOGGLE; `fallback` when unset.
   bool flag(std::string_view key, bool fallback = false) const;
 
+  /// Every value set, "key=value" joined by "; " in key order (a fingerprint of the input:
+  /// equal inputs give equal text).
+  std::string canonical() const;
+
   /// `over` laid over this input: each value `over` sets wins (with its source); a value
   /// whose row names a field it supersedes clears that field unless `over` sets it too.
   void merge(const PlanInput& over);

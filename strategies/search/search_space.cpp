@@ -103,7 +103,8 @@ const T& pick(const std::vector<T>& list, std::int64_t& index) {
 
 }  // namespace
 
-SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::int64_t gpus)
+SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::int64_t gpus,
+                         std::string_view cluster)
     : model_(model), input_(std::move(input)), gpus_(gpus) {
   const PlanSources& s = input_.sources();
   if (!input_.has("gbs")) {
@@ -161,7 +162,8 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   switch_combinations_ = static_cast<std::int64_t>(zero_.size() * recompute_.size() * ogr_.size() *
                                                    opg_.size() * tpo_.size());
   fingerprint_ =
-      fmt::format("{} gpus {} layers {} gbs {} seq {}", describe(), gpus_, model.layers, gbs, seq);
+      fmt::format("{} gpus {} layers {} gbs {} seq {} model {} cluster {} input {}", describe(),
+                  gpus_, model.layers, gbs, seq, model.name, cluster, input_.canonical());
 }
 
 std::optional<PlanShape> SearchSpace::shape(std::int64_t index) const {

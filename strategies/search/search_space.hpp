@@ -61,7 +61,8 @@ class SearchSpace {
   /// The space over `input`'s free dimensions for `model` on `gpus` GPUs. Throws PlanError on
   /// "gbs" when the input does not fix the global batch (the search compares plans training
   /// the same tokens per step), on "pipeline_split" when a split is given without pp.
-  SearchSpace(const models::ModelSpec& model, PlanInput input, std::int64_t gpus);
+  SearchSpace(const models::ModelSpec& model, PlanInput input, std::int64_t gpus,
+              std::string_view cluster = "");
 
   /// Shape indices: 0 .. shapes() - 1.
   std::int64_t shapes() const { return shapes_; }
@@ -98,8 +99,9 @@ class SearchSpace {
   std::int64_t gpus() const { return gpus_; }
   /// "tp {1,2,4} pp {1,2} ...": the values of every free dimension, and the pinned ones.
   std::string describe() const;
-  /// A fingerprint of the space (its description and the input), equal across processes that
-  /// build the same space: partial results must come from the same space to merge.
+  /// A fingerprint of the space (its description, the model, the cluster named at
+  /// construction and every input value), equal across processes that build the same space:
+  /// partial results must come from the same search to merge.
   const std::string& fingerprint() const { return fingerprint_; }
 
  private:

@@ -143,3 +143,18 @@ TEST_CASE("strategies::SearchSpace: pp x vpp not dividing the layers gets the ba
       PlanShape{1, 4, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   CHECK(plan.pipeline_split == std::vector<int>{1, 2, 2, 1});
 }
+
+TEST_CASE("strategies::SearchSpace: the fingerprint names the model, cluster and fixed flags") {
+  // Shards of different searches of the same size must not merge: the model, the cluster and
+  // every fixed plan value (e.g. the precision) are part of the fingerprint.
+  const auto model = tiny();
+  const SearchSpace a(model, tiny_input(), 4, "cluster-a");
+  CHECK(a.fingerprint() == SearchSpace(model, tiny_input(), 4, "cluster-a").fingerprint());
+  CHECK(a.fingerprint() != SearchSpace(model, tiny_input(), 4, "cluster-b").fingerprint());
+  PlanInput fp8 = tiny_input();
+  fp8.set("precision", std::string("fp8"));
+  CHECK(a.fingerprint() != SearchSpace(model, fp8, 4, "cluster-a").fingerprint());
+  models::ModelSpec renamed = model;
+  renamed.name = "tiny-2";
+  CHECK(a.fingerprint() != SearchSpace(renamed, tiny_input(), 4, "cluster-a").fingerprint());
+}
