@@ -177,6 +177,11 @@ PlanFlags compare_flags(const PlanFlags& flags, const std::string& compare) {
   switch (field->type) {
     case FieldType::SIZE:
     case FieldType::STAGE: {
+      // As the flag itself takes it: "8k" = 8192 where the field has binary suffixes.
+      if (field->binary_suffix) {
+        out.integers[k] = parse_binary_count(value, "--compare " + key);
+        break;
+      }
       const double v = number(value);
       if (!(std::abs(v) < 1e18) || v != static_cast<double>(static_cast<std::int64_t>(v)))
         throw ValidationError::bad_value("--compare", compare, "a whole number after '='");

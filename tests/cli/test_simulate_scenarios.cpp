@@ -19,7 +19,10 @@ TEST_CASE("cli::SimulateScenarios: --compare sets one plan flag by its type") {
   CHECK(compare_flags(base, "tp=2").integers.at("tp") == 2);
   CHECK(compare_flags(base, "sp=on").switches.at("sp") == 1);
   CHECK(compare_flags(base, "dp-bucket-size=40MB").texts.at("dp_bucket_size") == "40MB");
-  for (const char* bad : {"dp-mod=ddp", "zero", "tp=1.5", "sp=yes", "micro-batches=2"})
+  // Sizes take the binary suffixes their flag takes (--seq 8k).
+  CHECK(compare_flags(base, "seq=8k").integers.at("seq") == 8192);
+  CHECK(compare_flags(base, "seq=4096").integers.at("seq") == 4096);
+  for (const char* bad : {"dp-mod=ddp", "zero", "tp=1.5", "sp=yes", "micro-batches=2", "seq=8x"})
     CHECK_THROWS_WITH_AS(compare_flags(base, bad), doctest::Contains("--compare"), ValidationError);
 }
 
