@@ -227,13 +227,30 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
           cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s);
       lc.present[static_cast<size_t>(UnitKind::EMBEDDING)] = true;
     }
-    // cost_stages costs the first layer of each kind and reuses it for the others.
+    // cost_stages costs the first layer of each kind (recomputed or not) and reuses it for
+    // the others; the fast tier blends the two by the share of the kind's layers recomputed.
+    std::array<int, UNIT_KINDS> layers{}, recomputed{};
+    std::array<bool, UNIT_KINDS> skipped_present{};
     for (int l = 0; l < model.layers; ++l) {
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
-      if (lc.present[kind]) continue;
-      lc.cost[kind] = cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s);
-      lc.present[kind] = true;
+      const bool rec = models::layer_recomputed(p, l);
+      ++layers[kind];
+      if (rec) ++recomputed[kind];
+      bool& present = rec ? lc.present[kind] : skipped_present[kind];
+      if (present) continue;
+      (rec ? lc.cost[kind] : lc.skipped[kind]) =
+          cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s, rec);
+      present = true;
+    }
+    for (size_t k = 0; k < UNIT_KINDS; ++k) {
+      if (layers[k] == 0) continue;
+      lc.recomputed_share[k] = static_cast<double>(recomputed[k]) / layers[k];
+      if (!lc.present[k]) {  // no layer of this kind recomputes
+        lc.cost[k] = lc.skipped[k];
+        lc.present[k] = true;
+        lc.recomputed_share[k] = 1;
+      }
     }
     lc.cost[static_cast<size_t>(UnitKind::HEAD)] =
         cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s);
@@ -242,10 +259,8 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
   }
   std::array<UnitTimes, UNIT_KINDS> out{};
   const models::ModelSpec& m = model;
-  for (size_t k = 0; k < UNIT_KINDS; ++k) {
-    if (!ct->second.present[k]) continue;
-    const PassCost& c = ct->second.cost[k];
-    UnitTimes& u = out[k];
+  const auto times_of = [&](const PassCost& c) {
+    UnitTimes u;
     u.fwd = c.fwd_s;
     u.bwd_input = c.bwd_input_s;
     u.bwd_weight = c.bwd_weight_s;
@@ -261,6 +276,18 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     comm(c.fwd_comm, u.fwd_tp, u.fwd_ep, u.fwd_other);
     comm(c.bwd_comm, u.bwd_tp, u.bwd_ep, u.bwd_other);
     comm(c.recompute_comm, u.rec_tp, u.rec_ep, u.rec_other);
+    return u;
+  };
+  for (size_t k = 0; k < UNIT_KINDS; ++k) {
+    if (!ct->second.present[k]) continue;
+    UnitTimes& u = out[k];
+    const double share = ct->second.recomputed_share[k];
+    if (share >= 1) {
+      u = times_of(ct->second.cost[k]);
+    } else {
+      u.add(times_of(ct->second.cost[k]), share);
+      u.add(times_of(ct->second.skipped[k]), 1 - share);
+    }
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
       // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
       // first MoE layer's, which the memory model's inputs already hold.

@@ -75,6 +75,10 @@ struct ScheduleFacts {
 struct LayerCosts {
   std::array<PassCost, UNIT_KINDS> cost;
   std::array<bool, UNIT_KINDS> present{};
+  /// Layers of a kind the plan's recompute skips (models::layer_recomputed: torchtitan's
+  /// every-k-th layer) cost `skipped`; `recomputed_share` of the kind's layers cost `cost`.
+  std::array<PassCost, UNIT_KINDS> skipped;
+  std::array<double, UNIT_KINDS> recomputed_share{1, 1, 1, 1};
 };
 
 /// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.

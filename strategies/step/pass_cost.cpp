@@ -176,8 +176,10 @@ void host_bound_passes(PassCost& c, double host_launch_s) {
 }
 
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
-                  const topo::KernelTimeModel& kernels, OpList list, double host_launch_s) {
-  const bool full = plan.recompute == models::Recompute::FULL && list == OpList::LAYER;
+                  const topo::KernelTimeModel& kernels, OpList list, double host_launch_s,
+                  bool recomputed) {
+  const bool full =
+      plan.recompute == models::Recompute::FULL && list == OpList::LAYER && recomputed;
   PassCost c;
   // Megatron's --enable-cuda-graph captures the transformer layers (TE
   // make_graphed_callables); the embedding and the head launch eagerly.
@@ -188,7 +190,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
     c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
-    const bool rerun = full || models::selective_reruns(plan, op);
+    const bool rerun = full || (recomputed && models::selective_reruns(plan, op));
     if (rerun) c.recompute_s += t.forward;
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
@@ -214,7 +216,8 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
                       const topo::KernelTimeModel& kernels, double host_launch_s) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
-  std::map<bool, PassCost> layer_cache;  // identical layers: dense vs MoE
+  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed).
+  std::map<std::pair<bool, bool>, PassCost> layer_cache;
   int next = 0;
   for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
     std::vector<Unit> us;
@@ -224,12 +227,13 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
         us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING, host_launch_s)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
-      const bool moe = model.is_moe_layer(next);
-      auto it = layer_cache.find(moe);
+      const std::pair<bool, bool> kind{model.is_moe_layer(next),
+                                       models::layer_recomputed(plan, next)};
+      auto it = layer_cache.find(kind);
       if (it == layer_cache.end())
         it = layer_cache
-                 .emplace(moe, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
-                                        OpList::LAYER, host_launch_s))
+                 .emplace(kind, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
+                                         OpList::LAYER, host_launch_s, kind.second))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second});
     }

@@ -73,9 +73,11 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// `host_launch_s` > 0: host seconds per eager kernel launch. The host issues kernels ahead
 /// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); CUDA-
 /// graphed layers launch one graph per pass and are never host-bound. 0: no host bound.
+/// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
+/// torchtitan's every-k-th layer): nothing of it re-runs.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER,
-                  double host_launch_s = 0);
+                  double host_launch_s = 0, bool recomputed = true);
 
 /// A pass's seconds raised to its launches' host time, `launches` x `host_launch_s`: the
 /// forward and the recompute to their own, the backward's input- and weight-gradient parts

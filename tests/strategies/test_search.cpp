@@ -265,3 +265,28 @@ TEST_CASE("strategies::FastEstimator: memory as each data-parallel design leaves
   CHECK(fast.peak_memory_bytes(p) == strategies::estimate_memory(model, p).peak_bytes);
   CHECK(fast.peak_memory_bytes(p) > ddp);
 }
+
+TEST_CASE("strategies::StepSimulator: only the layers the recompute policy picks re-run") {
+  // torchtitan's every-k-th layer (--recompute-every 2): half the layers replay their
+  // forward, so the step lies between no recompute and full recompute, about halfway (the
+  // layers' forward is the same; the head and embedding never re-run), and the fast tier
+  // blends the two kinds of layer the same way.
+  const auto model = models::load_model("llama3-8b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
+  models::TrainingPlan p;
+  p.tp = 8;
+  p.sp = true;
+  p.seq = 8192;
+  p.mbs = 1;
+  p.gbs = 4;
+  const double none = simulate_step(model, p, cluster).step_time_s;
+  p.recompute = models::Recompute::FULL;
+  const double every = simulate_step(model, p, cluster).step_time_s;
+  p.recompute_every = 2;
+  const StepReport half = simulate_step(model, p, cluster);
+  CHECK(half.step_time_s < every);
+  CHECK(half.step_time_s > none);
+  CHECK(half.step_time_s - none == doctest::Approx((every - none) / 2).epsilon(0.05));
+  FastEstimator fast(model, cluster);
+  CHECK(std::abs(fast.step_time_s(p) / half.step_time_s - 1) < 0.02);
+}
