@@ -446,7 +446,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
   for (OpCost& op : ops)
     if (op.attention_core) tag(op, RecomputeModule::CORE_ATTN, true, true);
   keep_fp8_linear_inputs(c, ops);
-  apply_recompute(plan, layer_index, ops);
+  apply_recompute(model, plan, layer_index, ops);
   return ops;
 }
 

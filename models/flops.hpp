@@ -127,10 +127,13 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan);
 /// Sets the extra forward FLOPs (recompute_flops) of layer `layer_index`'s ops when it is
 /// recomputed: full re-runs every op; Megatron selective the ops of plan.recompute_modules;
 /// torchtitan's op policy the even-numbered matmuls and the memory-bound ops.
-void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops);
-/// Whether layer `layer_index` is recomputed: plan.recompute is not none and
-/// (layer_index + 1) is a multiple of plan.recompute_every (torchtitan's every-k-th layer).
-bool layer_recomputed(const TrainingPlan& plan, int layer_index);
+void apply_recompute(const ModelSpec& model, const TrainingPlan& plan, int layer_index,
+                     std::vector<OpCost>& ops);
+/// Whether layer `layer_index` is recomputed: plan.recompute is not none, (layer_index + 1)
+/// is a multiple of plan.recompute_every (torchtitan's every-k-th layer) and, under full
+/// recompute with the block method, the layer is among the first plan.recompute_num_layers
+/// of its model chunk (virtual_stage_layers).
+bool layer_recomputed(const ModelSpec& model, const TrainingPlan& plan, int layer_index);
 /// Activation bytes torchtitan's op-level selective checkpoint keeps for a layer with op list
 /// `ops`: the block input, the output of every other matmul (1st, 3rd, ... in forward order,
 /// counted per layer) and the attention output with its log-sum-exp.

@@ -36,13 +36,20 @@ double head_saved_bytes(const TrainingPlan& p, const std::vector<OpCost>& head) 
   return total;
 }
 
+// Layers per checkpoint under full recompute: recompute_num_layers with the uniform method,
+// else 1 (block checkpoints each of its layers).
+double uniform_group(const TrainingPlan& p) {
+  return p.recompute_method == RecomputeMethod::UNIFORM ? std::max(p.recompute_num_layers, 1) : 1;
+}
+
 // What layer `layer` with op list `ops` keeps per micro-batch: everything unless it is
 // recomputed; full: its input only; selective: all but the attention core (Megatron) or
 // torchtitan's op-level set.
 double stored_bytes(const ModelSpec& m, const TrainingPlan& p, const std::vector<OpCost>& ops,
                     int layer) {
-  if (!layer_recomputed(p, layer)) return sum_saved(ops, any_op);
-  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p);
+  if (!layer_recomputed(m, p, layer)) return sum_saved(ops, any_op);
+  // Uniform full recompute checkpoints one input per group of recompute_num_layers layers.
+  if (p.recompute == Recompute::FULL) return layer_input_bytes(m, p) / uniform_group(p);
   if (p.selective_recompute == SelectiveRecompute::OP) return op_selective_saved_bytes(m, p, ops);
   double total = 0;
   for (const OpCost& op : ops) total += selective_saved_bytes(p, op);
@@ -210,7 +217,7 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
 
 const LayerMemoryFacts& MemoryOps::layer(const ModelSpec& m, const TrainingPlan& p,
                                          int layer_index) const {
-  return layers[m.is_moe_layer(layer_index) ? 1 : 0][layer_recomputed(p, layer_index) ? 1 : 0];
+  return layers[m.is_moe_layer(layer_index) ? 1 : 0][layer_recomputed(m, p, layer_index) ? 1 : 0];
 }
 
 MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
@@ -221,7 +228,7 @@ MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
   // layer_ops depends on the layer index only through these two (flops.cpp, recompute.cpp).
   bool filled[2][2] = {};
   for (int l = 0; l < m.layers; ++l) {
-    const int moe = m.is_moe_layer(l) ? 1 : 0, rec = layer_recomputed(p, l) ? 1 : 0;
+    const int moe = m.is_moe_layer(l) ? 1 : 0, rec = layer_recomputed(m, p, l) ? 1 : 0;
     if (filled[moe][rec]) continue;
     filled[moe][rec] = true;
     const auto ops = layer_ops(m, p, l);
@@ -230,8 +237,12 @@ MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
     f.dense_params = lp.dense;
     f.expert_params = lp.expert;
     f.stored_bytes = stored_bytes(m, p, ops, l);
-    // A recomputed layer rematerialises, during its backward, what it did not keep.
-    if (rec) f.recompute_working_bytes = sum_saved(ops, any_op) - f.stored_bytes;
+    // A recomputed layer rematerialises, during its backward, what it did not keep; a uniform
+    // group re-runs its layers together, holding all of them.
+    if (rec)
+      f.recompute_working_bytes =
+          (p.recompute == Recompute::FULL ? uniform_group(p) : 1) * sum_saved(ops, any_op) -
+          f.stored_bytes;
     for (const OpCost& op : ops)
       f.widest_tensor_bytes = std::max(f.widest_tensor_bytes, op.output_bytes);
   }

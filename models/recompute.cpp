@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "models/flops.hpp"
+#include "models/memory.hpp"
 
 namespace loom::models {
 namespace {
@@ -21,8 +22,9 @@ double recomputed_parts(const OpCost& op, int& mm) {
 
 }  // namespace
 
-void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCost>& ops) {
-  if (!layer_recomputed(plan, layer_index)) return;
+void apply_recompute(const ModelSpec& model, const TrainingPlan& plan, int layer_index,
+                     std::vector<OpCost>& ops) {
+  if (!layer_recomputed(model, plan, layer_index)) return;
   int mm = 0;
   for (OpCost& op : ops) {
     if (plan.recompute == Recompute::FULL) {
@@ -38,9 +40,18 @@ void apply_recompute(const TrainingPlan& plan, int layer_index, std::vector<OpCo
   }
 }
 
-bool layer_recomputed(const TrainingPlan& plan, int layer_index) {
+bool layer_recomputed(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
   if (plan.recompute == Recompute::NONE) return false;
-  return (layer_index + 1) % std::max(plan.recompute_every, 1) == 0;
+  if ((layer_index + 1) % std::max(plan.recompute_every, 1) != 0) return false;
+  if (plan.recompute != Recompute::FULL || plan.recompute_method != RecomputeMethod::BLOCK)
+    return true;
+  // Block: the layer's index within its model chunk.
+  int first = 0;
+  for (int count : virtual_stage_layers(model, plan)) {
+    if (layer_index < first + count) return layer_index - first < plan.recompute_num_layers;
+    first += count;
+  }
+  return false;
 }
 
 bool selective_reruns(const TrainingPlan& plan, const OpCost& op) {

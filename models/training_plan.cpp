@@ -27,6 +27,10 @@ const std::vector<std::string>& selective_recompute_names() {
   static const std::vector<std::string> names = {"attention", "op"};
   return names;
 }
+const std::vector<std::string>& recompute_method_names() {
+  static const std::vector<std::string> names = {"uniform", "block"};
+  return names;
+}
 const std::vector<std::string>& recompute_module_names() {
   static const std::vector<std::string> names = {"core_attn", "mla_up_proj", "mlp",
                                                  "moe_act",   "moe",         "layernorm"};
@@ -132,6 +136,9 @@ std::string to_string(GradDtype v) {
 
 std::string to_string(SelectiveRecompute v) {
   return selective_recompute_names()[static_cast<size_t>(v)];
+}
+std::string to_string(RecomputeMethod v) {
+  return recompute_method_names()[static_cast<size_t>(v)];
 }
 std::string to_string(CrossEntropy v) {
   return cross_entropy_names()[static_cast<size_t>(v)];

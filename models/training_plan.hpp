@@ -18,6 +18,11 @@ enum class GradDtype { FP32, BF16 };
 /// What `--recompute selective` recomputes: Megatron's attention core, or torchtitan's
 /// op-level policy (keeps every other matmul output and the attention output).
 enum class SelectiveRecompute { ATTENTION, OP };
+/// Megatron-LM's --recompute-method under full recompute: UNIFORM checkpoints the input of
+/// every group of recompute_num_layers layers and re-runs every layer; BLOCK re-runs only the
+/// first recompute_num_layers layers of each model chunk (megatron/core/transformer/
+/// transformer_block.py, _checkpointed_forward).
+enum class RecomputeMethod { UNIFORM, BLOCK };
 /// The modules Megatron's selective recompute can re-run (`--recompute-modules`,
 /// megatron/core/transformer/transformer_config.py `recompute_modules`): the attention core,
 /// MLA's up-projections (and RoPE), a dense layer's MLP, the routed experts' activation, a
@@ -83,6 +88,8 @@ struct TrainingPlan {
   Recompute recompute = Recompute::NONE;
   SelectiveRecompute selective_recompute = SelectiveRecompute::ATTENTION;
   int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
+  RecomputeMethod recompute_method = RecomputeMethod::UNIFORM;  ///< full recompute only
+  int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or per chunk (block)
   /// What `--recompute selective --selective-recompute attention` re-runs (Megatron's
   /// --recompute-modules; its default is core_attn).
   RecomputeModules recompute_modules = module_bit(RecomputeModule::CORE_ATTN);
@@ -143,6 +150,7 @@ std::string to_string(Recompute value);
 std::string to_string(Schedule value);
 std::string to_string(GradDtype value);
 std::string to_string(SelectiveRecompute value);
+std::string to_string(RecomputeMethod value);
 std::string to_string(CrossEntropy value);
 std::string to_string(Framework value);
 std::string to_string(Fusion value);
@@ -161,6 +169,8 @@ const std::vector<std::string>& recompute_names();
 const std::vector<std::string>& schedule_names();
 const std::vector<std::string>& grad_dtype_names();
 const std::vector<std::string>& selective_recompute_names();
+/// "uniform", "block", in enum order.
+const std::vector<std::string>& recompute_method_names();
 /// RecomputeModule names as Megatron spells them ("core_attn", "mla_up_proj", ...).
 const std::vector<std::string>& recompute_module_names();
 /// A RecomputeModules set as a comma list in RecomputeModule order ("" when empty).

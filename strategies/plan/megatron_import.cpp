@@ -240,9 +240,10 @@ class MegatronReader {
         break;
       case MegatronArg::RECOMPUTE_METHOD:
         method_ = one_of(flag, {"uniform", "block"});
+        input_.set("recompute_method", *method_);
         break;
       case MegatronArg::RECOMPUTE_NUM_LAYERS:
-        integer(flag);
+        input_.set("recompute_num_layers", integer(flag));
         break;
       case MegatronArg::DIST_OPT:
         input_.set("zero", std::int64_t{1});

@@ -149,6 +149,13 @@ class EffectChecker {
     if (given("recompute_every", p_.recompute_every, d.recompute_every) &&
         p_.recompute == models::Recompute::NONE)
       fail("recompute_every", "recompute", mode);
+    // Megatron's method and layer count shape full recompute only (arguments.py asserts no
+    // method under selective).
+    const bool full = p_.recompute == models::Recompute::FULL;
+    if (given("recompute_method", p_.recompute_method, d.recompute_method) && !full)
+      fail("recompute_method", "recompute", mode);
+    if (given("recompute_num_layers", p_.recompute_num_layers, d.recompute_num_layers) && !full)
+      fail("recompute_num_layers", "recompute", mode);
   }
 
   void check_model_parallel() const {

@@ -112,6 +112,18 @@ void add_choice_rows(std::vector<PlanField>& t) {
       "recompute only every k-th layer (torchtitan selective_ac_option k)", "1", 26, INT_SIZE_MAX,
       "", [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.recompute_every}; }));
   t.push_back(choice_row(
+      "recompute_method", "--recompute-method",
+      "full recompute: uniform (checkpoint every group of --recompute-num-layers layers) or "
+      "block (only the first --recompute-num-layers layers of each model chunk re-run)",
+      "uniform", 32, models::recompute_method_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.recompute_method); }));
+  t.back().megatron = "--recompute-method";
+  t.push_back(size_row(
+      "recompute_num_layers", "--recompute-num-layers",
+      "layers per checkpoint (uniform) or recomputed layers per model chunk (block)", "1", 33,
+      INT_SIZE_MAX, "--recompute-num-layers",
+      [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.recompute_num_layers}; }));
+  t.push_back(choice_row(
       "cross_entropy", "--cross-entropy",
       "loss kernel: unfused (Megatron's default vocab-parallel), fused (Megatron "
       "--cross-entropy-loss-fusion) or eager (torch on fp32 logits)",

@@ -234,7 +234,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     for (int l = 0; l < model.layers; ++l) {
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
-      const bool rec = models::layer_recomputed(p, l);
+      const bool rec = models::layer_recomputed(model, p, l);
       ++layers[kind];
       if (rec) ++recomputed[kind];
       bool& present = rec ? lc.present[kind] : skipped_present[kind];

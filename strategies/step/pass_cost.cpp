@@ -228,7 +228,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
       const std::pair<bool, bool> kind{model.is_moe_layer(next),
-                                       models::layer_recomputed(plan, next)};
+                                       models::layer_recomputed(model, plan, next)};
       auto it = layer_cache.find(kind);
       if (it == layer_cache.end())
         it = layer_cache

@@ -316,6 +316,29 @@ TEST_CASE("models::Memory: recompute every k-th layer keeps the others whole") {
   CHECK(stored_layer_activation_bytes(m, p, 1) == doctest::Approx(layer_input_bytes(m, p)));
 }
 
+TEST_CASE("models::Memory: Megatron's block and uniform full-recompute methods") {
+  // --recompute-method block --recompute-num-layers 3: the first 3 layers of each model chunk
+  // keep their input only, the rest keep everything. Llama-3-8B (32 layers) on pp 2: chunks
+  // of 16, layers 0-2 and 16-18 recompute.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.pp = 2;
+  p.recompute = Recompute::FULL;
+  p.recompute_method = RecomputeMethod::BLOCK;
+  p.recompute_num_layers = 3;
+  TrainingPlan none = p;
+  none.recompute = Recompute::NONE;
+  for (int l : {0, 2, 16, 18}) CHECK(layer_recomputed(m, p, l));
+  for (int l : {3, 15, 19, 31}) CHECK_FALSE(layer_recomputed(m, p, l));
+  CHECK(stored_layer_activation_bytes(m, p, 2) == doctest::Approx(layer_input_bytes(m, p)));
+  CHECK(stored_layer_activation_bytes(m, p, 3) == stored_layer_activation_bytes(m, none, 3));
+  // Uniform groups of 4: one input checkpoint per 4 layers, every layer re-runs.
+  p.recompute_method = RecomputeMethod::UNIFORM;
+  p.recompute_num_layers = 4;
+  for (int l : {0, 3, 31}) CHECK(layer_recomputed(m, p, l));
+  CHECK(stored_layer_activation_bytes(m, p, 5) == doctest::Approx(layer_input_bytes(m, p) / 4));
+}
+
 TEST_CASE("models::Memory: eager cross-entropy peaks at three fp32 logit buffers") {
   // torch F.cross_entropy(pred.float()): log_softmax output, nll_loss's dense gradient and
   // log_softmax's input gradient, all fp32, live together in backward: 12 bytes per logit;

@@ -45,6 +45,14 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
       "--overlap-moe-expert-parallel-comm");
   CHECK(overlaps.flag("tp_comm_overlap"));
   CHECK(overlaps.flag("overlap_moe_expert_parallel_comm"));
+  // Full recompute of the first 5 layers of each chunk (the block method) is kept as such.
+  const models::TrainingPlan block =
+      resolve_plan(import_megatron_args("--recompute-granularity full --recompute-method block "
+                                        "--recompute-num-layers 5 --global-batch-size 8"),
+                   8, 32);
+  CHECK(block.recompute == models::Recompute::FULL);
+  CHECK(block.recompute_method == models::RecomputeMethod::BLOCK);
+  CHECK(block.recompute_num_layers == 5);
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {

@@ -289,4 +289,11 @@ TEST_CASE("strategies::StepSimulator: only the layers the recompute policy picks
   CHECK(half.step_time_s - none == doctest::Approx((every - none) / 2).epsilon(0.05));
   FastEstimator fast(model, cluster);
   CHECK(std::abs(fast.step_time_s(p) / half.step_time_s - 1) < 0.02);
+  // Megatron's block method with 16 of 32 layers re-runs as many layers.
+  p.recompute_every = 1;
+  p.recompute_method = models::RecomputeMethod::BLOCK;
+  p.recompute_num_layers = 16;
+  const StepReport block = simulate_step(model, p, cluster);
+  CHECK(block.step_time_s == doctest::Approx(half.step_time_s).epsilon(0.01));
+  CHECK(std::abs(fast.step_time_s(p) / block.step_time_s - 1) < 0.02);
 }
