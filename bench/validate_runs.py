@@ -231,6 +231,24 @@ def moe_a2a_overlap(model, gpu, precision, p):
     return False
 
 
+def cpu_offload_layers(model, gpu, precision, p, fsdp_on):
+    """Megatron-Bridge Llama-3-70B FSDP recipes' cpu_offloading_num_layers
+    (scripts/performance/configs/llama/llama3_workload_base_configs.py,
+    NVIDIA-NeMo/Megatron-Bridge@00919dcf1fe13c0acf65e131f244378f0a6cd2b5): GB200 FP8_CS 40 and
+    BF16 20, GB300 FP8_CS 20 and BF16 30, B200 FP8_CS 5; Megatron-core offloads only at pp 1."""
+    if model != "llama3-70b" or not fsdp_on or (p.get("pp") or 1) > 1:
+        return 0
+    g = gpu.split()[0]
+    bf16 = precision.startswith("BF16")
+    if g == "GB200":
+        return 20 if bf16 else 40
+    if g == "GB300":
+        return 30 if bf16 else 20
+    if g.startswith("B200") and not bf16:
+        return 5
+    return 0
+
+
 def with_recompute_modules(args, modules):
     """Replaces megatron_style_args' `--recompute none` with Megatron's selective modules."""
     if not modules:
@@ -459,6 +477,9 @@ def mbridge_jobs(runs, families, tmp):
         if model == "deepseek-v3":
             args = with_recompute_modules(
                 args, deepseek_recompute_modules(gpu, r["precision"], p))
+        offload = cpu_offload_layers(model, gpu, r["precision"], p, fsdp_on)
+        if offload:
+            args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):

@@ -107,6 +107,13 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
     }
     out += weights.render();
   }
+  if (plan.cpu_offloading_num_layers > 0) {
+    out += fmt::format(
+        "\nCPU offloading ({} layers): {} of activations held in host memory per GPU, {} in "
+        "transit on the GPU (in activations)\n",
+        plan.cpu_offloading_num_layers, format_bytes(r.stages.front().offloaded_activation_bytes),
+        format_bytes(r.stages.front().offload_buffer_bytes));
+  }
   out += "\nother (per GPU):\n";
   Table other({"stage", "CUDA context", "comm buffers", "fragmentation", "other"});
   for (const auto& s : r.stages) {
@@ -148,6 +155,10 @@ OrderedJson render_json_results(const models::ModelSpec& model, const models::Tr
     acts["head_bytes"] = s.head_activation_bytes;
     acts["logits_bytes"] = s.logits_bytes;
     acts["recompute_working_bytes"] = s.recompute_working_bytes;
+    if (plan.cpu_offloading_num_layers > 0) {
+      acts["offload_buffer_bytes"] = s.offload_buffer_bytes;
+      acts["offloaded_host_bytes"] = s.offloaded_activation_bytes;
+    }
     j["activations"] = acts;
     OrderedJson other;
     other["cuda_context_bytes"] = s.other.cuda_context_bytes;

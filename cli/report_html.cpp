@@ -45,7 +45,7 @@ svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
 .c-compute{fill:#4e79a7;background:#4e79a7}.c-optimizer{fill:#76b7b2;background:#76b7b2}
 .c-tp{fill:#f28e2b;background:#f28e2b}.c-cp{fill:#edc948;background:#edc948}
 .c-ep{fill:#b07aa1;background:#b07aa1}.c-pp{fill:#59a14f;background:#59a14f}
-.c-dp{fill:#e15759;background:#e15759}.overlapped{opacity:.35}
+.c-dp{fill:#e15759;background:#e15759}.c-offload{fill:#ff9da7;background:#ff9da7}.overlapped{opacity:.35}
 .m-weights{fill:#4e79a7;background:#4e79a7}.m-gradients{fill:#f28e2b;background:#f28e2b}
 .m-optimizer{fill:#59a14f;background:#59a14f}.m-activations{fill:#b07aa1;background:#b07aa1}
 .m-other{fill:#9c9c9c;background:#9c9c9c}

@@ -11,11 +11,11 @@ namespace loom::cli::report {
 
 /// The timeline's slice categories, in legend order; each has a legend button and a CSS
 /// class (c-compute, c-tp, ...) that the report's style colours and can hide.
-inline constexpr std::array<strategies::TraceCategory, 7> TIMELINE_CATEGORIES = {
-    strategies::TraceCategory::COMPUTE,  strategies::TraceCategory::TP,
-    strategies::TraceCategory::CP,       strategies::TraceCategory::EP,
-    strategies::TraceCategory::PP,       strategies::TraceCategory::DP,
-    strategies::TraceCategory::OPTIMIZER};
+inline constexpr std::array<strategies::TraceCategory, 8> TIMELINE_CATEGORIES = {
+    strategies::TraceCategory::COMPUTE,   strategies::TraceCategory::TP,
+    strategies::TraceCategory::CP,        strategies::TraceCategory::EP,
+    strategies::TraceCategory::PP,        strategies::TraceCategory::DP,
+    strategies::TraceCategory::OPTIMIZER, strategies::TraceCategory::OFFLOAD};
 
 /// A coordinate or length in SVG user units with one decimal ("12.5"); 0 when not finite.
 std::string num(double value);

@@ -193,7 +193,8 @@ double allocator_gap_bytes(const TrainingPlan& p, const std::vector<OpCost>& hea
 // backward) and one recomputed layer rematerialised during backward.
 void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
                        const std::vector<OpCost>& head, bool first, bool last, StageMemory& s) {
-  double acts = s.layer_activation_bytes * s.inflight_microbatches;
+  double acts = s.layer_activation_bytes * s.inflight_microbatches + s.offload_buffer_bytes;
+  s.offloaded_activation_bytes *= s.inflight_microbatches;
   if (first) {
     s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;
     acts += s.embedding_activation_bytes;
@@ -292,7 +293,14 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       layer_params.dense += f.dense_params;
       layer_params.expert += f.expert_params;
       largest_layer = std::max(largest_layer, f.dense_params + f.expert_params);
-      s.layer_activation_bytes += f.stored_bytes;
+      if (l < p.cpu_offloading_num_layers) {
+        // Transformer Engine's CPU offload (double-buffered): the layer's saved tensors go to
+        // the host after its forward; one layer's worth is on the GPU while it is copied.
+        s.offloaded_activation_bytes += f.stored_bytes;
+        s.offload_buffer_bytes = std::max(s.offload_buffer_bytes, f.stored_bytes);
+      } else {
+        s.layer_activation_bytes += f.stored_bytes;
+      }
       s.recompute_working_bytes = std::max(s.recompute_working_bytes, f.recompute_working_bytes);
       widest_tensor = std::max(widest_tensor, f.widest_tensor_bytes);
     }

@@ -89,6 +89,10 @@ struct TrainingPlan {
   SelectiveRecompute selective_recompute = SelectiveRecompute::ATTENTION;
   int recompute_every = 1;  ///< only layers l with (l + 1) % k == 0 recompute (torchtitan option k)
   RecomputeMethod recompute_method = RecomputeMethod::UNIFORM;  ///< full recompute only
+  /// Megatron --cpu-offloading-num-layers: the activations the first N layers save for
+  /// backward are copied to host memory after their forward and back before their backward
+  /// (Transformer Engine's double-buffered CPU offload); 0: none.
+  int cpu_offloading_num_layers = 0;
   int recompute_num_layers = 1;  ///< layers per checkpoint (uniform) or per chunk (block)
   /// What `--recompute selective --selective-recompute attention` re-runs (Megatron's
   /// --recompute-modules; its default is core_attn).

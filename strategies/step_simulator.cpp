@@ -30,6 +30,8 @@ std::string to_string(TraceCategory category) {
       return "dp";
     case TraceCategory::OPTIMIZER:
       return "optimizer";
+    case TraceCategory::OFFLOAD:
+      return "offload";
   }
   return "?";
 }
@@ -46,6 +48,7 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
   for (int k = 0; k < options.steps; ++k) {
     graph.begin_step(k);
     lower_passes(graph);
+    lower_cpu_offload(graph);
     lower_pipeline(graph);
     lower_data_parallel(graph);
   }

@@ -30,8 +30,8 @@
 namespace loom::strategies {
 
 /// What a timeline slice is, for the trace's categories.
-enum class TraceCategory { COMPUTE, TP, CP, EP, PP, DP, OPTIMIZER };
-/// "compute", "tp", "cp", "ep", "pp", "dp", "optimizer".
+enum class TraceCategory { COMPUTE, TP, CP, EP, PP, DP, OPTIMIZER, OFFLOAD };
+/// "compute", "tp", "cp", "ep", "pp", "dp", "optimizer", "offload".
 std::string to_string(TraceCategory category);
 
 /// Seeded random stragglers: in every step each GPU is slow with probability `fraction`, by a

@@ -19,6 +19,8 @@ enum class MegatronArg {
   RECOMPUTE_ACTIVATIONS,
   RECOMPUTE_METHOD,
   RECOMPUTE_NUM_LAYERS,
+  CPU_OFFLOADING,  // store_true: --cpu-offloading-num-layers takes effect
+  CPU_OFFLOADING_NUM_LAYERS,
   DIST_OPT,
   BF16,
   FP16,
@@ -55,6 +57,8 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--overlap-grad-reduce", MegatronArg::FIELD},
       {"--overlap-param-gather", MegatronArg::FIELD},
       {"--tp-comm-overlap", MegatronArg::FIELD},
+      {"--cpu-offloading", MegatronArg::CPU_OFFLOADING},
+      {"--cpu-offloading-num-layers", MegatronArg::CPU_OFFLOADING_NUM_LAYERS},
       {"--overlap-moe-expert-parallel-comm", MegatronArg::FIELD},
       {"--context-parallel-size", MegatronArg::FIELD},
       {"--expert-model-parallel-size", MegatronArg::FIELD},
@@ -150,6 +154,10 @@ class MegatronReader {
   PlanInput read() {
     for (i_ = 0; i_ < words_.size(); ++i_) apply(words_[i_]);
     if (granularity_) input_.set("recompute", *granularity_);
+    // Megatron offloads only with --cpu-offloading, and then --cpu-offloading-num-layers
+    // layers (default 0).
+    if (cpu_offloading_ && offload_layers_)
+      input_.set("cpu_offloading_num_layers", *offload_layers_);
     if (method_ && !granularity_) {
       throw ValidationError("--megatron-args",
                             "--megatron-args: --recompute-method needs --recompute-granularity "
@@ -167,16 +175,17 @@ class MegatronReader {
     return words_[++i_];
   }
 
-  std::int64_t integer(const std::string& flag) {
+  // The integer after `flag`: at least 1, or 0 too when `zero_ok`.
+  std::int64_t integer(const std::string& flag, bool zero_ok = false) {
     const std::string v = value(flag);
     try {
       size_t used = 0;
       const long long n = std::stoll(v, &used);
-      if (used == v.size() && n >= 1) return n;
+      if (used == v.size() && n >= (zero_ok ? 0 : 1)) return n;
     } catch (const std::exception&) {
     }
     throw ValidationError::bad_value(fmt::format("--megatron-args {}", flag), v,
-                                     "a positive integer");
+                                     zero_ok ? "a whole number, 0 or more" : "a positive integer");
   }
 
   // A bucket size in fp32 elements: at least loom's smallest bucket (MIN_DP_BUCKET_BYTES),
@@ -245,6 +254,12 @@ class MegatronReader {
       case MegatronArg::RECOMPUTE_NUM_LAYERS:
         input_.set("recompute_num_layers", integer(flag));
         break;
+      case MegatronArg::CPU_OFFLOADING:
+        cpu_offloading_ = true;
+        break;
+      case MegatronArg::CPU_OFFLOADING_NUM_LAYERS:
+        offload_layers_ = integer(flag, true);
+        break;
       case MegatronArg::DIST_OPT:
         input_.set("zero", std::int64_t{1});
         break;
@@ -296,6 +311,8 @@ class MegatronReader {
   PlanInput input_;
   std::optional<std::string> granularity_;
   std::optional<std::string> method_;
+  bool cpu_offloading_ = false;
+  std::optional<std::int64_t> offload_layers_;
 };
 
 }  // namespace

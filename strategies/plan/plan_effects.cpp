@@ -200,6 +200,23 @@ class EffectChecker {
         fail("overlap_moe_expert_parallel_comm", "cuda_graphs",
              "with CUDA-graphed layers: a graph freezes the order the pairing interleaves");
     }
+    // Megatron-core's TransformerConfig refuses CPU offloading with pipeline parallelism,
+    // recompute or CUDA graphs (transformer_config.py __post_init__).
+    if (p_.cpu_offloading_num_layers > 0) {
+      const auto refuse = [&](std::string_view other, const std::string& what) {
+        fail_field(s_, "cpu_offloading_num_layers",
+                   fmt::format("{} {} cannot run {}: Megatron-core supports CPU offloading {}; "
+                               "drop it or change {}",
+                               s_.where("cpu_offloading_num_layers"), p_.cpu_offloading_num_layers,
+                               what, "only without pipeline parallelism, recompute or CUDA graphs",
+                               s_.name(other)));
+      };
+      if (p_.pp > 1) refuse("pp", fmt::format("with {} {}", s_.name("pp"), p_.pp));
+      if (p_.recompute != models::Recompute::NONE)
+        refuse("recompute",
+               fmt::format("with {} {}", s_.name("recompute"), models::to_string(p_.recompute)));
+      if (p_.cuda_graphs) refuse("cuda_graphs", "with CUDA-graphed layers");
+    }
     // Megatron-LM rejects the interleaved schedule below pp 2 (arguments.py).
     if (p_.vpp > 1 && p_.pp == 1) {
       fail(in_.has("vpp") ? "vpp" : "layers_per_virtual_stage", "pp",
@@ -226,6 +243,13 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
     fail_field(s, "etp",
                fmt::format("{} {} has no effect: {} has no experts; drop it", s.where("etp"), p.etp,
                            m.name));
+  }
+  if (p.cpu_offloading_num_layers >= m.layers) {
+    fail_field(s, "cpu_offloading_num_layers",
+               fmt::format("{} {}: Megatron-core offloads fewer layers than the model has ({}); "
+                           "give 0 to {}",
+                           s.where("cpu_offloading_num_layers"), p.cpu_offloading_num_layers,
+                           m.layers, m.layers - 1));
   }
   if (p.overlap_moe_expert_parallel_comm && !m.is_moe()) {
     fail_field(s, "overlap_moe_expert_parallel_comm",

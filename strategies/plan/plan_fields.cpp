@@ -123,6 +123,14 @@ void add_choice_rows(std::vector<PlanField>& t) {
       "layers per checkpoint (uniform) or recomputed layers per model chunk (block)", "1", 33,
       INT_SIZE_MAX, "--recompute-num-layers",
       [](const TrainingPlan& p) -> PlanValue { return std::int64_t{p.recompute_num_layers}; }));
+  t.push_back(size_row(
+      "cpu_offloading_num_layers", "--cpu-offloading-num-layers",
+      "copy the activations of the first N layers to host memory after their forward and back "
+      "for their backward (Megatron --cpu-offloading; pp 1, no recompute)",
+      "0", 34, INT_SIZE_MAX, "", [](const TrainingPlan& p) -> PlanValue {
+        return std::int64_t{p.cpu_offloading_num_layers};
+      }));
+  t.back().min = 0;
   t.push_back(choice_row(
       "cross_entropy", "--cross-entropy",
       "loss kernel: unfused (Megatron's default vocab-parallel), fused (Megatron "

@@ -52,6 +52,8 @@ std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
   switch (field.type) {
     case FieldType::SIZE:
     case FieldType::DERIVED:
+      // A count that may be zero (field.min 0, e.g. layers offloaded) or a positive size.
+      if (field.min == 0) return r.get_count_or(key, 0);
       return r.get_positive_int(key);
     case FieldType::STAGE:
       return r.get_count_or(key, 0);

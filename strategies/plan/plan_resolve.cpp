@@ -172,6 +172,8 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.fp8_weight_cache = in.flag("fp8_weight_cache", profile.fp8_weight_cache);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   p.recompute_method = choice(in, "recompute_method", p.recompute_method);
+  p.cpu_offloading_num_layers =
+      static_cast<int>(size_or(in, "cpu_offloading_num_layers", p.cpu_offloading_num_layers));
   p.recompute_num_layers =
       static_cast<int>(size_or(in, "recompute_num_layers", p.recompute_num_layers));
   if (p.vpp > 1 && !in.has("schedule")) p.schedule = models::Schedule::INTERLEAVED;

@@ -235,10 +235,14 @@ void check_dp_mode_cluster(const TrainingPlan& p, int gpus_per_node, int hosts,
 }
 
 void check_size(std::string_view key, std::int64_t value, const PlanSources& s) {
-  if (value < 1) {
+  const PlanField& field = plan_field(key);
+  if (field.min == 0 && value < 0) {  // a count that may be zero (e.g. layers offloaded)
+    fail_field(s, key,
+               fmt::format("{}: must be zero or a positive number, got '{}'", s.where(key), value));
+  }
+  if (value < 1 && field.min != 0) {
     fail_field(s, key, fmt::format("{}: must be a positive number, got '{}'", s.where(key), value));
   }
-  const PlanField& field = plan_field(key);
   if (field.max > 0 && value > field.max) fail_bad_value(s, key, std::to_string(value), "< 2^30");
   if (value < field.min) {
     fail_bad_value(s, key, std::to_string(value),

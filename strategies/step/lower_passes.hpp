@@ -17,6 +17,11 @@ void lower_passes(StepGraph& graph);
 /// per stage and by dimension (RepStage::busy_ps, comm_s; StepGraph::comm_total).
 void measure_passes(StepGraph& graph);
 
+/// Adds CPU activation offloading's copies (plan.cpu_offloading_num_layers): each offloaded
+/// layer's saved tensors to the host after its forward and back before its backward, with
+/// Transformer Engine's double buffering (cpu_offload.cpp). Needs split passes.
+void lower_cpu_offload(StepGraph& graph);
+
 /// Adds the pipeline's point-to-point transfers: activations forward, gradients backward,
 /// non-blocking (isend/irecv, as Megatron's batched p2p), between consecutive virtual stages.
 void lower_pipeline(StepGraph& graph);

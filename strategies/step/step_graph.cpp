@@ -320,6 +320,7 @@ bool StepGraph::split_pass(int s, int i) const {
   const Pass& pass = schedule.per_stage[s][static_cast<size_t>(i)];
   // DataParallel launches every forward unit by unit from the host; parameter-server
   // workers pull each unit before its first forward and push it after its final backward.
+  if (plan.cpu_offloading_num_layers > 0) return true;  // per-layer copies (cpu_offload.cpp)
   if (plan.dp_mode == models::DpMode::DATAPARALLEL) return pass.kind == PassKind::FORWARD;
   if (plan.dp_mode == models::DpMode::PS)
     return roles.first_forward[s][pass.chunk] == i || roles.final_pass[s][pass.chunk] == i;

@@ -339,6 +339,22 @@ TEST_CASE("models::Memory: Megatron's block and uniform full-recompute methods")
   CHECK(stored_layer_activation_bytes(m, p, 5) == doctest::Approx(layer_input_bytes(m, p) / 4));
 }
 
+TEST_CASE("models::Memory: CPU offloading moves the first N layers' activations to the host") {
+  // Megatron --cpu-offloading-num-layers 8 (Transformer Engine's double-buffered offload):
+  // layers 0-7 keep nothing on the GPU but one layer's worth in transit; the host holds them.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.seq = 8192;
+  const StageMemory base = estimate_memory(m, p).stages[0];
+  p.cpu_offloading_num_layers = 8;
+  const StageMemory off = estimate_memory(m, p).stages[0];
+  const double layer = stored_layer_activation_bytes(m, p, 0);
+  CHECK(off.layer_activation_bytes == doctest::Approx(base.layer_activation_bytes - 8 * layer));
+  CHECK(off.offloaded_activation_bytes == doctest::Approx(8 * layer));
+  CHECK(off.offload_buffer_bytes == doctest::Approx(layer));
+  CHECK(off.activations_bytes == doctest::Approx(base.activations_bytes - 7 * layer));
+}
+
 TEST_CASE("models::Memory: eager cross-entropy peaks at three fp32 logit buffers") {
   // torch F.cross_entropy(pred.float()): log_softmax output, nll_loss's dense gradient and
   // log_softmax's input gradient, all fp32, live together in backward: 12 bytes per logit;

@@ -137,6 +137,15 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
                    {"vpp", std::int64_t{2}}},
                   16)
             .empty());
+  // Megatron-core's CPU offloading: no pipeline parallelism, recompute or CUDA graphs.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, PlanValue>>{
+           {"pp", std::int64_t{2}}, {"recompute", std::string("full")}, {"cuda_graphs", true}}) {
+    const std::string message =
+        rejection({{"cpu_offloading_num_layers", std::int64_t{4}}, {key, value}});
+    CAPTURE(message);
+    CHECK(message.rfind("--cpu-offloading-num-layers 4 cannot run", 0) == 0);
+  }
+  CHECK(rejection({{"cpu_offloading_num_layers", std::int64_t{4}}}).empty());
 }
 
 TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
@@ -165,6 +174,10 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--mtp off has no effect"), PlanError);
   p.mtp = true;
+  p.cpu_offloading_num_layers = 32;  // Megatron-core: fewer than the model's 32 layers
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("give 0 to 31"), PlanError);
+  p.cpu_offloading_num_layers = 0;
   p.overlap_moe_expert_parallel_comm = true;
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--overlap-moe-expert-parallel-comm has no effect"),

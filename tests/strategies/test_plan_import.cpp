@@ -53,6 +53,11 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK(block.recompute == models::Recompute::FULL);
   CHECK(block.recompute_method == models::RecomputeMethod::BLOCK);
   CHECK(block.recompute_num_layers == 5);
+  // --cpu-offloading-num-layers takes effect only with --cpu-offloading, as in Megatron.
+  CHECK(import_megatron_args("--cpu-offloading --cpu-offloading-num-layers 20")
+            .integer("cpu_offloading_num_layers") == 20);
+  CHECK_FALSE(
+      import_megatron_args("--cpu-offloading-num-layers 20").has("cpu_offloading_num_layers"));
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {

@@ -1,0 +1,120 @@
+// CPU activation offloading (plan.cpu_offloading_num_layers; Megatron --cpu-offloading, run
+// by Transformer Engine's get_cpu_offload_context: AsyncDoubleBufferGroupOffloadHandler in
+// transformer_engine/pytorch/cpu_offload.py). The tensors the first N layers save for
+// backward are copied to host memory after each layer's forward and back before its
+// backward, on copy streams beside the compute:
+//
+//   forward   layer l's copy-out starts when its forward ends; the forward of layer l + 2
+//             waits for it (two layers' buffers on the GPU: double buffering);
+//   backward  layer l's copy-in is prefetched when the backward of layer l + 1 starts (here:
+//             when layer l + 2's ends), after its copy-out; layer l's backward waits for it.
+//
+// The copies are flows from the GPU to its nearest CPU and back over the cluster's links
+// (NVLink-C2C on Grace systems, PCIe elsewhere), sharing them with other traffic. Not
+// modelled: the HBM bandwidth the copies take from concurrent kernels.
+#include <fmt/format.h>
+
+#include <limits>
+#include <map>
+
+#include "common/error.hpp"
+#include "models/memory.hpp"
+#include "strategies/step/lower_passes.hpp"
+
+namespace loom::strategies {
+namespace {
+
+// The CPU vertex closest to `gpu` (least path latency, then widest path, then first).
+topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
+  topo::VertexId best = -1;
+  double best_latency = std::numeric_limits<double>::infinity(), best_bw = 0;
+  for (topo::VertexId v = 0; v < static_cast<topo::VertexId>(c.vertices().size()); ++v) {
+    if (c.vertex(v).kind != topo::VertexKind::CPU) continue;
+    topo::Path p;
+    try {
+      p = c.route(gpu, v);
+    } catch (const Error&) {
+      continue;  // not reachable from this GPU (another node's host without a fabric path)
+    }
+    if (p.latency_s < best_latency ||
+        (p.latency_s == best_latency && p.bandwidth_Bps > best_bw)) {
+      best = v;
+      best_latency = p.latency_s;
+      best_bw = p.bandwidth_Bps;
+    }
+  }
+  check_invariant(best >= 0, "CPU offloading on a cluster without a CPU vertex");
+  return best;
+}
+
+// The layer a unit runs ("L12" -> 12), -1 for the embedding and the head.
+int unit_layer(const std::string& name) {
+  if (name.size() < 2 || name[0] != 'L') return -1;
+  return std::stoi(name.substr(1));
+}
+
+}  // namespace
+
+void lower_cpu_offload(StepGraph& g) {
+  const int n = g.plan.cpu_offloading_num_layers;
+  if (n <= 0) return;
+  std::map<bool, double> layer_bytes;  // stored bytes per micro-batch, dense vs MoE
+  const auto bytes_of = [&](int layer) {
+    const bool moe = g.model.is_moe_layer(layer);
+    auto it = layer_bytes.find(moe);
+    if (it == layer_bytes.end())
+      it = layer_bytes.emplace(moe, models::stored_layer_activation_bytes(g.model, g.plan, layer))
+               .first;
+    return it->second;
+  };
+  for (int s = 0; s < g.stages(); ++s) {
+    const auto& passes = g.schedule.per_stage[static_cast<size_t>(s)];
+    for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
+      const SimGpu& gpu = g.gpus[ri][static_cast<size_t>(s)];
+      const topo::VertexId gv = g.cluster.gpu_vertex(gpu.rank);
+      const topo::VertexId cpu = nearest_cpu(g.cluster, gv);
+      // Per micro-batch and layer: the copy-out task.
+      std::map<std::pair<int, int>, sim::TaskId> out;
+      for (size_t pi = 0; pi < passes.size(); ++pi) {
+        const Pass& pass = passes[pi];
+        const int vs = g.schedule.virtual_stage(s, pass.chunk);
+        const auto& units = g.work.units[static_cast<size_t>(vs)];
+        const auto& tasks = gpu.units[pi];
+        check_invariant(tasks.size() == units.size(), "CPU offloading needs split passes");
+        std::map<int, size_t> unit_of;  // layer -> unit index
+        for (size_t u = 0; u < units.size(); ++u) {
+          const int l = unit_layer(units[u].name);
+          if (l >= 0) unit_of[l] = u;
+        }
+        for (const auto& [l, u] : unit_of) {
+          if (l >= n) continue;
+          const double bytes = bytes_of(l);
+          sim::TransferSpec t;
+          t.bytes = bytes;
+          if (pass.kind == PassKind::FORWARD) {
+            t.src_vertex = gv;
+            t.dst_vertex = cpu;
+            t.label = g.label("offload L{} mb{} ->host", l, pass.micro_batch);
+            const sim::TaskId id = g.add_transfer(t, TraceCategory::OFFLOAD, {tasks[u].last});
+            out[{pass.micro_batch, l}] = id;
+            const auto next2 = unit_of.find(l + 2);
+            if (next2 != unit_of.end()) g.engine.add_dependency(id, tasks[next2->second].first);
+          } else if (pass.kind != PassKind::BACKWARD_WEIGHT) {
+            t.src_vertex = cpu;
+            t.dst_vertex = gv;
+            t.label = g.label("reload L{} mb{} ->gpu", l, pass.micro_batch);
+            std::vector<sim::TaskId> deps;
+            const auto copied = out.find({pass.micro_batch, l});
+            if (copied != out.end()) deps.push_back(copied->second);
+            const auto prev2 = unit_of.find(l + 2);  // runs before layer l in backward
+            if (prev2 != unit_of.end()) deps.push_back(tasks[prev2->second].last);
+            const sim::TaskId id = g.add_transfer(t, TraceCategory::OFFLOAD, deps);
+            g.engine.add_dependency(id, tasks[u].first);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace loom::strategies
