@@ -36,8 +36,7 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
     } catch (const Error&) {
       continue;  // not reachable from this GPU (another node's host without a fabric path)
     }
-    if (p.latency_s < best_latency ||
-        (p.latency_s == best_latency && p.bandwidth_Bps > best_bw)) {
+    if (p.latency_s < best_latency || (p.latency_s == best_latency && p.bandwidth_Bps > best_bw)) {
       best = v;
       best_latency = p.latency_s;
       best_bw = p.bandwidth_Bps;
