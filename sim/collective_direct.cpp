@@ -18,6 +18,19 @@ void all_pairs(ScheduleBuilder& b, double bytes, int times) {
   b.phase(p, true, times);
 }
 
+// A point-to-point transfer as NCCL's p2p runs it: to another node's GPU on another rail via
+// PXN (Fabric::pxn_proxy), as two concurrent flows that stand for the pipelined relay (src ->
+// proxy over NVLink, proxy -> dst on dst's rail); otherwise one flow.
+void p2p_flow(ScheduleBuilder& b, topo::VertexId src, topo::VertexId dst, double bytes) {
+  const topo::VertexId proxy = b.fabric().pxn_proxy(src, dst);
+  if (proxy < 0) {
+    b.flow(src, dst, bytes);
+    return;
+  }
+  b.flow(src, proxy, bytes);
+  b.flow(proxy, dst, bytes);
+}
+
 void from_root(ScheduleBuilder& b, int root, double bytes) {
   int p = b.begin_pattern();
   for (int j = 0; j < b.n(); ++j) b.flow(b.v(root), b.v(j), bytes);
@@ -38,9 +51,9 @@ void lower_direct(ScheduleBuilder& b, Op op, double S, int root) {
     case Op::SEND_RECV: {
       int p = b.begin_pattern();
       if (n == 2) {
-        b.flow(b.v(root), b.v(1 - root), S);
+        p2p_flow(b, b.v(root), b.v(1 - root), S);
       } else {
-        for (int i = 0; i < n; ++i) b.flow(b.v(i), b.v((i + 1) % n), S);
+        for (int i = 0; i < n; ++i) p2p_flow(b, b.v(i), b.v((i + 1) % n), S);
       }
       b.phase(p);
       return;
@@ -50,9 +63,17 @@ void lower_direct(ScheduleBuilder& b, Op op, double S, int root) {
       return;
     case Op::ALL_GATHER:
     case Op::REDUCE_SCATTER:
-    case Op::ALL_TO_ALL:
       all_pairs(b, S / n, 1);
       return;
+    case Op::ALL_TO_ALL: {
+      // NCCL's alltoall is grouped send/recv (p2p): PXN applies.
+      int p = b.begin_pattern();
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+          if (i != j) p2p_flow(b, b.v(i), b.v(j), S / n);
+      b.phase(p);
+      return;
+    }
     case Op::BROADCAST:
       from_root(b, root, S);
       return;

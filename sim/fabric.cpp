@@ -67,4 +67,37 @@ RouteRef Fabric::route(topo::VertexId src, topo::VertexId dst) {
   return ref;
 }
 
+topo::VertexId Fabric::entry_leaf(topo::VertexId src, topo::VertexId dst) {
+  for (topo::LinkId l : links(route(src, dst))) {
+    const topo::VertexId to = cluster_->link(l).to;
+    if (cluster_->vertex(to).kind == topo::VertexKind::LEAF) return to;
+  }
+  return -1;
+}
+
+topo::VertexId Fabric::pxn_proxy(topo::VertexId src, topo::VertexId dst) {
+  if (src == dst || node_of(src) < 0 || node_of(src) == node_of(dst)) return -1;
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                            static_cast<std::uint32_t>(dst);
+  const auto it = proxy_index_.find(key);
+  if (it != proxy_index_.end()) return it->second;
+  topo::VertexId proxy = -1;
+  // dst's rail: the leaf its own traffic enters the fabric on (towards src).
+  const topo::VertexId rail = entry_leaf(dst, src);
+  const topo::VertexId mine = entry_leaf(src, dst);
+  if (rail >= 0 && mine >= 0 && rail != mine) {
+    // A GPU of src's node that src reaches over NVLink and whose traffic enters on dst's rail.
+    for (topo::VertexId p : cluster_->gpus()) {
+      if (p == src || node_of(p) != node_of(src)) continue;
+      if (route(src, p).latency_class != LatencyClass::NVLINK) continue;
+      if (entry_leaf(p, dst) == rail) {
+        proxy = p;
+        break;
+      }
+    }
+  }
+  proxy_index_.emplace(key, proxy);
+  return proxy;
+}
+
 }  // namespace loom::sim

@@ -69,6 +69,11 @@ class Fabric {
   }
   /// The node index of a vertex (-1 for fabric switches).
   int node_of(topo::VertexId v) const { return cluster_->vertex(v).node; }
+  /// NCCL's PXN (NVLink forwarding, on by default since NCCL 2.12): for a transfer between
+  /// GPUs `src` and `dst` of different nodes whose routes enter the fabric on different leaf
+  /// switches (rails), the GPU of src's NVLink domain on dst's rail, which relays it (src ->
+  /// NVLink -> proxy -> its NIC -> dst's leaf -> dst); -1 when none is needed or possible.
+  topo::VertexId pxn_proxy(topo::VertexId src, topo::VertexId dst);
 
  private:
   const topo::Cluster* cluster_;
@@ -76,7 +81,10 @@ class Fabric {
   std::vector<SimTime> latency_;
   std::vector<topo::LinkId> route_links_;
   std::vector<RouteRef> routes_;
-  std::unordered_map<std::uint64_t, std::uint32_t> route_index_;  // lookup only, never iterated
+  std::unordered_map<std::uint64_t, std::uint32_t> route_index_;   // lookup only, never iterated
+  std::unordered_map<std::uint64_t, topo::VertexId> proxy_index_;  // pxn_proxy's answers
+  // The leaf switch a route from a GPU enters the fabric on (-1 when it does not).
+  topo::VertexId entry_leaf(topo::VertexId src, topo::VertexId dst);
 };
 
 }  // namespace loom::sim

@@ -7,7 +7,8 @@
 //
 // Routing: the cost of a path is its summed latency, then its hop count; among equal-cost
 // paths the choice is a deterministic hash of the endpoints (ECMP). Traffic never transits
-// through a GPU other than its endpoints (no PXN / NVLink forwarding), and a path between two
+// through a GPU other than its endpoints (NCCL's PXN NVLink forwarding is the collective
+// lowering's, sim::Fabric::pxn_proxy), and a path between two
 // nodes never passes through a third node. Routes between nodes are computed hierarchically:
 // inside the source node to a gateway (a vertex with a link to a fabric vertex, e.g. a NIC),
 // across the fabric (all-pairs table over switches, node = -1), inside the destination node.

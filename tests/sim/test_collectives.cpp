@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "sim/engine.hpp"
 #include "star_cluster.hpp"
+#include "topologies/cluster_presets.hpp"
 
 using namespace loom;
 using namespace loom::sim;
@@ -393,4 +394,25 @@ TEST_CASE("sim::Collectives: why_cannot_run says why an algorithm cannot run, an
   req.concurrent_groups.clear();
   const CollectiveSchedule s = plan_collective(fabric, req, CostOptions{false});
   CHECK(s.algorithm != Algorithm::NVLS);
+}
+
+TEST_CASE("sim::Collectives: PXN relays cross-rail p2p over NVLink to the destination's rail") {
+  // NCCL's PXN (default since 2.12): a send to another node's GPU on another rail goes over
+  // NVLink to the source node's GPU on the destination's rail and out of that GPU's NIC,
+  // never through a spine. DGX H100 x2: rank 0 (rail 0) to rank 9 (node 1, rail 1) is relayed
+  // by rank 1; rank 0 to rank 8 (same rail) and to rank 3 (same node) are not.
+  const auto c = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
+  Fabric f(c);
+  CHECK(f.pxn_proxy(c.gpu_vertex(0), c.gpu_vertex(9)) == c.gpu_vertex(1));
+  CHECK(f.pxn_proxy(c.gpu_vertex(0), c.gpu_vertex(8)) == -1);
+  CHECK(f.pxn_proxy(c.gpu_vertex(0), c.gpu_vertex(3)) == -1);
+  // All-to-all over both nodes: each NIC carries its rail's half of every GPU's data (S/2 of
+  // each rank's S, 8 ranks' worth in each direction over 16 NICs): the NIC bound is S/2 at
+  // one NIC's rate, 47 GB/s (NDR 50 GB/s x 0.94, sim/fabric.hpp); without PXN, cross-rail
+  // flows collide on the two spines' links and take about a third longer.
+  const double S = 256.0 * (1 << 20);
+  const double t = time_of(c, CollectiveOp::ALL_TO_ALL, Algorithm::DIRECT, S, iota(16), {});
+  const double nic_bound = (S / 2) / 47e9;
+  CHECK(t >= nic_bound * (1 - 1e-6));
+  CHECK(t < 1.15 * nic_bound);
 }
