@@ -110,7 +110,7 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   if (plan.cpu_offloading_num_layers > 0) {
     out += fmt::format(
         "\nCPU offloading ({} layers): {} of activations held in host memory per GPU, {} in "
-        "transit on the GPU (in activations)\n",
+        "transit on the GPU at most (in activations)\n",
         plan.cpu_offloading_num_layers, format_bytes(r.stages.front().offloaded_activation_bytes),
         format_bytes(r.stages.front().offload_buffer_bytes));
   }

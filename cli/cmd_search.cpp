@@ -301,8 +301,9 @@ Command add_search_command(CLI::App& root) {
     const SearchFlags& f = *flags;
     const models::ModelSpec model = models::load_model(f.model, "--model");
     const topo::Cluster cluster = resolve_cluster(f.cluster);
+    // The fingerprint names the cluster and the network model: shards of another merge not.
     const strategies::SearchSpace space(model, merged_input(f.plan), cluster.num_gpus(),
-                                        cluster.name);
+                                        cluster.name + ", network " + f.network);
     if (f.plan.print_config) {
       std::cout << "search space: " << space.describe() << "\n";
       return 0;

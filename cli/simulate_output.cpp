@@ -94,7 +94,7 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
                                 format_flop_rate(r.peak_flops) + " per GPU");
   if (plan.precision == models::Precision::FP32 && r.peak_dtype == DType::TF32)
     mfu += "; fp32 matmuls run on TF32 tensor cores";
-  return {
+  std::vector<std::pair<std::string, std::string>> rows = {
       {"step time", format_time(r.step_time_s)},
       {"tokens/s", fmt::format("{:.0f}", r.tokens_per_s)},
       {"model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu)},
@@ -107,6 +107,9 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
       {"compute", format_time(r.compute_time_s)},
       {"exposed communication", format_time(r.exposed_comm_time_s)},
   };
+  if (plan.cpu_offloading_num_layers > 0)
+    rows.emplace_back("CPU offload waits", format_time(r.offload_wait_s));
+  return rows;
 }
 
 std::string utilisation_text(double fraction, const strategies::StepReport& r) {
@@ -158,6 +161,7 @@ OrderedJson simulate_results_json(const strategies::StepReport& r, double capaci
   res["pipeline_time_s"] = r.pipeline_time_s;
   res["compute_time_s"] = r.compute_time_s;
   res["exposed_comm_time_s"] = r.exposed_comm_time_s;
+  if (r.cpu_offloading) res["offload_wait_time_s"] = r.offload_wait_s;
   OrderedJson comm;
   for (models::Dim d : models::REPORTED_COMM_DIMS)
     comm[models::to_string(d)] = r.comm_time_s[models::index(d)];

@@ -193,6 +193,7 @@ double allocator_gap_bytes(const TrainingPlan& p, const std::vector<OpCost>& hea
 // backward) and one recomputed layer rematerialised during backward.
 void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
                        const std::vector<OpCost>& head, bool first, bool last, StageMemory& s) {
+  s.offload_buffer_bytes *= std::min(p.cpu_offloading_num_layers, 2);
   double acts = s.layer_activation_bytes * s.inflight_microbatches + s.offload_buffer_bytes;
   s.offloaded_activation_bytes *= s.inflight_microbatches;
   if (first) {
@@ -295,7 +296,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       largest_layer = std::max(largest_layer, f.dense_params + f.expert_params);
       if (l < p.cpu_offloading_num_layers) {
         // Transformer Engine's CPU offload (double-buffered): the layer's saved tensors go to
-        // the host after its forward; one layer's worth is on the GPU while it is copied.
+        // the host after its forward; two layers' worth are on the GPU at most (one being
+        // copied out or in, the next being produced or prefetched).
         s.offloaded_activation_bytes += f.stored_bytes;
         s.offload_buffer_bytes = std::max(s.offload_buffer_bytes, f.stored_bytes);
       } else {

@@ -61,8 +61,8 @@ struct StageMemory {
   double logits_bytes = 0;  ///< last stage: the loss's peak (plan.cross_entropy; GPipe: all wait)
   double recompute_working_bytes = 0;  ///< one recomputed layer's rematerialised tensors
   /// plan.cpu_offloading_num_layers: the offloaded layers' stored activations, all in flight,
-  /// held in host memory instead (not in total_bytes), and the one layer's worth of them in
-  /// transit on the GPU (in activations_bytes).
+  /// held in host memory instead (not in total_bytes), and the two layers' worth of them in
+  /// transit on the GPU at most (double buffering; in activations_bytes).
   double offloaded_activation_bytes = 0;
   double offload_buffer_bytes = 0;
   ///< activations_bytes holds the larger of logits_bytes and recompute_working_bytes: the two

@@ -151,6 +151,10 @@ struct StepReport {
   double pipeline_time_s = 0;          ///< end of the last forward/backward pass
   double compute_time_s = 0;           ///< compute-stream busy time without comm, mean over stages
   double exposed_comm_time_s = 0;      ///< comm not hidden behind compute, mean over stages
+  /// CPU offloading (plan.cpu_offloading_num_layers > 0): the compute stream's waits for its
+  /// activation copies, mean over stages; busy time, not bubble.
+  double offload_wait_s = 0;
+  bool cpu_offloading = false;  ///< whether the plan offloads activations (the field applies)
   /// Comm time by parallel dimension (models::index(dim)), mean per GPU; the report lists
   /// models::REPORTED_COMM_DIMS.
   std::array<double, models::DIM_COUNT> comm_time_s{};

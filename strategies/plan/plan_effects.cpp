@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "models/plan_dtypes.hpp"
 #include "strategies/plan/framework_profile.hpp"
 
@@ -194,6 +196,11 @@ class EffectChecker {
              fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
                          "without pipelining or under the interleaved schedule",
                          s_.name("pp"), p_.pp));
+      // The combined schedule pairs one micro-batch's forward with another's backward.
+      if (p_.micro_batches() < 2)
+        fail("overlap_moe_expert_parallel_comm", "gbs",
+             "with one micro-batch per replica: there is no second micro-batch to pair its "
+             "all-to-alls with");
       // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron
       // asserts the two apart in transformer_layer.py).
       if (p_.cuda_graphs)
@@ -243,6 +250,15 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
     fail_field(s, "etp",
                fmt::format("{} {} has no effect: {} has no experts; drop it", s.where("etp"), p.etp,
                            m.name));
+  }
+  // Megatron-LM: "recompute_num_layers must be between 1 and num_layers_per_pipeline_rank".
+  const int per_rank = std::max(m.layers / std::max(p.pp, 1), 1);
+  if (p.recompute == models::Recompute::FULL && p.recompute_num_layers > per_rank) {
+    fail_field(s, "recompute_num_layers",
+               fmt::format("{} {}: Megatron takes at most the layers of one pipeline rank ({} of "
+                           "{} over {} {}); give 1 to {}",
+                           s.where("recompute_num_layers"), p.recompute_num_layers, per_rank,
+                           m.layers, s.name("pp"), p.pp, per_rank));
   }
   if (p.cpu_offloading_num_layers >= m.layers) {
     fail_field(s, "cpu_offloading_num_layers",

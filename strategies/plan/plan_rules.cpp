@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "strategies/plan/plan_effects.hpp"
 #include "topologies/cluster.hpp"
 
@@ -325,6 +327,19 @@ void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
   for (int k = 0; k < cluster.num_gpu_types(); ++k)
     check_precision_on_gpu(plan, cluster.gpu_type(k), sources);
   check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(), sources);
+  // CPU offloading copies to a host CPU: the cluster must have one.
+  if (plan.cpu_offloading_num_layers > 0) {
+    const auto& v = cluster.vertices();
+    const bool cpu = std::any_of(
+        v.begin(), v.end(), [](const topo::Vertex& x) { return x.kind == topo::VertexKind::CPU; });
+    if (!cpu) {
+      fail_field(sources, "cpu_offloading_num_layers",
+                 fmt::format("{} {}: cluster '{}' has no CPU vertex to offload to; add a \"cpu\" "
+                             "vertex linked to the GPUs (docs/clusters.md) or drop it",
+                             sources.where("cpu_offloading_num_layers"),
+                             plan.cpu_offloading_num_layers, cluster.name));
+    }
+  }
 }
 
 }  // namespace loom::strategies

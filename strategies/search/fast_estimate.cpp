@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/error.hpp"
 #include "common/units.hpp"
 #include "models/flops.hpp"
+#include "sim/fabric.hpp"
 #include "strategies/memory_plan.hpp"
 #include "strategies/rank_layout.hpp"
 #include "strategies/schedule.hpp"
 #include "strategies/search/fast_model.hpp"
+#include "strategies/step/lower_passes.hpp"
 #include "strategies/step/step_graph.hpp"
 
 namespace loom::strategies {
@@ -80,10 +83,19 @@ void UnitTimes::add(const UnitTimes& o, double times) {
 
 LayerKey layer_key(const models::TrainingPlan& p) {
   const bool cast_share = p.fp8_weight_cache && models::low_precision_linears(p.precision);
-  return {p.tp,      p.cp,
-          p.ep,      p.mbs,
-          p.sp,      static_cast<int>(p.recompute),
-          p.pp == 1, cast_share ? p.micro_batches() : 0};
+  // The split is the search's balanced one for (pp, vpp) unless the user pinned it (then
+  // the same for every candidate).
+  const bool by_chunk = p.recompute == models::Recompute::FULL &&
+                        p.recompute_method == models::RecomputeMethod::BLOCK;
+  return {p.tp,
+          p.cp,
+          p.ep,
+          p.mbs,
+          p.sp,
+          static_cast<int>(p.recompute),
+          p.pp == 1,
+          cast_share ? p.micro_batches() : 0,
+          by_chunk ? p.pp * 4096 + p.vpp : 0};
 }
 
 std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {
@@ -297,6 +309,19 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     }
   }
   return unit_times_.emplace(key, out).first->second;
+}
+
+double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
+  const topo::VertexId gpu = cluster.gpu_vertex(0);
+  const topo::Path path = cluster.route(gpu, nearest_cpu(cluster, gpu));
+  // The bottleneck link at its payload rate (sim::LinkEfficiency, as the flows run).
+  double bw = std::numeric_limits<double>::infinity();
+  const sim::LinkEfficiency eff;
+  for (topo::LinkId l : path.links) {
+    const topo::Link& link = cluster.link(l);
+    bw = std::min(bw, link.bandwidth_Bps * eff.of(link.kind));
+  }
+  return memory_ops(p).layer(model, p, 0).stored_bytes / bw;
 }
 
 double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {

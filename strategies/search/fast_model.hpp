@@ -51,11 +51,13 @@ struct LayoutGroups {
   std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
 };
 
-/// (tp, cp, ep, mbs, sp, recompute, pp == 1, cast micro-batches): what the op lists and pass
-/// costs read of a plan that the search varies; everything else they read is the same for
-/// every candidate of one search. The last is the micro-batch count when the FP8 weight
-/// casts are spread over it (cost_ops: 1 / m of them per pass), else 0.
-using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t>;
+/// (tp, cp, ep, mbs, sp, recompute, pp == 1, cast micro-batches, chunk layout): what the op
+/// lists and pass costs read of a plan that the search varies; everything else they read is
+/// the same for every candidate of one search. Cast micro-batches: the micro-batch count when
+/// the FP8 weight casts are spread over it (cost_ops: 1 / m of them per pass), else 0. Chunk
+/// layout: pp x 4096 + vpp when which layers recompute depends on the model chunks (full
+/// recompute, block method: models::layer_recomputed), else 0.
+using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t, int>;
 /// (tp, cp, ep, dp, pp): what the process groups depend on.
 using LayoutKey = std::tuple<int, int, int, int, int>;
 /// (schedule, pp, micro-batches, vpp): what a pipeline schedule depends on.
@@ -122,6 +124,9 @@ struct FastCaches {
                       double bytes);
   /// Seconds of a memory-bound copy moving `bytes` (reads + writes).
   double copy_s(const models::TrainingPlan& plan, double bytes) const;
+  /// Seconds of one offloaded layer's copy to the host (or back) for one micro-batch: its
+  /// stored activations over the path from GPU 0 to its nearest CPU (cpu_offload.cpp).
+  double offload_copy_s(const models::TrainingPlan& plan);
   /// Seconds of the optimizer step over `params` local parameters.
   double optimizer_s(const models::TrainingPlan& plan, double params) const;
 

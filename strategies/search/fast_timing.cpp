@@ -55,6 +55,7 @@ struct Chunk {
   double copy_fwd = 0, copy_bwd = 0;                  // ZeRO-3 copy-outs on the compute stream
   double gather_fwd = 0, gather_bwd = 0, reduce = 0;  // ZeRO-3 streams, seconds
   int unit_count = 0;
+  int first_layer = 0, layers = 0;     // the transformer layers it holds
   double f = 0, b = 0, bi = 0, w = 0;  // pass seconds
 };
 
@@ -71,6 +72,8 @@ struct Ctx {
 Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   const models::ModelSpec& m = x.fc.model;
   Chunk c;
+  c.first_layer = first_layer;
+  c.layers = layers;
   const auto add = [&](UnitKind kind, int n) {
     if (n <= 0) return;
     c.units[static_cast<size_t>(c.kinds++)] = {kind, n};
@@ -144,6 +147,18 @@ void time_passes(const Ctx& x, Chunk& c) {
         pass_s(p, u.bwd_input + c.copy_bwd + u.bwd_weight, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
   c.bi = recompute + pass_s(p, u.bwd_input + c.copy_bwd, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
   c.w = u.bwd_weight;
+  // CPU offloading (cpu_offload.cpp): each offloaded layer's copy out overlaps the next
+  // layer's forward and its copy in the next layer's backward; what a copy outlasts them by
+  // is exposed.
+  const int offloaded = std::clamp(p.cpu_offloading_num_layers - c.first_layer, 0, c.layers);
+  if (offloaded > 0) {
+    const double copy = x.fc.offload_copy_s(p);
+    const double layers = static_cast<double>(c.layers);
+    const double f_layer = u.fwd / layers, b_layer = (u.bwd_input + u.bwd_weight) / layers;
+    c.f += offloaded * std::max(0.0, copy - f_layer);
+    c.b += offloaded * std::max(0.0, copy - b_layer);
+    c.bi += offloaded * std::max(0.0, copy - u.bwd_input / layers);
+  }
   if (x.zero3 && c.f + c.b > 0) {
     // Gathers prefetched on their own stream, reduce-scatters on the DP stream, each stream
     // running on while the compute stream moves to the next pass: a micro-batch takes as

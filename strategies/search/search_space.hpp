@@ -99,9 +99,10 @@ class SearchSpace {
   std::int64_t gpus() const { return gpus_; }
   /// "tp {1,2,4} pp {1,2} ...": the values of every free dimension, and the pinned ones.
   std::string describe() const;
-  /// A fingerprint of the space (its description, the model, the cluster named at
-  /// construction and every input value), equal across processes that build the same space:
-  /// partial results must come from the same search to merge.
+  /// A fingerprint of the space (its description, the model, the cluster context named at
+  /// construction, e.g. the cluster and network model, and every input value), equal across
+  /// processes that build the same space: partial results must come from the same search to
+  /// merge.
   const std::string& fingerprint() const { return fingerprint_; }
 
  private:

@@ -22,9 +22,7 @@
 #include "strategies/step/lower_passes.hpp"
 
 namespace loom::strategies {
-namespace {
 
-// The CPU vertex closest to `gpu` (least path latency, then widest path, then first).
 topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
   topo::VertexId best = -1;
   double best_latency = std::numeric_limits<double>::infinity(), best_bw = 0;
@@ -42,9 +40,17 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
       best_bw = p.bandwidth_Bps;
     }
   }
-  check_invariant(best >= 0, "CPU offloading on a cluster without a CPU vertex");
+  if (best < 0) {
+    throw ValidationError("cpu_offloading_num_layers",
+                          fmt::format("--cpu-offloading-num-layers: no CPU vertex is reachable "
+                                      "from {}; link a \"cpu\" vertex to the node's GPUs "
+                                      "(docs/clusters.md) or drop it",
+                                      c.vertex(gpu).name));
+  }
   return best;
 }
+
+namespace {
 
 // The layer a unit runs ("L12" -> 12), -1 for the embedding and the head.
 int unit_layer(const std::string& name) {
@@ -68,6 +74,7 @@ void lower_cpu_offload(StepGraph& g) {
   };
   for (int s = 0; s < g.stages(); ++s) {
     const auto& passes = g.schedule.per_stage[static_cast<size_t>(s)];
+    RepStage& rep = g.reps[static_cast<size_t>(s)];
     for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
       const SimGpu& gpu = g.gpus[ri][static_cast<size_t>(s)];
       const topo::VertexId gv = g.cluster.gpu_vertex(gpu.rank);
@@ -97,7 +104,12 @@ void lower_cpu_offload(StepGraph& g) {
             const sim::TaskId id = g.add_transfer(t, TraceCategory::OFFLOAD, {tasks[u].last});
             out[{pass.micro_batch, l}] = id;
             const auto next2 = unit_of.find(l + 2);
-            if (next2 != unit_of.end()) g.engine.add_dependency(id, tasks[next2->second].first);
+            if (next2 != unit_of.end()) {
+              g.engine.add_dependency(id, tasks[next2->second].first);
+              if (ri == 0)
+                rep.offload_waits.emplace_back(tasks[unit_of.at(l + 1)].last,
+                                               tasks[next2->second].first);
+            }
           } else if (pass.kind != PassKind::BACKWARD_WEIGHT) {
             t.src_vertex = cpu;
             t.dst_vertex = gv;
@@ -109,6 +121,9 @@ void lower_cpu_offload(StepGraph& g) {
             if (prev2 != unit_of.end()) deps.push_back(tasks[prev2->second].last);
             const sim::TaskId id = g.add_transfer(t, TraceCategory::OFFLOAD, deps);
             g.engine.add_dependency(id, tasks[u].first);
+            const auto after1 = unit_of.find(l + 1);  // runs just before layer l in backward
+            if (ri == 0 && after1 != unit_of.end())
+              rep.offload_waits.emplace_back(tasks[after1->second].last, tasks[u].first);
           }
         }
       }

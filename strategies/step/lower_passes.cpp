@@ -147,10 +147,11 @@ class StageLowering {
     compute(Part::NONE, "start", unit);
     std::vector<TaskId> marks = last_;
     compute(part, what, unit);
-    std::vector<TaskId> computed = last_;
     overlapped_.assign(g_.replicas.size(), {});
     overlap_ps_ = 0;
+    overlapped_runs_.clear();
     comm(items, comm_what, unit, &marks);
+    const std::vector<TaskId> before = last_;  // the compute, or the blocking collectives after
     // The compute stream waits for the overlapped runs; TP leaves its residual exposed.
     const bool tp = std::any_of(items.begin(), items.end(), [this](const CommItem& i) {
       return i.dim == Dim::TP && overlaps(i.dim);
@@ -165,7 +166,7 @@ class StageLowering {
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
-        rep_pass_->overlaps.push_back({computed[0], id, tp ? Dim::TP : Dim::EP});
+        rep_pass_->overlaps.push_back({before[0], id, tp, overlapped_runs_});
       }
     }
   }
@@ -234,6 +235,7 @@ class StageLowering {
             category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
         if (ri == 0) rep_run.frozen_ps = frozen;
         if (overlapped && ri == 0 && dim == Dim::TP) overlap_ps_ += run_ps(run, group, frozen);
+        if (overlapped && ri == 0) overlapped_runs_.emplace_back(last, dim);
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
@@ -284,6 +286,7 @@ class StageLowering {
   // overlapped comm time on an idle network.
   std::vector<std::vector<TaskId>> overlapped_;
   sim::SimTime overlap_ps_ = 0;
+  std::vector<std::pair<TaskId, Dim>> overlapped_runs_;  // the representative's, of one list
   const Pass* pass_ = nullptr;
   int vs_ = 0, unit_ = -1;  // the virtual stage and unit (-1: whole chunk) being emitted
   RepPass* rep_pass_ = nullptr;
@@ -306,6 +309,12 @@ void lower_passes(StepGraph& g) {
 void measure_passes(StepGraph& g) {
   const sim::Engine& e = g.engine;
   for (RepStage& rs : g.reps) {
+    // CPU offloading: a compute task's wait for its copy is busy, not bubble.
+    for (const auto& [before, waiting] : rs.offload_waits) {
+      const sim::SimTime wait = std::max<sim::SimTime>(0, e.start(waiting) - e.finish(before));
+      rs.busy_ps += wait;
+      rs.offload_wait_s += sim::to_seconds(wait);
+    }
     for (const RepPass& pass : rs.passes) {
       for (TaskId t : pass.tasks) rs.busy_ps += e.finish(t) - e.start(t);
       // Summed as the seconds of each list, then per pass, in issue order; overlapped runs
@@ -332,13 +341,25 @@ void measure_passes(StepGraph& g) {
         }
         comm_s += list_s;
       }
-      // Exposed time of each overlapped list: from its compute's end to its residual's;
-      // the wait before the residual is busy (communication), not pipeline bubble.
+      // Exposed time of each overlapped list: the compute stream's wait for its overlapped
+      // runs (the one that finished last is charged) and the TP residual. The wait is busy
+      // (communication), not pipeline bubble.
       for (const RepPass::Overlap& o : pass.overlaps) {
-        const double exposed = sim::to_seconds(e.finish(o.residual) - e.finish(o.computed));
-        rs.busy_ps += e.start(o.residual) - e.finish(o.computed);
-        comm_s += exposed;
-        hidden[static_cast<size_t>(models::index(o.dim))] -= exposed;
+        const sim::SimTime wait =
+            std::max<sim::SimTime>(0, e.start(o.residual) - e.finish(o.before));
+        rs.busy_ps += wait;
+        comm_s += sim::to_seconds(wait);
+        if (!o.runs.empty() && wait > 0) {
+          const auto latest = std::max_element(
+              o.runs.begin(), o.runs.end(),
+              [&](const auto& a, const auto& b) { return e.finish(a.first) < e.finish(b.first); });
+          hidden[static_cast<size_t>(models::index(latest->second))] -= sim::to_seconds(wait);
+        }
+        if (o.tp_residual) {
+          const double residual = sim::to_seconds(e.finish(o.residual) - e.start(o.residual));
+          comm_s += residual;
+          hidden[static_cast<size_t>(models::index(Dim::TP))] -= residual;
+        }
       }
       rs.comm_s += comm_s;
       for (int k = 0; k < models::DIM_COUNT; ++k) {

@@ -17,6 +17,10 @@ void lower_passes(StepGraph& graph);
 /// per stage and by dimension (RepStage::busy_ps, comm_s; StepGraph::comm_total).
 void measure_passes(StepGraph& graph);
 
+/// The CPU vertex closest to GPU vertex `gpu` (least path latency, then widest path); throws
+/// ValidationError naming cpu_offloading_num_layers when none is reachable.
+topo::VertexId nearest_cpu(const topo::Cluster& cluster, topo::VertexId gpu);
+
 /// Adds CPU activation offloading's copies (plan.cpu_offloading_num_layers): each offloaded
 /// layer's saved tensors to the host after its forward and back before its backward, with
 /// Transformer Engine's double buffering (cpu_offload.cpp). Needs split passes.

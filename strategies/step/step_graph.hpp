@@ -78,12 +78,15 @@ struct RepPass {
   std::vector<sim::TaskId> tasks;       ///< compute tasks and collectives, in issue order
   std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
   /// One comm list overlapped with its compute (tp_comm_overlap, overlap_moe_expert_parallel_
-  /// comm): the time between the finishes of `computed` and `residual` is exposed
-  /// communication of `dim` (TP when the list overlaps TP collectives, else EP).
+  /// comm): the compute stream waits from the finish of `before` (its last task before the
+  /// join: the compute, or a blocking collective after it) for the overlapped `runs` (last
+  /// task, dimension), then runs the TP residual `residual` (zero-length without TP). The
+  /// wait is exposed communication of the run that finished last; the residual is TP's.
   struct Overlap {
-    sim::TaskId computed = -1;
+    sim::TaskId before = -1;
     sim::TaskId residual = -1;
-    models::Dim dim = models::Dim::TP;
+    bool tp_residual = false;
+    std::vector<std::pair<sim::TaskId, models::Dim>> runs;
   };
   std::vector<Overlap> overlaps;
 };
@@ -103,6 +106,10 @@ struct RepStage {
   /// Its DP tasks run side by side (parameter-server flows, DataParallel copies): their time
   /// is the union of their intervals, not the sum.
   bool dp_concurrent = false;
+  /// CPU offloading: (the compute task before, the task that waits on a copy) pairs; the gap
+  /// between them is a wait for the copy (busy, exposed offload time), not pipeline bubble.
+  std::vector<std::pair<sim::TaskId, sim::TaskId>> offload_waits;
+  double offload_wait_s = 0;  ///< their summed gaps, after the engine ran
 };
 
 /// Which passes of a stage play a role for data-parallel overlap.

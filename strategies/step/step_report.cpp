@@ -220,6 +220,7 @@ void measure_step(StepGraph& g, StepReport& r) {
     bubble = std::min(bubble, sim::to_seconds(pipeline_end_ps - rs.busy_ps) - gather_wait);
     compute += rs.compute_s;
     mp_comm += rs.comm_s;
+    r.offload_wait_s += rs.offload_wait_s / p;
     dp_bytes += rs.dp_bytes;
     dp_count += static_cast<std::int64_t>(rs.dp.size());
   }
@@ -248,6 +249,7 @@ void measure_step(StepGraph& g, StepReport& r) {
         std::min(r.comm_time_s[models::index(d)], g.comm_hidden[models::index(d)] / p);
   r.exposed_comm_s[models::index(Dim::DP)] = dp_exposed / p;
   r.exposed_comm_time_s = mp_comm + dp_exposed / p;
+  r.cpu_offloading = g.plan.cpu_offloading_num_layers > 0;
   r.dp_bytes_per_gpu = dp_bytes / p;
   r.dp_collectives = dp_count;
   r.simulated_gpus = static_cast<int>(g.replicas.size()) * p;

@@ -4,6 +4,8 @@
 // (plan_rules.cpp check_framework).
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "strategies/plan/plan_input.hpp"
 #include "strategies/plan/plan_resolve.hpp"
 #include "strategies/plan/plan_rules.hpp"
+#include "topologies/cluster_presets.hpp"
 
 using namespace loom;
 using namespace loom::strategies;
@@ -128,13 +131,21 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
                   {"ep", std::int64_t{2}},
                   {"pp", std::int64_t{2}}},
                  "--overlap-moe-expert-parallel-comm", "--vpp");
-  check_rejected(
-      {{"overlap_moe_expert_parallel_comm", true}, {"ep", std::int64_t{2}}, {"cuda_graphs", true}},
-      "--overlap-moe-expert-parallel-comm", "--cuda-graphs");
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"gbs", std::int64_t{64}},
+                  {"cuda_graphs", true}},
+                 "--overlap-moe-expert-parallel-comm", "--cuda-graphs");
+  // One micro-batch per replica (8 GPUs, gbs 8): nothing to pair.
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"gbs", std::int64_t{8}}},
+                 "--overlap-moe-expert-parallel-comm", "--gbs");
   CHECK(rejection({{"overlap_moe_expert_parallel_comm", true},
                    {"ep", std::int64_t{2}},
                    {"pp", std::int64_t{2}},
-                   {"vpp", std::int64_t{2}}},
+                   {"vpp", std::int64_t{2}},
+                   {"gbs", std::int64_t{64}}},
                   16)
             .empty());
   // Megatron-core's CPU offloading: no pipeline parallelism, recompute or CUDA graphs.
@@ -174,6 +185,16 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--mtp off has no effect"), PlanError);
   p.mtp = true;
+  p.recompute = models::Recompute::FULL;
+  p.pp = 2;
+  p.recompute_num_layers = 17;  // Megatron: at most the 16 layers of one pipeline rank
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("give 1 to 16"), PlanError);
+  p.recompute_num_layers = 16;
+  CHECK_NOTHROW(validate_plan(dense, p, std::nullopt, PlanSources::command_line()));
+  p.recompute = models::Recompute::NONE;
+  p.pp = 1;
+  p.recompute_num_layers = 1;
   p.cpu_offloading_num_layers = 32;  // Megatron-core: fewer than the model's 32 layers
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("give 0 to 31"), PlanError);
@@ -204,4 +225,22 @@ TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pip
   CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
   p.framework = models::Framework::NONE;
   CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
+}
+
+TEST_CASE("strategies::PlanRules: CPU offloading needs a CPU to offload to") {
+  const models::ModelSpec m = models::model_preset("llama3-8b");
+  const auto path = std::filesystem::temp_directory_path() / "loom_test_two_gpus_no_cpu.json";
+  std::ofstream(path) << R"({"name": "two", "gpu": "h100-sxm", "nodes": 1, "node": {"vertices": [
+      {"name": "gpu0", "kind": "gpu"}, {"name": "gpu1", "kind": "gpu"},
+      {"name": "sw", "kind": "nvswitch"}],
+    "links": [{"a": "gpu0", "b": "sw", "type": "nvlink4", "lanes": 18},
+              {"a": "gpu1", "b": "sw", "type": "nvlink4", "lanes": 18}]}})";
+  const topo::Cluster two =
+      topo::load_cluster(topo::ClusterRequest{path.string(), std::nullopt, std::nullopt});
+  std::filesystem::remove(path);
+  models::TrainingPlan p;
+  p.dp = 2;
+  p.cpu_offloading_num_layers = 2;
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(m, p, two, PlanSources::command_line()),
+                       doctest::Contains("has no CPU vertex to offload to"), PlanError);
 }

@@ -297,3 +297,40 @@ TEST_CASE("strategies::StepSimulator: only the layers the recompute policy picks
   CHECK(block.step_time_s == doctest::Approx(half.step_time_s).epsilon(0.01));
   CHECK(std::abs(fast.step_time_s(p) / block.step_time_s - 1) < 0.02);
 }
+
+TEST_CASE(
+    "strategies::FastEstimator: block recompute and CPU offloading as the simulator runs them") {
+  // Block recompute re-runs the first N layers of each model chunk: which layers depends on
+  // pp, so an estimator that costed a pp 1 plan first must give a pp 2 plan what a fresh one
+  // gives. CPU offloading over a DGX H100's PCIe path (slower than a layer's compute) is
+  // exposed; the fast tier bounds each offloaded layer by its copy and follows the simulator.
+  const auto model = models::load_model("llama3-8b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
+  models::TrainingPlan a;
+  a.dp = 8;
+  a.seq = 4096;
+  a.mbs = 1;
+  a.gbs = 16;
+  a.recompute = models::Recompute::FULL;
+  a.recompute_method = models::RecomputeMethod::BLOCK;
+  a.recompute_num_layers = 4;
+  models::TrainingPlan b = a;
+  b.pp = 2;
+  b.dp = 4;
+  FastEstimator shared(model, cluster);
+  (void)shared.step_time_s(a);
+  (void)shared.peak_memory_bytes(a);
+  FastEstimator fresh(model, cluster);
+  CHECK(shared.step_time_s(b) == doctest::Approx(fresh.step_time_s(b)).epsilon(1e-12));
+  CHECK(shared.peak_memory_bytes(b) == fresh.peak_memory_bytes(b));
+  models::TrainingPlan off;
+  off.dp = 8;
+  off.zero = 1;
+  off.seq = 8192;
+  off.mbs = 1;
+  off.gbs = 16;
+  off.cpu_offloading_num_layers = 8;
+  const StepReport exact = simulate_step(model, off, cluster);
+  CHECK(exact.offload_wait_s > 0);
+  CHECK(std::abs(fresh.step_time_s(off) / exact.step_time_s - 1) < 0.05);
+}

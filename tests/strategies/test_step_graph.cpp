@@ -130,3 +130,33 @@ TEST_CASE("strategies::StepGraph: CPU offloading hides behind compute unless the
   CHECK(off.step_time_s - base.step_time_s < 2 * 4 * bytes / 1e9);
   CHECK(off.memory.peak_bytes < base.memory.peak_bytes);
 }
+
+TEST_CASE("strategies::StepGraph: exposed time goes to the dimension the compute waited for") {
+  // Mixtral-8x7B on two DGX H100 with tp 2 (SP) and ep 8: each MoE pass issues TP collectives
+  // and EP all-to-alls. Overlapping only the all-to-alls leaves the TP collectives blocking,
+  // all exposed and counted once; overlapping only TP leaves at least its 1/tp residual and
+  // no more than its traffic exposed, the all-to-alls all exposed.
+  const auto model = models::model_preset("mixtral-8x7b");
+  const auto cluster = h100(2);
+  models::TrainingPlan plan;
+  plan.tp = 2;
+  plan.sp = true;
+  plan.ep = 8;
+  plan.dp = 8;
+  plan.seq = 4096;
+  plan.mbs = 1;
+  plan.gbs = 32;
+  SimulateOptions o;
+  const auto tp = static_cast<size_t>(models::index(models::Dim::TP));
+  const auto ep = static_cast<size_t>(models::index(models::Dim::EP));
+  plan.overlap_moe_expert_parallel_comm = true;
+  const auto ep_over = simulate_step(model, plan, cluster, o);
+  CHECK(ep_over.exposed_comm_s[tp] == doctest::Approx(ep_over.comm_time_s[tp]));
+  CHECK(ep_over.exposed_comm_s[ep] < ep_over.comm_time_s[ep]);
+  plan.overlap_moe_expert_parallel_comm = false;
+  plan.tp_comm_overlap = true;
+  const auto tp_over = simulate_step(model, plan, cluster, o);
+  CHECK(tp_over.exposed_comm_s[tp] <= tp_over.comm_time_s[tp] * (1 + 1e-9));
+  CHECK(tp_over.exposed_comm_s[tp] >= tp_over.comm_time_s[tp] / 2 * 0.9);
+  CHECK(tp_over.exposed_comm_s[ep] == doctest::Approx(tp_over.comm_time_s[ep]));
+}
