@@ -210,19 +210,26 @@ class EffectChecker {
     // Megatron-core's TransformerConfig refuses CPU offloading with pipeline parallelism,
     // recompute or CUDA graphs (transformer_config.py __post_init__).
     if (p_.cpu_offloading_num_layers > 0) {
-      const auto refuse = [&](std::string_view other, const std::string& what) {
+      const auto refuse = [&](std::string_view other, const std::string& with,
+                              std::string_view why) {
         fail_field(s_, "cpu_offloading_num_layers",
-                   fmt::format("{} {} cannot run {}: Megatron-core supports CPU offloading {}; "
-                               "drop it or change {}",
+                   fmt::format("{} {} cannot run {}: {}; drop it or change {}",
                                s_.where("cpu_offloading_num_layers"), p_.cpu_offloading_num_layers,
-                               what, "only without pipeline parallelism, recompute or CUDA graphs",
-                               s_.name(other)));
+                               with, why, s_.name(other)));
       };
-      if (p_.pp > 1) refuse("pp", fmt::format("with {} {}", s_.name("pp"), p_.pp));
+      constexpr std::string_view megatron =
+          "Megatron-core supports CPU offloading only without pipeline parallelism, recompute "
+          "or CUDA graphs";
+      if (p_.pp > 1) refuse("pp", fmt::format("with {} {}", s_.name("pp"), p_.pp), megatron);
       if (p_.recompute != models::Recompute::NONE)
         refuse("recompute",
-               fmt::format("with {} {}", s_.name("recompute"), models::to_string(p_.recompute)));
-      if (p_.cuda_graphs) refuse("cuda_graphs", "with CUDA-graphed layers");
+               fmt::format("with {} {}", s_.name("recompute"), models::to_string(p_.recompute)),
+               megatron);
+      if (p_.cuda_graphs) refuse("cuda_graphs", "with CUDA-graphed layers", megatron);
+      if (p_.dp_mode != models::DpMode::DDP)
+        refuse("dp_mode",
+               fmt::format("with {} {}", s_.name("dp_mode"), models::to_string(p_.dp_mode)),
+               "CPU offloading is Megatron-core's, and that design has none");
     }
     // Megatron-LM rejects the interleaved schedule below pp 2 (arguments.py).
     if (p_.vpp > 1 && p_.pp == 1) {

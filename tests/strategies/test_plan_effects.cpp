@@ -149,8 +149,11 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
                   16)
             .empty());
   // Megatron-core's CPU offloading: no pipeline parallelism, recompute or CUDA graphs.
-  for (const auto& [key, value] : std::vector<std::pair<std::string, PlanValue>>{
-           {"pp", std::int64_t{2}}, {"recompute", std::string("full")}, {"cuda_graphs", true}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, PlanValue>>{{"pp", std::int64_t{2}},
+                                                      {"recompute", std::string("full")},
+                                                      {"cuda_graphs", true},
+                                                      {"dp_mode", std::string("dataparallel")}}) {
     const std::string message =
         rejection({{"cpu_offloading_num_layers", std::int64_t{4}}, {key, value}});
     CAPTURE(message);
