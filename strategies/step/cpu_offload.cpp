@@ -50,16 +50,6 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
   return best;
 }
 
-namespace {
-
-// The layer a unit runs ("L12" -> 12), -1 for the embedding and the head.
-int unit_layer(const std::string& name) {
-  if (name.size() < 2 || name[0] != 'L') return -1;
-  return std::stoi(name.substr(1));
-}
-
-}  // namespace
-
 void lower_cpu_offload(StepGraph& g) {
   const int n = g.plan.cpu_offloading_num_layers;
   if (n <= 0) return;
@@ -72,6 +62,11 @@ void lower_cpu_offload(StepGraph& g) {
                .first;
     return it->second;
   };
+  // By virtual stage: layer -> index of its unit.
+  std::vector<std::map<int, size_t>> unit_of_vs(g.work.units.size());
+  for (size_t vs = 0; vs < g.work.units.size(); ++vs)
+    for (size_t u = 0; u < g.work.units[vs].size(); ++u)
+      if (g.work.units[vs][u].layer >= 0) unit_of_vs[vs][g.work.units[vs][u].layer] = u;
   for (int s = 0; s < g.stages(); ++s) {
     const auto& passes = g.schedule.per_stage[static_cast<size_t>(s)];
     RepStage& rep = g.reps[static_cast<size_t>(s)];
@@ -84,14 +79,10 @@ void lower_cpu_offload(StepGraph& g) {
       for (size_t pi = 0; pi < passes.size(); ++pi) {
         const Pass& pass = passes[pi];
         const int vs = g.schedule.virtual_stage(s, pass.chunk);
-        const auto& units = g.work.units[static_cast<size_t>(vs)];
         const auto& tasks = gpu.units[pi];
-        check_invariant(tasks.size() == units.size(), "CPU offloading needs split passes");
-        std::map<int, size_t> unit_of;  // layer -> unit index
-        for (size_t u = 0; u < units.size(); ++u) {
-          const int l = unit_layer(units[u].name);
-          if (l >= 0) unit_of[l] = u;
-        }
+        check_invariant(tasks.size() == g.work.units[static_cast<size_t>(vs)].size(),
+                        "CPU offloading needs split passes");
+        const std::map<int, size_t>& unit_of = unit_of_vs[static_cast<size_t>(vs)];
         for (const auto& [l, u] : unit_of) {
           if (l >= n) continue;
           const double bytes = bytes_of(l);

@@ -66,7 +66,7 @@ class ShardedLowering : public DataParallelLowering {
       for (int k = 0; k < n; ++k) {
         const int u = pass.kind == PassKind::FORWARD ? k : n - 1 - k;
         if (pass.kind != PassKind::BACKWARD_WEIGHT &&
-            (pass.kind == PassKind::FORWARD || fsdp_regathers_in_backward(g, unit(pass, u).name)))
+            (pass.kind == PassKind::FORWARD || fsdp_regathers_in_backward(g, unit(pass, u))))
           uses_.push_back({pi, u});
         if (pass.kind == PassKind::BACKWARD || pass.kind == PassKind::BACKWARD_WEIGHT)
           grads_.push_back({pi, u});
@@ -246,13 +246,12 @@ class DeepSpeedLowering final : public ShardedLowering {
 
 }  // namespace
 
-bool fsdp_regathers_in_backward(const StepGraph& g, const std::string& unit_name) {
+bool fsdp_regathers_in_backward(const StepGraph& g, const Unit& unit) {
   if (g.plan.fsdp_impl == models::FsdpImpl::DEEPSPEED) return true;
   if (!g.plan.reshard_after_forward) return false;
   // FSDP2's root (embedding, head) stays unsharded after forward; torchtitan's default
   // policy keeps the last block (backward needs it at once).
-  return unit_name != "emb" && unit_name != "head" &&
-         unit_name != fmt::format("L{}", g.model.layers - 1);
+  return unit.layer >= 0 && unit.layer != g.model.layers - 1;
 }
 
 double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan) {
@@ -279,7 +278,7 @@ void add_fsdp_copy_out(StepGraph& g) {
         const double t = copy_seconds(g, unit.cost.params * per_param, type);
         PassCost extra;
         extra.fwd_s = t;
-        if (fsdp_regathers_in_backward(g, unit.name)) extra.bwd_input_s = t;
+        if (fsdp_regathers_in_backward(g, unit)) extra.bwd_input_s = t;
         unit.cost.fwd_s += extra.fwd_s;
         unit.cost.bwd_input_s += extra.bwd_input_s;
         work.chunk_cost[vs].fwd_s += extra.fwd_s;

@@ -121,10 +121,10 @@ std::unique_ptr<DataParallelLowering> make_single_process_lowering(StepGraph& gr
 /// Under DataParallel, moves the loss out of every replica's head (GPU 0 computes it over
 /// the gathered outputs). Call before the passes are lowered.
 void remove_replica_loss(StepGraph& graph);
-/// Whether ZeRO-3 gathers unit `unit_name` ("emb", "L12", "head") again for its backward:
+/// Whether ZeRO-3 gathers `unit` (the embedding, a layer or the head) again for its backward:
 /// always under DeepSpeed; under FSDP2 with reshard_after_forward, except the root units and
 /// the model's last block (torchtitan's default policy).
-bool fsdp_regathers_in_backward(const StepGraph& graph, const std::string& unit_name);
+bool fsdp_regathers_in_backward(const StepGraph& graph, const Unit& unit);
 /// Bytes FSDP2's all-gather copy-in moves per local shard element (cast + flat copy).
 double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan);
 /// DeepSpeed ZeRO-3 all-gathers for a unit of `params` elements with a prefetch bucket of

@@ -235,7 +235,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
                  .emplace(kind, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
                                          OpList::LAYER, host_launch_s, kind.second))
                  .first;
-      us.push_back({fmt::format("L{}", next), it->second});
+      us.push_back({fmt::format("L{}", next), it->second, next});
     }
     if (vs + 1 == vs_layers.size())
       us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels, OpList::HEAD,

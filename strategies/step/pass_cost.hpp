@@ -52,6 +52,7 @@ struct PassCost {
 struct Unit {
   std::string name;  ///< "emb", "L12", "head"
   PassCost cost;
+  int layer = -1;  ///< the model layer this unit runs; -1 for the embedding and the head
 };
 
 /// The costed work of every virtual stage of the plan.
