@@ -6,6 +6,16 @@
 
 namespace loom::sim {
 
+namespace {
+
+// The cache key of an ordered vertex pair.
+std::uint64_t pair_key(topo::VertexId src, topo::VertexId dst) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+         static_cast<std::uint32_t>(dst);
+}
+
+}  // namespace
+
 double LinkEfficiency::of(topo::LinkKind kind) const {
   switch (kind) {
     case topo::LinkKind::NVLINK:
@@ -41,8 +51,7 @@ Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency) : cluste
 }
 
 RouteRef Fabric::route(topo::VertexId src, topo::VertexId dst) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                            static_cast<std::uint32_t>(dst);
+  const std::uint64_t key = pair_key(src, dst);
   auto it = route_index_.find(key);
   if (it != route_index_.end()) return routes_[it->second];
   topo::Path path = cluster_->route(src, dst);
@@ -75,10 +84,25 @@ topo::VertexId Fabric::entry_leaf(topo::VertexId src, topo::VertexId dst) {
   return -1;
 }
 
+const std::vector<topo::VertexId>& Fabric::node_gpus(int node) {
+  if (node_gpus_.empty()) {
+    for (topo::VertexId g : cluster_->gpus()) {
+      const int n = node_of(g);
+      if (n < 0) continue;
+      if (node_gpus_.size() <= static_cast<size_t>(n))
+        node_gpus_.resize(static_cast<size_t>(n) + 1);
+      node_gpus_[static_cast<size_t>(n)].push_back(g);
+    }
+  }
+  static const std::vector<topo::VertexId> none;
+  return node >= 0 && static_cast<size_t>(node) < node_gpus_.size()
+             ? node_gpus_[static_cast<size_t>(node)]
+             : none;
+}
+
 topo::VertexId Fabric::pxn_proxy(topo::VertexId src, topo::VertexId dst) {
   if (src == dst || node_of(src) < 0 || node_of(src) == node_of(dst)) return -1;
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                            static_cast<std::uint32_t>(dst);
+  const std::uint64_t key = pair_key(src, dst);
   const auto it = proxy_index_.find(key);
   if (it != proxy_index_.end()) return it->second;
   topo::VertexId proxy = -1;
@@ -87,8 +111,8 @@ topo::VertexId Fabric::pxn_proxy(topo::VertexId src, topo::VertexId dst) {
   const topo::VertexId mine = entry_leaf(src, dst);
   if (rail >= 0 && mine >= 0 && rail != mine) {
     // A GPU of src's node that src reaches over NVLink and whose traffic enters on dst's rail.
-    for (topo::VertexId p : cluster_->gpus()) {
-      if (p == src || node_of(p) != node_of(src)) continue;
+    for (topo::VertexId p : node_gpus(node_of(src))) {
+      if (p == src) continue;
       if (route(src, p).latency_class != LatencyClass::NVLINK) continue;
       if (entry_leaf(p, dst) == rail) {
         proxy = p;

@@ -83,8 +83,11 @@ class Fabric {
   std::vector<RouteRef> routes_;
   std::unordered_map<std::uint64_t, std::uint32_t> route_index_;   // lookup only, never iterated
   std::unordered_map<std::uint64_t, topo::VertexId> proxy_index_;  // pxn_proxy's answers
+  std::vector<std::vector<topo::VertexId>> node_gpus_;  // by node, its GPUs (pxn_proxy's scan)
   // The leaf switch a route from a GPU enters the fabric on (-1 when it does not).
   topo::VertexId entry_leaf(topo::VertexId src, topo::VertexId dst);
+  // The GPUs of node `node` in rank order (built on first use; empty for an unknown node).
+  const std::vector<topo::VertexId>& node_gpus(int node);
 };
 
 }  // namespace loom::sim
