@@ -312,16 +312,18 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
 }
 
 double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
-  const topo::VertexId gpu = cluster.gpu_vertex(0);
-  const topo::Path path = cluster.route(gpu, nearest_cpu(cluster, gpu));
-  // The bottleneck link at its payload rate (sim::LinkEfficiency, as the flows run).
-  double bw = std::numeric_limits<double>::infinity();
-  const sim::LinkEfficiency eff;
-  for (topo::LinkId l : path.links) {
-    const topo::Link& link = cluster.link(l);
-    bw = std::min(bw, link.bandwidth_Bps * eff.of(link.kind));
+  if (offload_Bps_ <= 0) {
+    const topo::VertexId gpu = cluster.gpu_vertex(0);
+    const topo::Path path = cluster.route(gpu, nearest_cpu(cluster, gpu));
+    // The bottleneck link at its payload rate (sim::LinkEfficiency, as the flows run).
+    offload_Bps_ = std::numeric_limits<double>::infinity();
+    const sim::LinkEfficiency eff;
+    for (topo::LinkId l : path.links) {
+      const topo::Link& link = cluster.link(l);
+      offload_Bps_ = std::min(offload_Bps_, link.bandwidth_Bps * eff.of(link.kind));
+    }
   }
-  return memory_ops(p).layer(model, p, 0).stored_bytes / bw;
+  return memory_ops(p).layer(model, p, 0).stored_bytes / offload_Bps_;
 }
 
 double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {

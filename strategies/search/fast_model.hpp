@@ -137,6 +137,7 @@ struct FastCaches {
   std::map<LayoutKey, LayoutGroups> layouts_;
   std::map<std::pair<LayerKey, int>, std::array<UnitTimes, UNIT_KINDS>> unit_times_;
   std::map<CollectiveKey, double> collectives_;  // this thread's copy of what it asked
+  double offload_Bps_ = 0;  // offload_copy_s's path bandwidth (0: not yet routed)
 };
 
 /// The plan's layer key.
