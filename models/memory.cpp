@@ -193,9 +193,7 @@ double allocator_gap_bytes(const TrainingPlan& p, const std::vector<OpCost>& hea
 // backward) and one recomputed layer rematerialised during backward.
 void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
                        const std::vector<OpCost>& head, bool first, bool last, StageMemory& s) {
-  s.offload_buffer_bytes *= std::min(p.cpu_offloading_num_layers, 2);
   double acts = s.layer_activation_bytes * s.inflight_microbatches + s.offload_buffer_bytes;
-  s.offloaded_activation_bytes *= s.inflight_microbatches;
   if (first) {
     s.embedding_activation_bytes = sum_saved(embed, any_op) * s.inflight_microbatches;
     acts += s.embedding_activation_bytes;
@@ -289,6 +287,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     const bool first = r == 0, last = r == p.pp - 1;
     OpParams layer_params, edge_params;
     double largest_layer = 0, widest_tensor = 0;
+    double offloaded = 0, largest_offloaded = 0;  // per micro-batch
     for (int l : s.layers) {
       const LayerMemoryFacts& f = mops.layer(m, p, l);
       layer_params.dense += f.dense_params;
@@ -298,8 +297,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
         // Transformer Engine's CPU offload (double-buffered): the layer's saved tensors go to
         // the host after its forward; two layers' worth are on the GPU at most (one being
         // copied out or in, the next being produced or prefetched).
-        s.offloaded_activation_bytes += f.stored_bytes;
-        s.offload_buffer_bytes = std::max(s.offload_buffer_bytes, f.stored_bytes);
+        offloaded += f.stored_bytes;
+        largest_offloaded = std::max(largest_offloaded, f.stored_bytes);
       } else {
         s.layer_activation_bytes += f.stored_bytes;
       }
@@ -338,6 +337,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     s.optimizer_bytes = dense * dense_b.optimizer() + expert * expert_b.optimizer();
 
     s.inflight_microbatches = in_flight[static_cast<size_t>(r)];
+    s.offloaded_activation_bytes = offloaded * s.inflight_microbatches;
+    s.offload_buffer_bytes = largest_offloaded * std::min(p.cpu_offloading_num_layers, 2);
     stage_activations(p, embed, head, first, last, s);
     // The FSDP gradient buffers live during a block's backward, with the recomputed layer,
     // not during the loss: they count where that phase exceeds the loss peak.
