@@ -149,7 +149,7 @@ class StageLowering {
     compute(part, what, unit);
     overlapped_.assign(g_.replicas.size(), {});
     overlap_ps_ = 0;
-    overlapped_runs_.clear();
+    const size_t lists = rep_pass_->comm_lists.size();
     comm(items, comm_what, unit, &marks);
     const std::vector<TaskId> before = last_;  // the compute, or the blocking collectives after
     // The compute stream waits for the overlapped runs; TP leaves its residual exposed.
@@ -166,7 +166,8 @@ class StageLowering {
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
-        rep_pass_->overlaps.push_back({before[0], id, tp, overlapped_runs_});
+        const int list = rep_pass_->comm_lists.size() > lists ? static_cast<int>(lists) : -1;
+        rep_pass_->overlaps.push_back({before[0], id, list});
       }
     }
   }
@@ -235,7 +236,6 @@ class StageLowering {
             category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
         if (ri == 0) rep_run.frozen_ps = frozen;
         if (overlapped && ri == 0 && dim == Dim::TP) overlap_ps_ += run_ps(run, group, frozen);
-        if (overlapped && ri == 0) overlapped_runs_.emplace_back(last, dim);
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
@@ -286,7 +286,6 @@ class StageLowering {
   // overlapped comm time on an idle network.
   std::vector<std::vector<TaskId>> overlapped_;
   sim::SimTime overlap_ps_ = 0;
-  std::vector<std::pair<TaskId, Dim>> overlapped_runs_;  // the representative's, of one list
   const Pass* pass_ = nullptr;
   int vs_ = 0, unit_ = -1;  // the virtual stage and unit (-1: whole chunk) being emitted
   RepPass* rep_pass_ = nullptr;
@@ -349,13 +348,17 @@ void measure_passes(StepGraph& g) {
             std::max<sim::SimTime>(0, e.start(o.residual) - e.finish(o.before));
         rs.busy_ps += wait;
         comm_s += sim::to_seconds(wait);
-        if (!o.runs.empty() && wait > 0) {
-          const auto latest = std::max_element(
-              o.runs.begin(), o.runs.end(),
-              [&](const auto& a, const auto& b) { return e.finish(a.first) < e.finish(b.first); });
-          hidden[static_cast<size_t>(models::index(latest->second))] -= sim::to_seconds(wait);
+        if (o.list < 0) continue;
+        const RepCommList::Run* latest = nullptr;
+        bool tp_residual = false;
+        for (const RepCommList::Run& run : pass.comm_lists[static_cast<size_t>(o.list)].runs) {
+          if (!run.overlapped) continue;
+          tp_residual |= run.dim == Dim::TP;
+          if (!latest || e.finish(run.last) > e.finish(latest->last)) latest = &run;
         }
-        if (o.tp_residual) {
+        if (latest && wait > 0)
+          hidden[static_cast<size_t>(models::index(latest->dim))] -= sim::to_seconds(wait);
+        if (tp_residual) {
           const double residual = sim::to_seconds(e.finish(o.residual) - e.start(o.residual));
           comm_s += residual;
           hidden[static_cast<size_t>(models::index(Dim::TP))] -= residual;

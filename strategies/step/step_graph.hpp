@@ -79,14 +79,13 @@ struct RepPass {
   std::vector<RepCommList> comm_lists;  ///< its model-parallel collectives
   /// One comm list overlapped with its compute (tp_comm_overlap, overlap_moe_expert_parallel_
   /// comm): the compute stream waits from the finish of `before` (its last task before the
-  /// join: the compute, or a blocking collective after it) for the overlapped `runs` (last
-  /// task, dimension), then runs the TP residual `residual` (zero-length without TP). The
-  /// wait is exposed communication of the run that finished last; the residual is TP's.
+  /// join: the compute, or a blocking collective after it) for the list's overlapped runs,
+  /// then runs the TP residual `residual` (zero-length without TP). The wait is exposed
+  /// communication of the run that finished last; the residual is TP's.
   struct Overlap {
     sim::TaskId before = -1;
     sim::TaskId residual = -1;
-    bool tp_residual = false;
-    std::vector<std::pair<sim::TaskId, models::Dim>> runs;
+    int list = -1;  ///< index in comm_lists; -1 when no collective of it left replica 0
   };
   std::vector<Overlap> overlaps;
 };
