@@ -31,7 +31,8 @@ megatron_h100 -- Megatron-LM README weak-scaling table (Megatron-Core r0.8.0), d
   store_true flag the row does not state).
 nemo2407 -- NeMo 24.07 performance summary, dgx-h100; all 12 visible rows are FP8 (no
   BF16 rows in the data). Metric: tokens/s per GPU = gbs*seq / (loom step * GPUs).
-  Assumed: --precision fp8 (Transformer Engine delayed scaling: loom has one FP8 mode),
+  Assumed: --precision fp8 --fp8-recipe delayed (Transformer Engine 1.x's DelayedScaling,
+  the recipe NeMo 24.07's fp8 configs ran: fp8_amax_history_len / fp8_amax_compute_algo),
   no recompute, distributed optimizer (--zero 1) with --overlap-grad-reduce
   --overlap-param-gather (NeMo's MegatronStrategy defaults), --cross-entropy fused (NeMo
   GPTConfig cross_entropy_loss_fusion = True; Megatron-Bridge rows too), --sp when tp>1, interleaved
@@ -43,8 +44,13 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   GPUs (power-of-two jobs on NVL72 racks use 16 of 18 trays) with one NDR400 (GB200) or
   XDR800 (GB300, ConnectX-8) NIC per GPU. B300 / GB300 are scored, not targeted. Assumed, as NeMo
   2407: no recompute, --zero 1 + both DP overlaps, --sp with tp>1, interleaved with vp>1;
-  FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe
-  (FP8, FP8-CS, FP8-MX, MXFP8, blockwise) -> --precision fp8; NVFP4 -> --precision nvfp4
+  FSDP column > 1 (or = 1 in 25.09, where it meant on) -> --zero 3; every FP8 recipe ->
+  --precision fp8 with its --fp8-recipe: FP8-MX / MXFP8 -> mxfp8; FP8-CS, the 26.x "FP8"
+  column and the 25.09 primary FP8 value -> tensorwise (the Bridge recipes' FP8_CS, current
+  per-tensor scaling); the 25.09 parenthesised alternative -> mxfp8 on B200 / GB200 ("32x32
+  MX") and blockwise on H100 ("128x128 weights / 1x128 activations"); NVFP4 -> --precision nvfp4;
+  --scale-swizzle on for block-scaled rows (mxfp8, nvfp4) of the 25.x containers, released
+  before Transformer Engine wrote GEMM-ready scales (pre_gemm_ready_scales)
   (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers); EP carved out of DP
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
@@ -54,8 +60,7 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   modules of the Bridge workload base configs (deepseek_recompute_modules); SFT rows scored as pre-training steps of the same shape.
   Skipped: models
   whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
-  hybrids, Kimi K2, DeepSeek-V4), LoRA rows, and the `_alt_in_parentheses` duplicates
-  (an alternative FP8 granularity of the primary row; loom has one FP8 mode); layouts
+  hybrids, Kimi K2, DeepSeek-V4), LoRA rows; layouts
   with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
@@ -370,7 +375,8 @@ def nemo2407_jobs(runs, fam):
         B, s = r["batch"]["global_batch_size"], r["seq_len"]
         args = ["--model", model, "--cluster", "dgx-h100", "--gpus", str(gpus),
                 "--mbs", str(r["batch"]["micro_batch_size"]), "--gbs", str(B), "--seq", str(s),
-                "--precision", "fp8", "--zero", "1", "--cross-entropy", "fused"] + \
+                "--precision", "fp8", "--fp8-recipe", "delayed", "--zero", "1",
+                "--cross-entropy", "fused"] + \
             megatron_style_args(p, r["model"]["num_layers"])
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
@@ -401,10 +407,31 @@ def nvl72_cluster(tmp, gpus, gpu="gb200"):
     return path
 
 
+def mbridge_fp8_recipe(r):
+    """The --fp8-recipe of an FP8 Megatron-Bridge row (None for BF16 and NVFP4): the module
+    docstring's mapping of the summaries' precision labels."""
+    prec, gpu = r["precision"], r["hardware"]["gpu"]
+    if prec.startswith("BF16") or "NVFP4" in prec:
+        return None
+    if "MX" in prec:
+        return "mxfp8"
+    if prec.startswith("FP8 alternative granularity"):
+        return "blockwise" if gpu.startswith("H100") else "mxfp8"
+    return "tensorwise"
+
+
+def pre_gemm_ready_scales(r):
+    """Whether the row's container predates Transformer Engine's GEMM-ready block scales
+    (NVIDIA/TransformerEngine PR #2486, `with_gemm_swizzled_scales` / `optimize_for_gemm`,
+    merged December 2025; fused quantise-and-swizzle kernels followed in 2026: PRs #2630,
+    #3190, #3338): the 25.09 and 25.11 containers were released before it, so every
+    block-scaled GEMM swizzled its operands' scales in kernels of their own. The 26.x
+    containers are taken to have it (some paths fused only later in 2026)."""
+    return r["framework"].split("(")[-1].startswith("25.")
+
+
 def mbridge_skip_reason(r):
     gpu, prec = r["hardware"]["gpu"], r["precision"]
-    if r["id"].endswith("_alt_in_parentheses"):
-        return "alternative FP8 granularity of the primary row (loom has one FP8 mode)"
     name = r["model"]["name"]
     if name in UNEXPRESSIBLE_MODELS:
         return UNEXPRESSIBLE_MODELS[name]
@@ -474,6 +501,11 @@ def mbridge_jobs(runs, families, tmp):
                 "--precision", prec, "--zero", "3" if fsdp_on else "1",
                 "--cross-entropy", "fused"] + \
             megatron_style_args(p, layers, model, fsdp_on)
+        recipe = mbridge_fp8_recipe(r)
+        if recipe:
+            args += ["--fp8-recipe", recipe]
+        if pre_gemm_ready_scales(r) and (prec == "nvfp4" or recipe == "mxfp8"):
+            args += ["--scale-swizzle", "on"]
         if model == "deepseek-v3":
             args = with_recompute_modules(
                 args, deepseek_recompute_modules(gpu, r["precision"], p))

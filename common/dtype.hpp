@@ -28,6 +28,15 @@ constexpr double bytes_per_element(DType dtype) {
   return 4.0;
 }
 
+/// FP8 scaling recipes, named as Megatron-LM's --fp8-recipe names them (Transformer Engine's
+/// transformer_engine/common/recipe classes in brackets).
+enum class Fp8Recipe {
+  DELAYED,     ///< per-tensor scale from an amax history [DelayedScaling]
+  TENSORWISE,  ///< per-tensor scale from the tensor's own amax [Float8CurrentScaling]
+  BLOCKWISE,   ///< 1x128 activation / 128x128 weight block scales [Float8BlockScaling]
+  MXFP8,       ///< 1x32 blocks, E8M0 scales applied by Blackwell tensor cores [MXFP8BlockScaling]
+};
+
 /// Lower-case name, e.g. "bf16".
 constexpr std::string_view to_string(DType dtype) {
   switch (dtype) {
@@ -45,6 +54,21 @@ constexpr std::string_view to_string(DType dtype) {
       return "fp4";
   }
   return "fp32";
+}
+
+/// Megatron's name of `recipe`, e.g. "tensorwise".
+constexpr std::string_view to_string(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::DELAYED:
+      return "delayed";
+    case Fp8Recipe::TENSORWISE:
+      return "tensorwise";
+    case Fp8Recipe::BLOCKWISE:
+      return "blockwise";
+    case Fp8Recipe::MXFP8:
+      return "mxfp8";
+  }
+  return "delayed";
 }
 
 }  // namespace loom

@@ -51,6 +51,18 @@ const std::vector<std::string>& cross_entropy_names() {
   return names;
 }
 
+const std::vector<std::string>& fp8_recipe_names() {
+  static const std::vector<std::string> names = {
+      "auto", std::string(loom::to_string(Fp8Recipe::DELAYED)),
+      std::string(loom::to_string(Fp8Recipe::TENSORWISE)),
+      std::string(loom::to_string(Fp8Recipe::BLOCKWISE)),
+      std::string(loom::to_string(Fp8Recipe::MXFP8))};
+  return names;
+}
+std::string fp8_recipe_text(const std::optional<Fp8Recipe>& recipe) {
+  return recipe ? std::string(loom::to_string(*recipe)) : "auto";
+}
+
 const std::vector<std::string>& framework_names() {
   static const std::vector<std::string> names = {"none", "megatron", "nemo", "torchtitan",
                                                  "deepspeed"};

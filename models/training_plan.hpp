@@ -4,9 +4,12 @@
 // (models/) reads it and the planner (strategies/) lowers it. Its fields, defaults,
 // parsing, serialisation and validation rules live in strategies/plan/.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/dtype.hpp"
 
 namespace loom::models {
 
@@ -105,6 +108,13 @@ struct TrainingPlan {
   /// (Transformer Engine's is_first_microbatch cache, which Megatron-core sets); false: every
   /// micro-batch's forward casts them again.
   bool fp8_weight_cache = true;
+  /// FP8 scaling recipe of the linears under --precision fp8 (Megatron --fp8-recipe); unset:
+  /// the GPU's (delayed on Hopper and Ada, mxfp8 on Blackwell: topo::default_fp8_recipe).
+  std::optional<Fp8Recipe> fp8_recipe;
+  /// Block-scaled (MXFP8, NVFP4) GEMMs swizzle their operands' scales in a separate kernel
+  /// each (Transformer Engine before its GEMM-ready quantisation); false: the quantisation
+  /// writes them in the GEMM's layout.
+  bool scale_swizzle = false;
   bool sp = false;  ///< sequence parallelism (with TP)
   bool mtp = true;  ///< run the model's multi-token-prediction modules (if it has any)
   Schedule schedule = Schedule::ONE_F_ONE_B;
@@ -180,6 +190,11 @@ const std::vector<std::string>& recompute_module_names();
 /// A RecomputeModules set as a comma list in RecomputeModule order ("" when empty).
 std::string recompute_modules_text(RecomputeModules modules);
 const std::vector<std::string>& cross_entropy_names();
+/// "auto" (the GPU's recipe, an unset TrainingPlan::fp8_recipe), then the Fp8Recipe names in
+/// enum order ("delayed", "tensorwise", "blockwise", "mxfp8").
+const std::vector<std::string>& fp8_recipe_names();
+/// The fp8_recipe_names() spelling of `recipe` ("auto" when unset).
+std::string fp8_recipe_text(const std::optional<Fp8Recipe>& recipe);
 const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
 const std::vector<std::string>& attention_kernel_names();

@@ -134,23 +134,37 @@ Fp8Recipe default_fp8_recipe(GpuArch arch) {
   return arch == GpuArch::BLACKWELL ? Fp8Recipe::MXFP8 : Fp8Recipe::DELAYED;
 }
 
-double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
-  // Transformer Engine's fused cast-transpose (transformer_engine/common/transpose/
-  // cast_transpose.cu) reads the 16-bit tensor once (2 B) and writes the FP8 copy and its
-  // transpose (1 B each; Hopper FP8 GEMMs take only the TN layout, so the weight-gradient
-  // GEMM needs the transposes), updating amax in the same pass.
-  constexpr double FUSED = 2 + 1 + 1;
+bool fp8_gemm_tn_only(GpuArch arch) {
+  return arch != GpuArch::BLACKWELL;
+}
+
+bool fp8_recipe_supported(Fp8Recipe recipe, GpuArch arch) {
+  // Transformer Engine check_mxfp8_support: "Device compute capability 10.0 or higher
+  // required for MXFP8 execution" (transformer_engine/pytorch/fp8.py); block-scaled FP8
+  // GEMMs need compute capability 9.0 (Hopper) or higher, as FP8 itself does.
+  return recipe != Fp8Recipe::MXFP8 || arch == GpuArch::BLACKWELL;
+}
+
+double fp8_cast_bytes_per_element(Fp8Recipe recipe, bool tn_only) {
+  // Transformer Engine's fused cast (transformer_engine/common/transpose/cast_transpose.cu,
+  // common/util/cast_kernels.cuh) reads the 16-bit tensor once (2 B) and writes the FP8 copy
+  // (1 B) and, in the same pass, the copy a backward GEMM needs: a per-tensor recipe the
+  // transpose only where FP8 GEMMs take just the TN layout (Hopper: the weight-gradient GEMM
+  // reads the transposes; Blackwell reads the row-wise copy in any layout); a block recipe
+  // always the column-wise copy, whose blocks run the other way.
+  const double per_tensor = 2 + 1 + (tn_only ? 1 : 0);
+  constexpr double BOTH_WAYS = 2 + 1 + 1;
   switch (recipe) {
     case Fp8Recipe::DELAYED:
-      return FUSED;  // the scale comes from the amax history: no extra pass
-    case Fp8Recipe::CURRENT:
-      return FUSED + 2;  // the scale needs this tensor's amax first: one more 16-bit read
+      return per_tensor;  // the scale comes from the amax history: no extra pass
+    case Fp8Recipe::TENSORWISE:
+      return per_tensor + 2;  // the scale needs this tensor's amax first: one more 16-bit read
     case Fp8Recipe::BLOCKWISE:
-      return FUSED + 2 * 4.0 / 128;  // row- and column-wise copies, an fp32 scale per 128
+      return BOTH_WAYS + 2 * 4.0 / 128;  // an fp32 scale per 128 elements on each copy
     case Fp8Recipe::MXFP8:
-      return FUSED + 2 * 1.0 / 32;  // row- and column-wise copies, an E8M0 scale per 32
+      return BOTH_WAYS + 2 * 1.0 / 32;  // an E8M0 scale per 32 elements on each copy
   }
-  return FUSED;
+  return per_tensor;
 }
 
 // NVFP4 (Transformer Engine NVFP4BlockScaling, the recipe of NVIDIA's "Pretraining Large
@@ -160,6 +174,8 @@ double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
 // E4M3 scale per 16 elements; the 16x16 random Hadamard transform of the weight-gradient
 // operands is applied in that kernel and adds no traffic.
 const double NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * (0.5 + 1.0 / 16);
+// NVFP4's E4M3 scale per 16 elements, in bytes per element.
+const double NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16;
 
 DatasheetKernelModel::DatasheetKernelModel(GpuSpec gpu, GpuEfficiency efficiency)
     : gpu_(std::move(gpu)), efficiency_(efficiency), clock_(sustained_clock_fraction(gpu_)) {
@@ -200,12 +216,20 @@ double DatasheetKernelModel::attention_fraction() const {
                                      : architecture_attention_fraction(gpu_.arch);
 }
 
-Fp8Recipe DatasheetKernelModel::fp8_recipe() const {
-  return efficiency_.fp8_recipe_set ? efficiency_.fp8_recipe : default_fp8_recipe(gpu_.arch);
+Fp8Recipe DatasheetKernelModel::fp8_recipe(const KernelOp& op) const {
+  return op.fp8_recipe.value_or(default_fp8_recipe());
 }
 
 DType KernelTimeModel::peak_dtype(DType math) const {
   return tensor_core_dtype(math);
+}
+
+Fp8Recipe KernelTimeModel::default_fp8_recipe() const {
+  return Fp8Recipe::DELAYED;
+}
+
+Fp8Recipe DatasheetKernelModel::default_fp8_recipe() const {
+  return topo::default_fp8_recipe(gpu_.arch);
 }
 
 DType DatasheetKernelModel::peak_dtype(DType math) const {
@@ -362,16 +386,30 @@ double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pas
   // on op.cached_operand_share of the passes (a cache over a step's micro-batches);
   // backward the output gradient [m x n]. Delayed scaling's amax-history update is one small
   // kernel per step and is not counted.
-  const double per_element = math == DType::FP4 && gpu_.fp4_flops > 0
-                                 ? NVFP4_CAST_BYTES_PER_ELEMENT
-                                 : fp8_cast_bytes_per_element(fp8_recipe());
+  const bool fp4 = math == DType::FP4 && gpu_.fp4_flops > 0;
+  const Fp8Recipe recipe = fp8_recipe(op);
+  const double per_element = fp4 ? NVFP4_CAST_BYTES_PER_ELEMENT
+                                 : fp8_cast_bytes_per_element(recipe, fp8_gemm_tn_only(gpu_.arch));
   const double b = static_cast<double>(op.batch);
   const double m = static_cast<double>(op.m), n = static_cast<double>(op.n),
                k = static_cast<double>(op.k);
+  // Block-scaled GEMMs first swizzle their operands' scales (block_scale_swizzles): one
+  // kernel per operand and group, reading and writing its scales (E8M0 per 32 elements for
+  // MXFP8, E4M3 per 16 for NVFP4).
+  KernelOp resolved = op;
+  resolved.fp8_recipe = recipe;
+  const bool swizzled = block_scale_swizzles(resolved, pass, math) > 0;
+  const double scale = fp4 ? NVFP4_SCALE_BYTES_PER_ELEMENT : 1.0 / 32;
+  const auto swizzle_s = [&](double elements) {
+    return swizzled ? b * memory_time_s(2 * scale * elements) : 0.0;
+  };
   if (pass == KernelPass::FORWARD)
     return memory_time_s(per_element * b * m * k) +
-           op.cached_operand_share * memory_time_s(per_element * b * k * n);
-  if (pass == KernelPass::BACKWARD_INPUT) return memory_time_s(per_element * b * m * n);
+           op.cached_operand_share * memory_time_s(per_element * b * k * n) + swizzle_s(m * k) +
+           swizzle_s(k * n);
+  if (pass == KernelPass::BACKWARD_INPUT)
+    return memory_time_s(per_element * b * m * n) + 2 * swizzle_s(m * n) + swizzle_s(k * n) +
+           swizzle_s(m * k);
   return 0;
 }
 
@@ -387,7 +425,16 @@ double DatasheetKernelModel::memory_bound_seconds(const KernelOp& op, KernelPass
   return bytes > 0 ? memory_time_s(bytes) + extra : 0;
 }
 
-double kernel_launches(const KernelOp& op, KernelPass pass) {
+double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math) {
+  const bool block =
+      math == DType::FP4 || (math == DType::FP8 && op.fp8_recipe == Fp8Recipe::MXFP8);
+  if (op.kind != KernelKind::FP8_CAST || !block || !op.swizzle_scales) return 0;
+  const double groups = static_cast<double>(std::max<std::int64_t>(op.batch, 1));
+  if (pass == KernelPass::FORWARD) return 2 * groups;
+  return pass == KernelPass::BACKWARD_INPUT ? 4 * groups : 0;
+}
+
+double kernel_launches(const KernelOp& op, KernelPass pass, DType math) {
   const bool forward = pass == KernelPass::FORWARD;
   const double groups =
       op.per_group_kernels ? static_cast<double>(std::max<std::int64_t>(op.batch, 1)) : 1.0;
@@ -410,9 +457,11 @@ double kernel_launches(const KernelOp& op, KernelPass pass) {
     }
     case KernelKind::OPTIMIZER:
       return forward && op.bytes > 0 ? 1 : 0;
-    case KernelKind::FP8_CAST:
-      if (forward) return 1 + op.cached_operand_share;
-      return pass == KernelPass::BACKWARD_INPUT ? 1 : 0;
+    case KernelKind::FP8_CAST: {
+      const double swizzles = block_scale_swizzles(op, pass, math);
+      if (forward) return 1 + op.cached_operand_share + swizzles;
+      return pass == KernelPass::BACKWARD_INPUT ? 1 + swizzles : 0;
+    }
   }
   return 0;
 }
@@ -420,7 +469,10 @@ double kernel_launches(const KernelOp& op, KernelPass pass) {
 double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType math) const {
   const double t = raw_seconds(op, pass, math);
   if (!op.graphed || t <= 0) return t;
-  return std::max(t - kernel_launches(op, pass) * efficiency_.graph_launch_saving_s, 0.0);
+  KernelOp resolved = op;
+  resolved.fp8_recipe = fp8_recipe(op);
+  return std::max(t - kernel_launches(resolved, pass, math) * efficiency_.graph_launch_saving_s,
+                  0.0);
 }
 
 double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DType math) const {

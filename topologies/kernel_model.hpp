@@ -9,6 +9,7 @@
 // per-kernel overhead and the tensor-core dtype of fp32 math (TF32). It knows nothing of
 // models/: an op is described by its kind, forward GEMM shape, FLOPs per pass and bytes.
 #include <cstdint>
+#include <optional>
 
 #include "common/dtype.hpp"
 #include "topologies/gpu_catalog.hpp"
@@ -39,13 +40,8 @@ enum class KernelKind {
   FP8_CAST,
 };
 
-/// FP8 scaling recipes as Transformer Engine names them (transformer_engine/common/recipe).
-enum class Fp8Recipe {
-  DELAYED,    ///< per-tensor scale from an amax history (TE DelayedScaling, Hopper default)
-  CURRENT,    ///< per-tensor scale from the tensor's own amax (Float8CurrentScaling)
-  BLOCKWISE,  ///< 1x128 / 128x128 block scales (Float8BlockScaling, DeepSeek-V3 style)
-  MXFP8,      ///< 1x32 E8M0 block scales in hardware (MXFP8BlockScaling, Blackwell)
-};
+/// FP8 scaling recipes (common/dtype.hpp).
+using Fp8Recipe = loom::Fp8Recipe;
 
 /// Which pass of an op is timed.
 enum class KernelPass {
@@ -93,6 +89,13 @@ struct KernelOp {
   /// caches the cast across the m passes of a step (the operand is unchanged between them)
   /// pays 1 / m per pass.
   double cached_operand_share = 1.0;
+  /// GEMM timed in FP8, FP8_CAST: the scaling recipe; unset: the GPU's default
+  /// (default_fp8_recipe).
+  std::optional<Fp8Recipe> fp8_recipe;
+  /// FP8_CAST of a block-scaled GEMM (MXFP8, NVFP4): a separate kernel swizzles each operand's
+  /// scales into the GEMM's layout before every GEMM (block_scale_swizzles); false: the
+  /// quantisation wrote them GEMM-ready.
+  bool swizzle_scales = false;
 };
 
 /// Kernels the host launches for `pass` of `op` (0 when the pass does no work): a GEMM
@@ -101,8 +104,19 @@ struct KernelOp {
 /// chain of `kernels`; the optimizer one; an FP8 cast forward the input cast plus the weight
 /// cast on `cached_operand_share` of the passes, backward the output-gradient cast. A grouped
 /// op's casts are one multi-tensor kernel (Transformer Engine GroupedLinear quantises every
-/// group's input in one fused_multi_quantize / split_quantize call).
-double kernel_launches(const KernelOp& op, KernelPass pass);
+/// group's input in one fused_multi_quantize / split_quantize call). Block-scaled GEMMs
+/// (`math` FP4, or FP8 with the op's fp8_recipe MXFP8) add their scale swizzles to the cast:
+/// block_scale_swizzles per pass.
+double kernel_launches(const KernelOp& op, KernelPass pass, DType math);
+/// Scale-swizzle kernels an FP8_CAST op's GEMMs launch in `pass` when their operands are
+/// block-scaled (MXFP8, NVFP4) and op.swizzle_scales: Transformer Engine before GEMM-ready
+/// quantisation (PR #2486, merged December 2025, and the fused quantise-and-swizzle kernels
+/// that followed) reorders each operand's scales into the layout cuBLAS's block-scaled GEMM
+/// reads before every GEMM (te_general_gemm: swizzle_scaling_factors(A),
+/// swizzle_scaling_factors(B); per group of a grouped GEMM, common/gemm/cublaslt_gemm.cu):
+/// forward 2 per group (input, weight), backward 4 (the input-gradient GEMM's output
+/// gradient and weight, the weight-gradient GEMM's input and output gradient); 0 otherwise.
+double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math);
 
 /// Seconds of each pass of one op.
 struct PassSeconds {
@@ -123,6 +137,9 @@ class KernelTimeModel {
   /// The tensor-core format whose dense peak peak_flops(math) is ("of the BF16 dense peak");
   /// by default tensor_core_dtype(math).
   virtual DType peak_dtype(DType math) const;
+  /// The FP8 recipe of an FP8 GEMM whose KernelOp leaves fp8_recipe unset (the GPU's:
+  /// default_fp8_recipe of its architecture); by default delayed.
+  virtual Fp8Recipe default_fp8_recipe() const;
   /// Seconds of the forward, input-gradient and weight-gradient passes of `op`.
   PassSeconds pass_seconds(const KernelOp& op, DType math) const;
 };
@@ -167,9 +184,17 @@ double sustained_clock_fraction(const GpuSpec& gpu);
 /// The FP8 recipe frameworks run by default on `arch`: MXFP8 on Blackwell, delayed
 /// per-tensor scaling elsewhere.
 Fp8Recipe default_fp8_recipe(GpuArch arch);
+/// Whether `arch`'s FP8 GEMMs take only the TN layout (Ada, Hopper), so a per-tensor FP8
+/// operand needs a transposed copy for the backward GEMMs. Blackwell's take every layout
+/// (Transformer Engine `is_non_tn_fp8_gemm_supported`: compute capability 10.x and 11.x).
+bool fp8_gemm_tn_only(GpuArch arch);
+/// Whether `arch` applies `recipe`'s scales in its tensor cores: MXFP8 needs Blackwell's
+/// block-scaled MMA; the per-tensor and 128-element block recipes run wherever FP8 does.
+bool fp8_recipe_supported(Fp8Recipe recipe, GpuArch arch);
 /// Bytes HBM moves per element of one FP8 GEMM operand to quantise it under `recipe` (the
-/// read of the 16-bit tensor, the FP8 copy and its transposed or column-wise copy, scales).
-double fp8_cast_bytes_per_element(Fp8Recipe recipe);
+/// read of the 16-bit tensor, the FP8 copy and, where a backward GEMM needs it, its
+/// transposed (`tn_only`) or column-wise copy, scales).
+double fp8_cast_bytes_per_element(Fp8Recipe recipe, bool tn_only);
 
 /// Named efficiency coefficients of the datasheet model. Defaults are physical and documented
 /// in docs/simulate.md; they are not fitted to any particular run.
@@ -206,10 +231,6 @@ struct GpuEfficiency {
   /// for a 2.9 us kernel (A. Gray, "Getting Started with CUDA Graphs", NVIDIA Technical
   /// Blog, 2019).
   double graph_launch_saving_s = 0.4e-6;
-  /// Whether an FP8 GEMM's casts follow the GPU's default recipe (default_fp8_recipe) or
-  /// `fp8_recipe`.
-  bool fp8_recipe_set = false;
-  Fp8Recipe fp8_recipe = Fp8Recipe::DELAYED;  ///< the recipe when fp8_recipe_set
 };
 
 /// Kernel times from a GPU's datasheet: GEMMs at the dense peak of their tensor-core dtype
@@ -240,8 +261,9 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double attention_fraction() const;
   /// Sustained clock relative to the TDP clock (sustained_clock_fraction of the GPU).
   double clock_fraction() const { return clock_; }
-  /// The FP8 recipe whose casts FP8_CAST ops pay.
-  Fp8Recipe fp8_recipe() const;
+  Fp8Recipe default_fp8_recipe() const override;
+  /// The FP8 recipe `op` runs under: its own, else the GPU's default.
+  Fp8Recipe fp8_recipe(const KernelOp& op) const;
   /// Seconds for a memory-bound kernel moving `bytes` to and from HBM (0 for no bytes).
   double memory_time_s(double bytes) const;
 

@@ -43,6 +43,7 @@ class MeasuredKernelModel final : public KernelTimeModel {
   double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
   double peak_flops(DType math) const override { return datasheet_.peak_flops(math); }
   DType peak_dtype(DType math) const override { return datasheet_.peak_dtype(math); }
+  Fp8Recipe default_fp8_recipe() const override { return datasheet_.default_fp8_recipe(); }
 
   /// Measured time / datasheet time of a single [m x k]·[k x n] GEMM in tensor-core dtype
   /// `tensor`: the measured point's ratio at a measured shape, else the inverse-distance

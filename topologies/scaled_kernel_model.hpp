@@ -34,6 +34,7 @@ class ScaledKernelModel final : public KernelTimeModel {
   double seconds(const KernelOp& op, KernelPass pass, DType math) const override;
   double peak_flops(DType math) const override { return inner_->peak_flops(math); }
   DType peak_dtype(DType math) const override { return inner_->peak_dtype(math); }
+  Fp8Recipe default_fp8_recipe() const override { return inner_->default_fp8_recipe(); }
   const KernelScales& scales() const { return scales_; }
 
  private:

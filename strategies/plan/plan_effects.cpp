@@ -10,6 +10,14 @@
 namespace loom::strategies {
 namespace {
 
+// Whether the plan's GEMMs can carry block scales: NVFP4, or FP8 under mxfp8 or auto (mxfp8
+// on Blackwell; validate_plan_on_cluster checks the GPU).
+bool block_scaled(const models::TrainingPlan& p) {
+  if (p.precision == models::Precision::NVFP4) return true;
+  return p.precision == models::Precision::FP8 &&
+         (!p.fp8_recipe || *p.fp8_recipe == Fp8Recipe::MXFP8);
+}
+
 using models::TrainingPlan;
 
 // Checks of one plan: `given(key)` says whether the input set `key` to something other than
@@ -170,6 +178,19 @@ class EffectChecker {
       fail("fp8_weight_cache", "precision",
            fmt::format("with {} {}: the linears' weights are not cast to a low precision",
                        s_.name("precision"), models::to_string(p_.precision)));
+    }
+    if (p_.fp8_recipe && p_.precision != models::Precision::FP8) {
+      fail("fp8_recipe", "precision",
+           fmt::format("with {} {}: no linear runs in FP8", s_.name("precision"),
+                       models::to_string(p_.precision)));
+    }
+    if (p_.scale_swizzle && !block_scaled(p_)) {
+      fail("scale_swizzle", "precision",
+           fmt::format("with {} {}{}: no GEMM operand carries block scales (mxfp8, nvfp4)",
+                       s_.name("precision"), models::to_string(p_.precision),
+                       p_.fp8_recipe ? fmt::format(" and {} {}", s_.name("fp8_recipe"),
+                                                   loom::to_string(*p_.fp8_recipe))
+                                     : std::string()));
     }
     if (given("attention_kernel", p_.attention_kernel, profile_.attention_kernel) &&
         !p_.flash_attention) {

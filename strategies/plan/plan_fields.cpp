@@ -159,6 +159,19 @@ void add_choice_rows(std::vector<PlanField>& t) {
                   "(Transformer Engine is_first_microbatch, set by Megatron): on|off",
                   "on (torchtitan, deepspeed: off)", 31,
                   [](const TrainingPlan& p) -> PlanValue { return p.fp8_weight_cache; }));
+  t.push_back(choice_row(
+      "fp8_recipe", "--fp8-recipe",
+      "FP8 scaling of the linears: delayed (amax history), tensorwise (current per-tensor "
+      "amax), blockwise (1x128 / 128x128 blocks), mxfp8 (1x32 blocks, Blackwell) or auto "
+      "(the GPU's: delayed before Blackwell, mxfp8 on it)",
+      "auto", 35, models::fp8_recipe_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::fp8_recipe_text(p.fp8_recipe); }));
+  t.back().megatron = "--fp8-recipe";
+  t.push_back(row("scale_swizzle", FT::TOGGLE, "--scale-swizzle",
+                  "swizzle each block-scaled (mxfp8, nvfp4) GEMM operand's scales in a kernel of "
+                  "its own before the GEMM (Transformer Engine before its GEMM-ready "
+                  "quantisation, PR #2486, Dec 2025): on|off",
+                  "off", 36, [](const TrainingPlan& p) -> PlanValue { return p.scale_swizzle; }));
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
                   "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";

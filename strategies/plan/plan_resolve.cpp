@@ -170,6 +170,10 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.fusion = choice(in, "fusion", profile.fusion);
   p.cuda_graphs = in.flag("cuda_graphs", p.cuda_graphs);
   p.fp8_weight_cache = in.flag("fp8_weight_cache", profile.fp8_weight_cache);
+  // Index 0 of fp8_recipe_names() is "auto" (unset); the others follow Fp8Recipe.
+  if (const int recipe = choice(in, "fp8_recipe", 0); recipe > 0)
+    p.fp8_recipe = static_cast<Fp8Recipe>(recipe - 1);
+  p.scale_swizzle = in.flag("scale_swizzle", p.scale_swizzle);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   p.recompute_method = choice(in, "recompute_method", p.recompute_method);
   p.cpu_offloading_num_layers =

@@ -6,6 +6,7 @@
 
 #include "strategies/plan/plan_effects.hpp"
 #include "topologies/cluster.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -297,6 +298,22 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
 }
 
 void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, const PlanSources& s) {
+  if (p.fp8_recipe && !topo::fp8_recipe_supported(*p.fp8_recipe, gpu.arch)) {
+    fail_field(s, "fp8_recipe",
+               fmt::format("{} {}: {} ({}) has no tensor cores that apply MXFP8 block scales "
+                           "(Blackwell does); use tensorwise, delayed or blockwise",
+                           s.where("fp8_recipe"), loom::to_string(*p.fp8_recipe), gpu.name,
+                           topo::to_string(gpu.arch)));
+  }
+  // --scale-swizzle with --fp8-recipe auto: only where auto means mxfp8.
+  if (p.scale_swizzle && p.precision == models::Precision::FP8 && !p.fp8_recipe &&
+      topo::default_fp8_recipe(gpu.arch) != Fp8Recipe::MXFP8) {
+    fail_field(s, "scale_swizzle",
+               fmt::format("{} on has no effect on {} ({}): its FP8 recipe is {}, without block "
+                           "scales; drop it or set --fp8-recipe mxfp8 on a Blackwell GPU",
+                           s.where("scale_swizzle"), gpu.name, topo::to_string(gpu.arch),
+                           loom::to_string(topo::default_fp8_recipe(gpu.arch))));
+  }
   if (p.precision != models::Precision::NVFP4 || gpu.fp4_flops > 0) return;
   fail_field(s, "precision",
              fmt::format("{}: nvfp4 needs FP4 tensor cores, which {} does not have (B200, "

@@ -117,19 +117,21 @@ struct OpPasses {
 };
 
 // Launches of each pass of `k`, added to `o`.
-void add_launches(OpPasses& o, const topo::KernelOp& k) {
-  o.fwd_launches += topo::kernel_launches(k, topo::KernelPass::FORWARD);
-  o.bwd_launches += topo::kernel_launches(k, topo::KernelPass::BACKWARD_INPUT) +
-                    topo::kernel_launches(k, topo::KernelPass::BACKWARD_WEIGHT);
+void add_launches(OpPasses& o, const topo::KernelOp& k, topo::DType math) {
+  o.fwd_launches += topo::kernel_launches(k, topo::KernelPass::FORWARD, math);
+  o.bwd_launches += topo::kernel_launches(k, topo::KernelPass::BACKWARD_INPUT, math) +
+                    topo::kernel_launches(k, topo::KernelPass::BACKWARD_WEIGHT, math);
 }
 
 OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
                     const topo::KernelTimeModel& kernels, bool graphed) {
   const topo::DType dt = compute_dtype(plan.precision);
   topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
+  k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
+  k.swizzle_scales = plan.scale_swizzle;
   if (plan.attention_kernel == models::AttentionKernel::FA2) k.kernel = topo::AttentionKernel::FA2;
   OpPasses o;
-  add_launches(o, k);
+  add_launches(o, k, dt);
   if (!models::low_precision_linears(plan.precision)) {
     o.t = kernels.pass_seconds(k, dt);
     return o;
@@ -154,7 +156,7 @@ OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
   t.forward += c.forward;
   t.backward_input += c.backward_input;
   t.backward_weight += c.backward_weight;
-  add_launches(o, cast);
+  add_launches(o, cast, dt);
   return o;
 }
 

@@ -133,6 +133,28 @@ TEST_CASE("strategies::PassCost: fp8 runs GEMMs at the fp8 peak, fp32 on TF32, n
   CHECK(h100().peak_flops(compute_dtype(models::Precision::FP32)) == rel(494.7e12));
 }
 
+TEST_CASE("strategies::PassCost: the plan's FP8 recipe sets the casts, by hand") {
+  // Tensorwise (current) scaling reads each operand once more for its amax: 6 B per element
+  // instead of delayed scaling's 4, so each 4096 x 4096 cast takes 1.5x the bytes:
+  // 100,663,296 B / 2.68e12 B/s + 4 us = 41.5609 us. The GEMM is the same.
+  auto fp8 = plan_with(1);
+  fp8.precision = models::Precision::FP8;
+  fp8.fp8_recipe = Fp8Recipe::TENSORWISE;
+  constexpr double CAST_TENSORWISE_S = 41.5609e-6;
+  const PassCost c = cost_ops(gemm_then_norm(), fp8, h100());
+  CHECK(c.fwd_s == rel(GEMM_FP8_S + 2 * CAST_TENSORWISE_S + NORM_FWD_S, 1e-5));
+  CHECK(c.bwd_input_s == rel(GEMM_FP8_S + CAST_TENSORWISE_S + NORM_BWD_S, 1e-5));
+  // Unset, the GPU's recipe: delayed on Hopper (CAST_S), as an explicit delayed.
+  fp8.fp8_recipe.reset();
+  const PassCost by_gpu = cost_ops(gemm_then_norm(), fp8, h100());
+  fp8.fp8_recipe = Fp8Recipe::DELAYED;
+  CHECK(cost_ops(gemm_then_norm(), fp8, h100()).fwd_s == by_gpu.fwd_s);
+  CHECK(by_gpu.fwd_s == rel(GEMM_FP8_S + 2 * CAST_S + NORM_FWD_S, 1e-5));
+  // The swizzle switch changes nothing without block scales.
+  fp8.scale_swizzle = true;
+  CHECK(cost_ops(gemm_then_norm(), fp8, h100()).fwd_s == by_gpu.fwd_s);
+}
+
 TEST_CASE("strategies::PassCost: fp8 speeds a layer by its linear-GEMM share only") {
   // gpt-1.7b layer (Narayanan 2021 Table 1: h 2304, 24 heads), H100 SXM, delayed scaling.
   // Transformer Engine runs only the layer's linears in FP8: their compute time (less the
@@ -276,10 +298,10 @@ TEST_CASE("strategies::PassCost: FP8 casts and grouped GEMMs count their launche
   grouped.batch = 16;
   grouped.per_group_kernels = true;
   grouped.forward_flops = grouped.backward_input_flops = grouped.backward_weight_flops = 1e9;
-  CHECK(topo::kernel_launches(grouped, topo::KernelPass::FORWARD) == 16);
-  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT) == 16);
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::FORWARD, topo::DType::BF16) == 16);
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT, topo::DType::BF16) == 16);
   grouped.backward_weight_flops = 0;  // no weights: no weight-gradient kernels
-  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT) == 0);
+  CHECK(topo::kernel_launches(grouped, topo::KernelPass::BACKWARD_WEIGHT, topo::DType::BF16) == 0);
 }
 
 TEST_CASE("strategies::PassCost: full recompute replays layers, not the embedding or head") {

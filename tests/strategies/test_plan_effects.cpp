@@ -121,6 +121,22 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   // The FP8 weight cache needs weights cast to a low precision.
   check_rejected({{"fp8_weight_cache", false}}, "--fp8-weight-cache off", "--precision bf16");
   CHECK(rejection({{"fp8_weight_cache", false}, {"precision", std::string("fp8")}}).empty());
+  // An FP8 recipe needs FP8 linears; a scale swizzle needs block-scaled ones.
+  check_rejected({{"fp8_recipe", std::string("tensorwise")}}, "--fp8-recipe tensorwise",
+                 "--precision bf16");
+  CHECK(rejection({{"fp8_recipe", std::string("auto")}}).empty());
+  CHECK(rejection({{"fp8_recipe", std::string("tensorwise")}, {"precision", std::string("fp8")}})
+            .empty());
+  check_rejected({{"scale_swizzle", true}}, "--scale-swizzle on", "--precision bf16");
+  check_rejected({{"scale_swizzle", true},
+                  {"precision", std::string("fp8")},
+                  {"fp8_recipe", std::string("tensorwise")}},
+                 "--scale-swizzle on", "--precision fp8 and --fp8-recipe tensorwise");
+  CHECK(rejection({{"scale_swizzle", true}, {"precision", std::string("nvfp4")}}).empty());
+  CHECK(rejection({{"scale_swizzle", true},
+                   {"precision", std::string("fp8")},
+                   {"fp8_recipe", std::string("mxfp8")}})
+            .empty());
   // torchtitan's own default (off) is not the user's choice.
   CHECK(rejection({{"framework", std::string("torchtitan")}}).empty());
   // EP all-to-all overlap needs all-to-alls, and Megatron's combined 1F1B runs only without

@@ -58,6 +58,17 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
             .integer("cpu_offloading_num_layers") == 20);
   CHECK_FALSE(
       import_megatron_args("--cpu-offloading-num-layers 20").has("cpu_offloading_num_layers"));
+  // --fp8-format without --fp8-recipe is Megatron's default recipe, delayed; --fp8-recipe
+  // names the recipe; a name Megatron has but loom does not is an error at resolution.
+  const auto recipe_of = [](const std::string& args) {
+    return resolve_plan(import_megatron_args(args + " --global-batch-size 8"), 8, 32).fp8_recipe;
+  };
+  CHECK(recipe_of("--fp8-format hybrid") == Fp8Recipe::DELAYED);
+  CHECK(recipe_of("--fp8-format e4m3 --fp8-recipe mxfp8") == Fp8Recipe::MXFP8);
+  CHECK(recipe_of("--fp8-recipe tensorwise --fp8-format hybrid") == Fp8Recipe::TENSORWISE);
+  CHECK_FALSE(recipe_of("--bf16").has_value());
+  CHECK_THROWS_WITH_AS(recipe_of("--fp8-format hybrid --fp8-recipe custom"),
+                       doctest::Contains("custom"), PlanError);
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {

@@ -112,6 +112,25 @@ TEST_CASE("strategies::PlanRules: nvfp4 needs a GPU with FP4 tensor cores") {
   CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("h100")));
 }
 
+TEST_CASE("strategies::PlanRules: mxfp8 needs Blackwell; --scale-swizzle needs block scales") {
+  TrainingPlan p;
+  p.precision = models::Precision::FP8;
+  p.fp8_recipe = Fp8Recipe::MXFP8;
+  CHECK_THROWS_WITH_AS(check_precision_on_gpu(p, topo::find_gpu("h100")),
+                       doctest::Contains("mxfp8: h100-sxm (hopper) has no tensor cores"),
+                       PlanError);
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("b200")));
+  // Per-tensor and 128-block recipes run wherever FP8 does.
+  p.fp8_recipe = Fp8Recipe::BLOCKWISE;
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("h100")));
+  // auto means delayed on Hopper: no block scales to swizzle there, mxfp8 on Blackwell.
+  p.fp8_recipe.reset();
+  p.scale_swizzle = true;
+  CHECK_THROWS_WITH_AS(check_precision_on_gpu(p, topo::find_gpu("h100")),
+                       doctest::Contains("its FP8 recipe is delayed"), PlanError);
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("b200")));
+}
+
 TEST_CASE("strategies::PlanRules: the batch rule and the interleaved schedule's pipeline") {
   const ModelSpec model = models::model_preset("llama3-8b");
   models::TrainingPlan p;

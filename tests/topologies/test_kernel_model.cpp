@@ -358,14 +358,88 @@ TEST_CASE("topologies::DatasheetKernelModel: FP8 casts per recipe, by hand") {
   CHECK(h100.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
         doctest::Approx(54.081e-6).epsilon(1e-4));
   CHECK(h100.seconds(cast, KernelPass::BACKWARD_WEIGHT, DType::FP8) == 0);
-  // Current scaling reads each tensor once more for its amax: 6 B per element.
-  GpuEfficiency e;
-  e.fp8_recipe_set = true;
-  e.fp8_recipe = Fp8Recipe::CURRENT;
-  CHECK(DatasheetKernelModel(find_gpu("h100"), e)
-            .seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
+  // Current (tensorwise) scaling reads each tensor once more for its amax: 6 B per element.
+  cast.fp8_recipe = Fp8Recipe::TENSORWISE;
+  CHECK(h100.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
         doctest::Approx(6 * 33554432 / 2.68e12 + 4e-6).epsilon(1e-6));
-  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::MXFP8) == 4 + 2.0 / 32);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::MXFP8, false) == 4 + 2.0 / 32);
+}
+
+TEST_CASE("topologies::fp8_cast_bytes_per_element: each recipe's quantisation, by hand") {
+  // Per-tensor recipes write a transpose only where FP8 GEMMs are TN-only (Hopper): delayed
+  // reads 2 B and writes 1 (+1); tensorwise reads once more for the amax (+2).
+  CHECK(fp8_gemm_tn_only(GpuArch::HOPPER));
+  CHECK(fp8_gemm_tn_only(GpuArch::ADA));
+  CHECK_FALSE(fp8_gemm_tn_only(GpuArch::BLACKWELL));
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::DELAYED, true) == 4);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::DELAYED, false) == 3);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::TENSORWISE, true) == 6);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::TENSORWISE, false) == 5);
+  // Block recipes write the row- and column-wise copies everywhere, plus their scales: fp32
+  // per 128 elements (blockwise), E8M0 per 32 (MXFP8).
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::BLOCKWISE, true) == 4 + 8.0 / 128);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::BLOCKWISE, false) == 4 + 8.0 / 128);
+  CHECK(fp8_cast_bytes_per_element(Fp8Recipe::MXFP8, false) == 4 + 2.0 / 32);
+  // MXFP8 needs Blackwell's block-scaled tensor cores; the others run wherever FP8 does.
+  CHECK(fp8_recipe_supported(Fp8Recipe::MXFP8, GpuArch::BLACKWELL));
+  CHECK_FALSE(fp8_recipe_supported(Fp8Recipe::MXFP8, GpuArch::HOPPER));
+  CHECK(fp8_recipe_supported(Fp8Recipe::BLOCKWISE, GpuArch::HOPPER));
+  CHECK(fp8_recipe_supported(Fp8Recipe::TENSORWISE, GpuArch::HOPPER));
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: a KernelOp's FP8 recipe sets its casts on B200") {
+  // Output-gradient cast of a [4096 x 8192] FP8 GEMM output on B200 (8 TB/s x 0.80 = 6.4e12
+  // B/s): MXFP8 by default (4.0625 B per element), tensorwise 5 B (no transpose on
+  // Blackwell), delayed 3 B. The GEMM itself is timed the same under every recipe.
+  const DatasheetKernelModel b200(find_gpu("b200"));
+  KernelOp cast = gemm(4096, 8192, 4096);
+  cast.kind = KernelKind::FP8_CAST;
+  const double elements = 4096.0 * 8192;
+  const double bw = find_gpu("b200").hbm_bandwidth_Bps * 0.80;
+  CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
+        doctest::Approx(4.0625 * elements / bw + 4e-6).epsilon(1e-9));
+  cast.fp8_recipe = Fp8Recipe::TENSORWISE;
+  CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
+        doctest::Approx(5 * elements / bw + 4e-6).epsilon(1e-9));
+  cast.fp8_recipe = Fp8Recipe::DELAYED;
+  CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
+        doctest::Approx(3 * elements / bw + 4e-6).epsilon(1e-9));
+  KernelOp g = gemm(4096, 8192, 4096);
+  const double mx = b200.seconds(g, KernelPass::FORWARD, DType::FP8);
+  g.fp8_recipe = Fp8Recipe::TENSORWISE;
+  CHECK(b200.seconds(g, KernelPass::FORWARD, DType::FP8) == mx);
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: block-scale swizzles before each GEMM, by hand") {
+  // MXFP8 [4096 x 8192]·[8192 x 4096]... here m 4096, n 8192, k 4096 in 16 groups (a grouped
+  // GEMM) on B200 (6.4e12 B/s at 0.80). With swizzle_scales each group's GEMM first swizzles
+  // its two operands' E8M0 scales (read and write, 2/32 B per element) in a kernel each:
+  // forward input [m x k] and weight [k x n], backward dY [m x n] twice, W [k x n], X [m x k].
+  const DatasheetKernelModel b200(find_gpu("b200"));
+  const double bw = find_gpu("b200").hbm_bandwidth_Bps * 0.80;
+  KernelOp cast = gemm(4096, 8192, 4096);
+  cast.kind = KernelKind::FP8_CAST;
+  cast.batch = 16;
+  cast.fp8_recipe = Fp8Recipe::MXFP8;
+  const double fwd = b200.seconds(cast, KernelPass::FORWARD, DType::FP8);
+  const double bwd = b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8);
+  CHECK(block_scale_swizzles(cast, KernelPass::FORWARD, DType::FP8) == 0);
+  const double launches_fwd = kernel_launches(cast, KernelPass::FORWARD, DType::FP8);
+  cast.swizzle_scales = true;
+  const auto swizzle = [&](double elements) { return 2.0 / 32 * elements / bw + 4e-6; };
+  const double mk = 4096.0 * 4096, kn = 4096.0 * 8192, mn = 4096.0 * 8192;
+  CHECK(b200.seconds(cast, KernelPass::FORWARD, DType::FP8) ==
+        doctest::Approx(fwd + 16 * (swizzle(mk) + swizzle(kn))).epsilon(1e-9));
+  CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
+        doctest::Approx(bwd + 16 * (2 * swizzle(mn) + swizzle(kn) + swizzle(mk))).epsilon(1e-9));
+  CHECK(block_scale_swizzles(cast, KernelPass::FORWARD, DType::FP8) == 32);
+  CHECK(block_scale_swizzles(cast, KernelPass::BACKWARD_INPUT, DType::FP8) == 64);
+  CHECK(kernel_launches(cast, KernelPass::FORWARD, DType::FP8) == launches_fwd + 32);
+  // Per-tensor scales have nothing to swizzle; NVFP4 swizzles its E4M3 scales per 16.
+  cast.fp8_recipe = Fp8Recipe::TENSORWISE;
+  CHECK(block_scale_swizzles(cast, KernelPass::BACKWARD_INPUT, DType::FP8) == 0);
+  CHECK(block_scale_swizzles(cast, KernelPass::BACKWARD_INPUT, DType::FP4) == 64);
+  CHECK(block_scale_swizzles(cast, KernelPass::BACKWARD_WEIGHT, DType::FP4) == 0);
 }
 
 TEST_CASE("topologies::attention_shape_factor: FlashAttention-3 curves by sequence and head dim") {
