@@ -413,10 +413,11 @@ def mbridge_fp8_recipe(r):
     prec, gpu = r["precision"], r["hardware"]["gpu"]
     if prec.startswith("BF16") or "NVFP4" in prec:
         return None
-    if "MX" in prec:
-        return "mxfp8"
+    # First: this label names both alternatives ("GB200/B200: 32x32 MX; H100: ... blockwise").
     if prec.startswith("FP8 alternative granularity"):
         return "blockwise" if gpu.startswith("H100") else "mxfp8"
+    if prec in ("MXFP8", "FP8-MX"):
+        return "mxfp8"
     return "tensorwise"
 
 

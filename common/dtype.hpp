@@ -56,6 +56,12 @@ constexpr std::string_view to_string(DType dtype) {
   return "fp32";
 }
 
+/// Block scales in bytes per element: MXFP8's E8M0 byte per 32 elements (OCP Microscaling
+/// Formats v1.0), NVFP4's E4M3 byte per 16 (NVIDIA, "Pretraining Large Language Models with
+/// NVFP4", arXiv:2509.25149, Sec. 2).
+inline constexpr double MXFP8_SCALE_BYTES_PER_ELEMENT = 1.0 / 32;
+inline constexpr double NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16;
+
 /// Megatron's name of `recipe`, e.g. "tensorwise".
 constexpr std::string_view to_string(Fp8Recipe recipe) {
   switch (recipe) {

@@ -68,9 +68,8 @@ constexpr DType gradient_dtype(Precision p, GradDtype g) {
   return g == GradDtype::FP32 ? DType::FP32 : DType::BF16;
 }
 
-/// NVFP4's block scales: one E4M3 byte per 16 elements (NVIDIA, "Pretraining Large Language
-/// Models with NVFP4", arXiv:2509.25149, Sec. 2; TE NVFP4BlockScaling), in bytes per element.
-inline constexpr double NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16;
+/// NVFP4's block scales (common/dtype.hpp; TE NVFP4BlockScaling), in bytes per element.
+using loom::NVFP4_SCALE_BYTES_PER_ELEMENT;
 
 /// Format of the master weights and the optimizer's moments under mixed precision.
 inline constexpr DType OPTIMIZER_DTYPE = DType::FP32;

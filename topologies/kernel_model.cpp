@@ -140,9 +140,19 @@ bool fp8_gemm_tn_only(GpuArch arch) {
 
 bool fp8_recipe_supported(Fp8Recipe recipe, GpuArch arch) {
   // Transformer Engine check_mxfp8_support: "Device compute capability 10.0 or higher
-  // required for MXFP8 execution" (transformer_engine/pytorch/fp8.py); block-scaled FP8
-  // GEMMs need compute capability 9.0 (Hopper) or higher, as FP8 itself does.
-  return recipe != Fp8Recipe::MXFP8 || arch == GpuArch::BLACKWELL;
+  // required for MXFP8 execution" (transformer_engine/pytorch/fp8.py); its FP8 block scaling
+  // check: "FP8 block scaled GEMM requires compute capability 9.0 or higher and CUDA >= 12.9"
+  // (Ada, 8.9, runs only the per-tensor recipes).
+  switch (recipe) {
+    case Fp8Recipe::MXFP8:
+      return arch == GpuArch::BLACKWELL;
+    case Fp8Recipe::BLOCKWISE:
+      return arch == GpuArch::HOPPER || arch == GpuArch::BLACKWELL;
+    case Fp8Recipe::DELAYED:
+    case Fp8Recipe::TENSORWISE:
+      break;
+  }
+  return true;
 }
 
 double fp8_cast_bytes_per_element(Fp8Recipe recipe, bool tn_only) {
@@ -160,9 +170,11 @@ double fp8_cast_bytes_per_element(Fp8Recipe recipe, bool tn_only) {
     case Fp8Recipe::TENSORWISE:
       return per_tensor + 2;  // the scale needs this tensor's amax first: one more 16-bit read
     case Fp8Recipe::BLOCKWISE:
-      return BOTH_WAYS + 2 * 4.0 / 128;  // an fp32 scale per 128 elements on each copy
+      // an fp32 scale per 128 elements on each copy (the 1x128 activation density, an upper
+      // bound for the 128x128-block weights)
+      return BOTH_WAYS + 2 * 4.0 / 128;
     case Fp8Recipe::MXFP8:
-      return BOTH_WAYS + 2 * 1.0 / 32;  // an E8M0 scale per 32 elements on each copy
+      return BOTH_WAYS + 2 * MXFP8_SCALE_BYTES_PER_ELEMENT;  // an E8M0 scale per 32, each copy
   }
   return per_tensor;
 }
@@ -173,9 +185,7 @@ double fp8_cast_bytes_per_element(Fp8Recipe recipe, bool tn_only) {
 // the 16-bit tensor and writes the row-wise and column-wise E2M1 copies (0.5 B each) with an
 // E4M3 scale per 16 elements; the 16x16 random Hadamard transform of the weight-gradient
 // operands is applied in that kernel and adds no traffic.
-const double NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * (0.5 + 1.0 / 16);
-// NVFP4's E4M3 scale per 16 elements, in bytes per element.
-const double NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16;
+const double NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * (0.5 + NVFP4_SCALE_BYTES_PER_ELEMENT);
 
 DatasheetKernelModel::DatasheetKernelModel(GpuSpec gpu, GpuEfficiency efficiency)
     : gpu_(std::move(gpu)), efficiency_(efficiency), clock_(sustained_clock_fraction(gpu_)) {
@@ -399,7 +409,7 @@ double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pas
   KernelOp resolved = op;
   resolved.fp8_recipe = recipe;
   const bool swizzled = block_scale_swizzles(resolved, pass, math) > 0;
-  const double scale = fp4 ? NVFP4_SCALE_BYTES_PER_ELEMENT : 1.0 / 32;
+  const double scale = fp4 ? NVFP4_SCALE_BYTES_PER_ELEMENT : MXFP8_SCALE_BYTES_PER_ELEMENT;
   const auto swizzle_s = [&](double elements) {
     return swizzled ? b * memory_time_s(2 * scale * elements) : 0.0;
   };

@@ -116,6 +116,8 @@ double kernel_launches(const KernelOp& op, KernelPass pass, DType math);
 /// swizzle_scaling_factors(B); per group of a grouped GEMM, common/gemm/cublaslt_gemm.cu):
 /// forward 2 per group (input, weight), backward 4 (the input-gradient GEMM's output
 /// gradient and weight, the weight-gradient GEMM's input and output gradient); 0 otherwise.
+/// Reads op.fp8_recipe as given: an unset recipe counts as per-tensor, so a caller resolves
+/// it first (DatasheetKernelModel::seconds does; strategies' pass_cost sets it on every op).
 double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math);
 
 /// Seconds of each pass of one op.

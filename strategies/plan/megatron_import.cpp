@@ -25,6 +25,7 @@ enum class MegatronArg {
   BF16,
   FP16,
   FP8,
+  FP8_RECIPE,
   FLASH,
   CE_FUSION,
   CE_FUSION_IMPL,
@@ -54,7 +55,7 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--bf16", MegatronArg::BF16},
       {"--fp16", MegatronArg::FP16},
       {"--fp8-format", MegatronArg::FP8},
-      {"--fp8-recipe", MegatronArg::FIELD},
+      {"--fp8-recipe", MegatronArg::FP8_RECIPE},
       {"--overlap-grad-reduce", MegatronArg::FIELD},
       {"--overlap-param-gather", MegatronArg::FIELD},
       {"--tp-comm-overlap", MegatronArg::FIELD},
@@ -159,9 +160,10 @@ class MegatronReader {
     // layers (default 0).
     if (cpu_offloading_ && offload_layers_)
       input_.set("cpu_offloading_num_layers", *offload_layers_);
-    // --fp8-format without --fp8-recipe runs Megatron's default recipe, delayed
+    // Megatron reads --fp8-recipe only with --fp8-format (without it training is not FP8
+    // and the recipe is ignored), and --fp8-format alone runs its default recipe, delayed
     // (megatron/training/arguments.py: --fp8-recipe default='delayed').
-    if (fp8_ && !input_.has("fp8_recipe")) input_.set("fp8_recipe", std::string("delayed"));
+    if (fp8_) input_.set("fp8_recipe", recipe_.value_or("delayed"));
     if (method_ && !granularity_) {
       throw ValidationError("--megatron-args",
                             "--megatron-args: --recompute-method needs --recompute-granularity "
@@ -241,8 +243,6 @@ class MegatronReader {
         const PlanField& field = megatron_field(flag);
         if (field.type == FieldType::SWITCH)
           input_.set(field.key, true);
-        else if (field.type == FieldType::CHOICE)
-          input_.set(field.key, value(flag));  // checked against the field's names later
         else
           input_.set(field.key, integer(flag));
         break;
@@ -279,6 +279,9 @@ class MegatronReader {
         one_of(flag, {"hybrid", "e4m3"});
         input_.set("precision", std::string("fp8"));
         fp8_ = true;
+        break;
+      case MegatronArg::FP8_RECIPE:  // Megatron's choices (arguments.py), kept until the end
+        recipe_ = one_of(flag, {"tensorwise", "delayed", "mxfp8", "blockwise"});
         break;
       case MegatronArg::FLASH:
         input_.set("flash_attention", true);
@@ -320,7 +323,8 @@ class MegatronReader {
   std::optional<std::string> method_;
   bool cpu_offloading_ = false;
   std::optional<std::int64_t> offload_layers_;
-  bool fp8_ = false;  // --fp8-format given
+  bool fp8_ = false;                   // --fp8-format given
+  std::optional<std::string> recipe_;  // --fp8-recipe given
 };
 
 }  // namespace

@@ -185,12 +185,14 @@ class EffectChecker {
                        models::to_string(p_.precision)));
     }
     if (p_.scale_swizzle && !block_scaled(p_)) {
-      fail("scale_swizzle", "precision",
+      // Under fp8 the recipe is what lacks block scales; otherwise the precision.
+      const bool fp8 = p_.precision == models::Precision::FP8;
+      fail("scale_swizzle", fp8 ? "fp8_recipe" : "precision",
            fmt::format("with {} {}{}: no GEMM operand carries block scales (mxfp8, nvfp4)",
                        s_.name("precision"), models::to_string(p_.precision),
-                       p_.fp8_recipe ? fmt::format(" and {} {}", s_.name("fp8_recipe"),
-                                                   loom::to_string(*p_.fp8_recipe))
-                                     : std::string()));
+                       fp8 ? fmt::format(" and {} {}", s_.name("fp8_recipe"),
+                                         loom::to_string(*p_.fp8_recipe))
+                           : std::string()));
     }
     if (given("attention_kernel", p_.attention_kernel, profile_.attention_kernel) &&
         !p_.flash_attention) {

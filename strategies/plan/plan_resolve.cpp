@@ -354,4 +354,14 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   return p;
 }
 
+void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluster& cluster) {
+  PlanInput probe;
+  probe.sources() = input.sources();
+  for (const char* key : {"precision", "fp8_recipe"})
+    if (const auto v = input.text(key)) probe.set(key, *v);
+  if (input.has("scale_swizzle")) probe.set("scale_swizzle", input.flag("scale_swizzle"));
+  check_precision_on_cluster(resolve_plan(probe, std::nullopt, std::nullopt), cluster,
+                             input.sources());
+}
+
 }  // namespace loom::strategies

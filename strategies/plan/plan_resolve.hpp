@@ -11,6 +11,10 @@
 #include "models/training_plan.hpp"
 #include "strategies/plan/plan_input.hpp"
 
+namespace loom::topo {
+class Cluster;
+}
+
 namespace loom::strategies {
 
 /// Resolves `input` into a plan. When `gpus` is known, an unset dp becomes
@@ -23,6 +27,11 @@ namespace loom::strategies {
 models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
                                   std::optional<int> model_layers = std::nullopt,
                                   std::optional<std::int64_t> model_seq = std::nullopt);
+
+/// check_precision_on_cluster (plan_rules.hpp) for the precision fields of `input` alone
+/// (precision, fp8_recipe, scale_swizzle: the same for every plan of a search), before a
+/// search enumerates its plans. Throws PlanError.
+void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluster& cluster);
 
 /// "20,20,20" as layer counts; throws PlanError on "pipeline_split" for anything else.
 std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources = {});

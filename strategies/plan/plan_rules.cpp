@@ -298,21 +298,19 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
 }
 
 void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, const PlanSources& s) {
-  if (p.fp8_recipe && !topo::fp8_recipe_supported(*p.fp8_recipe, gpu.arch)) {
-    fail_field(s, "fp8_recipe",
-               fmt::format("{} {}: {} ({}) has no tensor cores that apply MXFP8 block scales "
-                           "(Blackwell does); use tensorwise, delayed or blockwise",
-                           s.where("fp8_recipe"), loom::to_string(*p.fp8_recipe), gpu.name,
-                           topo::to_string(gpu.arch)));
-  }
-  // --scale-swizzle with --fp8-recipe auto: only where auto means mxfp8.
-  if (p.scale_swizzle && p.precision == models::Precision::FP8 && !p.fp8_recipe &&
-      topo::default_fp8_recipe(gpu.arch) != Fp8Recipe::MXFP8) {
-    fail_field(s, "scale_swizzle",
-               fmt::format("{} on has no effect on {} ({}): its FP8 recipe is {}, without block "
-                           "scales; drop it or set --fp8-recipe mxfp8 on a Blackwell GPU",
-                           s.where("scale_swizzle"), gpu.name, topo::to_string(gpu.arch),
-                           loom::to_string(topo::default_fp8_recipe(gpu.arch))));
+  if (p.precision == models::Precision::FP8 && p.fp8_recipe &&
+      !topo::fp8_recipe_supported(*p.fp8_recipe, gpu.arch)) {
+    const bool mx = *p.fp8_recipe == Fp8Recipe::MXFP8;
+    fail_field(
+        s, "fp8_recipe",
+        fmt::format("{} {}: {} ({}) has no tensor cores that apply {} (Blackwell{} does); "
+                    "use {}",
+                    s.where("fp8_recipe"), loom::to_string(*p.fp8_recipe), gpu.name,
+                    topo::to_string(gpu.arch),
+                    mx ? "MXFP8 block scales" : "128-element block scales", mx ? "" : " or Hopper",
+                    topo::fp8_recipe_supported(Fp8Recipe::BLOCKWISE, gpu.arch)
+                        ? "tensorwise, delayed or blockwise"
+                        : "tensorwise or delayed"));
   }
   if (p.precision != models::Precision::NVFP4 || gpu.fp4_flops > 0) return;
   fail_field(s, "precision",
@@ -320,6 +318,29 @@ void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, con
                          "GB200, B300 and GB300 do); use fp8 or bf16, or give the GPU an \"fp4\" "
                          "rate",
                          s.where("precision"), gpu.name));
+}
+
+void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& cluster,
+                                const PlanSources& s) {
+  // Every GPU type of a mixed cluster runs the plan's linears.
+  bool block_scaled = p.precision == models::Precision::NVFP4;
+  for (int k = 0; k < cluster.num_gpu_types(); ++k) {
+    const topo::GpuSpec& gpu = cluster.gpu_type(k);
+    check_precision_on_gpu(p, gpu, s);
+    if (p.precision == models::Precision::FP8 &&
+        p.fp8_recipe.value_or(topo::default_fp8_recipe(gpu.arch)) == Fp8Recipe::MXFP8)
+      block_scaled = true;
+  }
+  // --scale-swizzle with --fp8-recipe auto: only where auto means mxfp8 on some GPU type
+  // (plan_effects rejects it for the other precisions and recipes).
+  if (p.scale_swizzle && !block_scaled) {
+    const topo::GpuSpec& gpu = cluster.gpu;
+    fail_field(s, "scale_swizzle",
+               fmt::format("{} on has no effect on {} ({}): its FP8 recipe is {}, without block "
+                           "scales; drop it or set --fp8-recipe mxfp8 on a Blackwell GPU",
+                           s.where("scale_swizzle"), gpu.name, topo::to_string(gpu.arch),
+                           loom::to_string(topo::default_fp8_recipe(gpu.arch))));
+  }
 }
 
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
@@ -340,9 +361,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
 void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
                               const topo::Cluster& cluster, const PlanSources& sources) {
   validate_plan(model, plan, cluster.num_gpus(), sources);
-  // Every GPU type of a mixed cluster runs the plan's linears.
-  for (int k = 0; k < cluster.num_gpu_types(); ++k)
-    check_precision_on_gpu(plan, cluster.gpu_type(k), sources);
+  check_precision_on_cluster(plan, cluster, sources);
   check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(), sources);
   // CPU offloading copies to a host CPU: the cluster must have one.
   if (plan.cpu_offloading_num_layers > 0) {

@@ -39,10 +39,17 @@ void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus
 void validate_plan_on_cluster(const models::ModelSpec& model, const models::TrainingPlan& plan,
                               const topo::Cluster& cluster, const PlanSources& sources = {});
 
-/// The precision rule against the GPU: nvfp4 needs FP4 tensor cores (Transformer Engine's
-/// NVFP4BlockScaling runs only on Blackwell). Throws PlanError on "precision".
+/// The precision rules against one GPU: nvfp4 needs FP4 tensor cores (Transformer Engine's
+/// NVFP4BlockScaling runs only on Blackwell), an --fp8-recipe the GPU's tensor cores apply
+/// (topo::fp8_recipe_supported). Throws PlanError on "precision" or "fp8_recipe".
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
+
+/// check_precision_on_gpu for every GPU type of `cluster`, then the rule of the cluster as a
+/// whole: --scale-swizzle on needs a block-scaled GEMM on at least one GPU type (nvfp4, or
+/// fp8 under mxfp8, where auto means mxfp8 on Blackwell). Throws PlanError.
+void check_precision_on_cluster(const models::TrainingPlan& plan, const topo::Cluster& cluster,
+                                const PlanSources& sources = {});
 
 /// The data-parallel design against the cluster: DataParallel within one node of
 /// `gpus_per_node` GPUs; parameter servers on at most `hosts` hosts (placement host) or the

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/seeded_draw.hpp"
 #include "common/units.hpp"
+#include "strategies/plan/plan_resolve.hpp"
 #include "strategies/search/fast_estimate.hpp"
 #include "strategies/search/fast_model.hpp"
 
@@ -212,6 +213,9 @@ void SearchTally::merge(const SearchTally& o) {
 SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
                       const topo::Cluster& cluster, const SearchOptions& options,
                       SearchShard shard) {
+  // The precision fields are the same in every plan: a GPU that cannot run them is the
+  // user's error, reported once, not a failure of every candidate.
+  check_precision_input_on_cluster(space.input(), cluster);
   if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
     throw ValidationError("shard", fmt::format("{}/{} is not a shard; give K/N with 0 <= K < N",
                                                shard.index, shard.count));

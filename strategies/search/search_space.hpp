@@ -104,6 +104,8 @@ class SearchSpace {
   /// processes that build the same space: partial results must come from the same search to
   /// merge.
   const std::string& fingerprint() const { return fingerprint_; }
+  /// The fixed part of every plan (the fields the search does not vary).
+  const PlanInput& input() const { return input_; }
 
  private:
   const models::ModelSpec& model_;

@@ -54,6 +54,24 @@ TEST_CASE("strategies::Heterogeneous: every GPU type must run the plan's precisi
                        doctest::Contains("h100-sxm does not have"), PlanError);
   p.precision = models::Precision::FP8;
   CHECK_NOTHROW(validate_plan_on_cluster(model, p, cluster));
+  // --fp8-recipe auto is mxfp8 on the B200s: their GEMMs swizzle block scales, so
+  // --scale-swizzle has an effect on this cluster though not on the H100s; an explicit mxfp8
+  // is refused because the H100s cannot run it.
+  p.scale_swizzle = true;
+  CHECK_NOTHROW(validate_plan_on_cluster(model, p, cluster));
+  p.fp8_recipe = Fp8Recipe::MXFP8;
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, cluster),
+                       doctest::Contains("h100-sxm (hopper) has no tensor cores"), PlanError);
+}
+
+TEST_CASE("strategies::Heterogeneous: --scale-swizzle needs a GPU type with block scales") {
+  // H100 and A100: auto is delayed on both, so nothing is block-scaled.
+  const models::ModelSpec model = models::model_preset("llama3-8b");
+  models::TrainingPlan p = plan(1, 1, 16);
+  p.precision = models::Precision::FP8;
+  p.scale_swizzle = true;
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, mixed()),
+                       doctest::Contains("its FP8 recipe is delayed"), PlanError);
 }
 
 TEST_CASE("strategies::Heterogeneous: half H100, half A100 — symmetric and full agree") {

@@ -155,6 +155,26 @@ TEST_CASE("strategies::PassCost: the plan's FP8 recipe sets the casts, by hand")
   CHECK(cost_ops(gemm_then_norm(), fp8, h100()).fwd_s == by_gpu.fwd_s);
 }
 
+TEST_CASE("strategies::PassCost: block-scale swizzles reach the launches and the time") {
+  // NVFP4 on B200 with --scale-swizzle: the GEMM's cast op adds 2 swizzle kernels forward and
+  // 4 backward (one per operand of each GEMM), each a launch and a memory-bound kernel of its
+  // scales (2/16 B per element with its 4 us overhead): forward 2 x (4096² x 0.125 / 6.4e12
+  // + 4e-6) = 18.49 us; backward twice that.
+  const topo::DatasheetKernelModel b200(topo::find_gpu("b200"));
+  auto fp4 = plan_with(1);
+  fp4.precision = models::Precision::NVFP4;
+  const PassCost plain = cost_ops(gemm_then_norm(), fp4, b200);
+  fp4.scale_swizzle = true;
+  const PassCost swizzled = cost_ops(gemm_then_norm(), fp4, b200);
+  CHECK(swizzled.fwd_launches == plain.fwd_launches + 2);
+  CHECK(swizzled.bwd_launches == plain.bwd_launches + 4);
+  const double one =
+      4096.0 * 4096 * 2 / 16 / (topo::find_gpu("b200").hbm_bandwidth_Bps * 0.80) + 4e-6;
+  CHECK(swizzled.fwd_s - plain.fwd_s == rel(2 * one, 1e-9));
+  CHECK(swizzled.bwd_input_s - plain.bwd_input_s == rel(4 * one, 1e-9));
+  CHECK(swizzled.bwd_weight_s == plain.bwd_weight_s);
+}
+
 TEST_CASE("strategies::PassCost: fp8 speeds a layer by its linear-GEMM share only") {
   // gpt-1.7b layer (Narayanan 2021 Table 1: h 2304, 24 heads), H100 SXM, delayed scaling.
   // Transformer Engine runs only the layer's linears in FP8: their compute time (less the

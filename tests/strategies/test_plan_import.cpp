@@ -67,8 +67,11 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK(recipe_of("--fp8-format e4m3 --fp8-recipe mxfp8") == Fp8Recipe::MXFP8);
   CHECK(recipe_of("--fp8-recipe tensorwise --fp8-format hybrid") == Fp8Recipe::TENSORWISE);
   CHECK_FALSE(recipe_of("--bf16").has_value());
+  // Without --fp8-format Megatron ignores --fp8-recipe; loom's own "auto" is no Megatron name.
+  CHECK_FALSE(recipe_of("--bf16 --fp8-recipe delayed").has_value());
   CHECK_THROWS_WITH_AS(recipe_of("--fp8-format hybrid --fp8-recipe custom"),
-                       doctest::Contains("custom"), PlanError);
+                       doctest::Contains("custom"), ValidationError);
+  CHECK_THROWS_AS(recipe_of("--fp8-format hybrid --fp8-recipe auto"), ValidationError);
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {

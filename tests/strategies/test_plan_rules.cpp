@@ -120,15 +120,15 @@ TEST_CASE("strategies::PlanRules: mxfp8 needs Blackwell; --scale-swizzle needs b
                        doctest::Contains("mxfp8: h100-sxm (hopper) has no tensor cores"),
                        PlanError);
   CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("b200")));
-  // Per-tensor and 128-block recipes run wherever FP8 does.
+  // 128-element block scaling needs Hopper or later (Ada runs only per-tensor recipes).
   p.fp8_recipe = Fp8Recipe::BLOCKWISE;
   CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("h100")));
-  // auto means delayed on Hopper: no block scales to swizzle there, mxfp8 on Blackwell.
-  p.fp8_recipe.reset();
-  p.scale_swizzle = true;
-  CHECK_THROWS_WITH_AS(check_precision_on_gpu(p, topo::find_gpu("h100")),
-                       doctest::Contains("its FP8 recipe is delayed"), PlanError);
-  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("b200")));
+  CHECK_THROWS_WITH_AS(check_precision_on_gpu(p, topo::find_gpu("l40s")),
+                       doctest::Contains("128-element block scales (Blackwell or Hopper does); "
+                                         "use tensorwise or delayed"),
+                       PlanError);
+  p.fp8_recipe = Fp8Recipe::TENSORWISE;
+  CHECK_NOTHROW(check_precision_on_gpu(p, topo::find_gpu("l40s")));
 }
 
 TEST_CASE("strategies::PlanRules: the batch rule and the interleaved schedule's pipeline") {
