@@ -60,6 +60,8 @@ std::vector<std::string> differences(const models::TrainingPlan& a, const models
   cmp("overlap-grad-reduce", onoff(a.overlap_grad_reduce), onoff(b.overlap_grad_reduce));
   cmp("overlap-param-gather", onoff(a.overlap_param_gather), onoff(b.overlap_param_gather));
   cmp("tp-comm-overlap", onoff(a.tp_comm_overlap), onoff(b.tp_comm_overlap));
+  cmp("overlap-moe-expert-parallel-comm", onoff(a.overlap_moe_expert_parallel_comm),
+      onoff(b.overlap_moe_expert_parallel_comm));
   return out;
 }
 
@@ -225,6 +227,7 @@ std::string render_csv(const strategies::SearchResult& r, int top) {
                 "overlap_grad_reduce",
                 "overlap_param_gather",
                 "tp_comm_overlap",
+                "overlap_moe_expert_parallel_comm",
                 "step_time_s",
                 "fast_step_time_s",
                 "fast_rank",
@@ -253,6 +256,7 @@ std::string render_csv(const strategies::SearchResult& r, int top) {
                  whole(int(p.overlap_grad_reduce)),
                  whole(int(p.overlap_param_gather)),
                  whole(int(p.tp_comm_overlap)),
+                 whole(int(p.overlap_moe_expert_parallel_comm)),
                  csv_number(c.report.step_time_s),
                  csv_number(c.fast_step_s),
                  whole(c.fast_rank),

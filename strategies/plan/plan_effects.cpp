@@ -208,27 +208,25 @@ class EffectChecker {
            fmt::format("with {} 1: a single stage has no pipeline to schedule", s_.name("pp")));
     }
     if (given("overlap_moe_expert_parallel_comm", p_.overlap_moe_expert_parallel_comm, false)) {
-      if (p_.ep == 1)
-        fail("overlap_moe_expert_parallel_comm", "ep",
-             fmt::format("with {} 1: there are no expert-parallel all-to-alls", s_.name("ep")));
-      // Megatron-core runs the combined 1F1B schedule without pipelining or under the
-      // interleaved one only (pipeline_parallel/schedules.py: combined_1f1b_schedule_for_
-      // no_pipelining, combined_1f1b_schedule_for_interleaved_pipelining).
-      if (p_.pp > 1 && p_.vpp <= 1)
-        fail("overlap_moe_expert_parallel_comm", "vpp",
-             fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
-                         "without pipelining or under the interleaved schedule",
-                         s_.name("pp"), p_.pp));
-      // The combined schedule pairs one micro-batch's forward with another's backward.
-      if (p_.micro_batches() < 2)
-        fail("overlap_moe_expert_parallel_comm", "gbs",
-             "with one micro-batch per replica: there is no second micro-batch to pair its "
-             "all-to-alls with");
-      // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron
-      // asserts the two apart in transformer_layer.py).
-      if (p_.cuda_graphs)
-        fail("overlap_moe_expert_parallel_comm", "cuda_graphs",
-             "with CUDA-graphed layers: a graph freezes the order the pairing interleaves");
+      switch (moe_a2a_overlap_block(p_)) {
+        case MoeOverlapBlock::NONE:
+          break;
+        case MoeOverlapBlock::EP:
+          fail("overlap_moe_expert_parallel_comm", "ep",
+               fmt::format("with {} 1: there are no expert-parallel all-to-alls", s_.name("ep")));
+        case MoeOverlapBlock::VPP:
+          fail("overlap_moe_expert_parallel_comm", "vpp",
+               fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
+                           "without pipelining or under the interleaved schedule",
+                           s_.name("pp"), p_.pp));
+        case MoeOverlapBlock::GBS:
+          fail("overlap_moe_expert_parallel_comm", "gbs",
+               "with one micro-batch per replica: there is no second micro-batch to pair its "
+               "all-to-alls with");
+        case MoeOverlapBlock::CUDA_GRAPHS:
+          fail("overlap_moe_expert_parallel_comm", "cuda_graphs",
+               "with CUDA-graphed layers: a graph freezes the order the pairing interleaves");
+      }
     }
     // Megatron-core's TransformerConfig refuses CPU offloading with pipeline parallelism,
     // recompute or CUDA graphs (transformer_config.py __post_init__).
@@ -308,6 +306,20 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                            "it",
                            s.where("mtp"), m.name));
   }
+}
+
+MoeOverlapBlock moe_a2a_overlap_block(const TrainingPlan& p) {
+  if (p.ep == 1) return MoeOverlapBlock::EP;
+  // Megatron-core runs the combined 1F1B schedule without pipelining or under the interleaved
+  // one only (pipeline_parallel/schedules.py: combined_1f1b_schedule_for_no_pipelining,
+  // combined_1f1b_schedule_for_interleaved_pipelining).
+  if (p.pp > 1 && p.vpp <= 1) return MoeOverlapBlock::VPP;
+  // The combined schedule pairs one micro-batch's forward with another's backward.
+  if (p.micro_batches() < 2) return MoeOverlapBlock::GBS;
+  // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron asserts
+  // the two apart in transformer_layer.py).
+  if (p.cuda_graphs) return MoeOverlapBlock::CUDA_GRAPHS;
+  return MoeOverlapBlock::NONE;
 }
 
 }  // namespace loom::strategies

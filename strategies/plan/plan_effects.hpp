@@ -19,4 +19,11 @@ void check_effective(const PlanInput& input, const models::TrainingPlan& plan);
 void check_effective_for_model(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                const PlanSources& sources);
 
+/// What keeps --overlap-moe-expert-parallel-comm from acting on `plan` (Megatron-core's
+/// rules), the first of: no expert-parallel all-to-alls (ep 1), a pipeline without virtual
+/// stages, one micro-batch per replica, CUDA-graphed layers; NONE when it acts (on a model
+/// with experts). check_effective and the search (its free switch) both ask here.
+enum class MoeOverlapBlock { NONE, EP, VPP, GBS, CUDA_GRAPHS };
+MoeOverlapBlock moe_a2a_overlap_block(const models::TrainingPlan& plan);
+
 }  // namespace loom::strategies

@@ -96,6 +96,10 @@ class FastWorker {
       if (!w) continue;
       q = plan;
       SearchSpace::apply(*w, q);
+      if (!SearchSpace::switches_act(*w, q)) {  // its "on" is its "off": not a candidate
+        --t_.enumerated;
+        continue;
+      }
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
       const std::int64_t id = base + j;
       try {

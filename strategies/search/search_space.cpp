@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "strategies/plan/plan_effects.hpp"
 #include "strategies/plan/plan_resolve.hpp"
 #include "strategies/plan/plan_rules.hpp"
 
@@ -157,10 +158,14 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   ogr_ = switch_list(input_, "overlap_grad_reduce");
   opg_ = switch_list(input_, "overlap_param_gather");
   tpo_ = switch_list(input_, "tp_comm_overlap");
+  // The EP all-to-all overlap: a free switch of MoE models (not with CUDA-graphed layers).
+  moeo_ = model.is_moe() && !input_.flag("cuda_graphs")
+              ? switch_list(input_, "overlap_moe_expert_parallel_comm")
+              : std::vector<std::optional<bool>>{std::nullopt};
   shapes_ = static_cast<std::int64_t>(tp_.size() * pp_.size() * cp_.size() * ep_.size() *
                                       schedule_.size() * mbs_.size() * sp_.size());
   switch_combinations_ = static_cast<std::int64_t>(zero_.size() * recompute_.size() * ogr_.size() *
-                                                   opg_.size() * tpo_.size());
+                                                   opg_.size() * tpo_.size() * moeo_.size());
   fingerprint_ =
       fmt::format("{} gpus {} layers {} gbs {} seq {} model {} cluster {} input {}", describe(),
                   gpus_, model.layers, gbs, seq, model.name, cluster, input_.canonical());
@@ -237,6 +242,7 @@ std::pair<int, int> SearchSpace::tp_dp(const PlanShape& s) const {
 std::optional<PlanSwitches> SearchSpace::switches(std::int64_t index, int tp, int dp) const {
   if (index < 0 || index >= switch_combinations_) return std::nullopt;
   PlanSwitches w;
+  w.overlap_moe_expert_parallel_comm = pick(moeo_, index);
   w.tp_comm_overlap = pick(tpo_, index);
   w.overlap_param_gather = pick(opg_, index);
   w.overlap_grad_reduce = pick(ogr_, index);
@@ -265,6 +271,13 @@ void SearchSpace::apply(const PlanSwitches& w, models::TrainingPlan& plan) {
   if (w.overlap_grad_reduce) plan.overlap_grad_reduce = *w.overlap_grad_reduce;
   if (w.overlap_param_gather) plan.overlap_param_gather = *w.overlap_param_gather;
   if (w.tp_comm_overlap) plan.tp_comm_overlap = *w.tp_comm_overlap;
+  if (w.overlap_moe_expert_parallel_comm)
+    plan.overlap_moe_expert_parallel_comm = *w.overlap_moe_expert_parallel_comm;
+}
+
+bool SearchSpace::switches_act(const PlanSwitches& w, const models::TrainingPlan& plan) {
+  return !(w.overlap_moe_expert_parallel_comm && *w.overlap_moe_expert_parallel_comm &&
+           moe_a2a_overlap_block(plan) != MoeOverlapBlock::NONE);
 }
 
 models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
@@ -275,6 +288,8 @@ models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
   const auto w = switches(id % n, plan.tp, plan.dp);
   if (!w) throw ValidationError("id", fmt::format("{} is not a candidate of this search", id));
   apply(*w, plan);
+  if (!switches_act(*w, plan))
+    throw ValidationError("id", fmt::format("{} is not a candidate of this search", id));
   return plan;
 }
 
@@ -288,7 +303,7 @@ std::string SearchSpace::describe() const {
   const auto rec = [](Recompute r) { return models::to_string(r); };
   return fmt::format(
       "tp {} pp {} cp {} ep {} schedule {} mbs {} sp {} zero {} recompute {} "
-      "overlap-grad-reduce {} overlap-param-gather {} tp-comm-overlap {}",
+      "overlap-grad-reduce {} overlap-param-gather {} tp-comm-overlap {}{}",
       list_text(tp_, num, input_, "tp"), list_text(pp_, num, input_, "pp"),
       list_text(cp_, num, input_, "cp"), list_text(ep_, num, input_, "ep"),
       list_text(schedule_, sched, input_, input_.has("vpp") ? "vpp" : "schedule"),
@@ -296,7 +311,11 @@ std::string SearchSpace::describe() const {
       list_text(zero_, num, input_, "zero"), list_text(recompute_, rec, input_, "recompute"),
       list_text(ogr_, onoff, input_, "overlap_grad_reduce"),
       list_text(opg_, onoff, input_, "overlap_param_gather"),
-      list_text(tpo_, onoff, input_, "tp_comm_overlap"));
+      list_text(tpo_, onoff, input_, "tp_comm_overlap"),
+      moeo_.size() > 1 || input_.has("overlap_moe_expert_parallel_comm")
+          ? " overlap-moe-expert-parallel-comm " +
+                list_text(moeo_, onoff, input_, "overlap_moe_expert_parallel_comm")
+          : std::string());
 }
 
 }  // namespace loom::strategies

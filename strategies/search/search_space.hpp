@@ -53,6 +53,7 @@ struct PlanSwitches {
   std::optional<int> zero;
   std::optional<models::Recompute> recompute;
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  std::optional<bool> overlap_moe_expert_parallel_comm;  ///< MoE models only
 };
 
 /// The candidates of one search (see file comment).
@@ -87,6 +88,11 @@ class SearchSpace {
   std::pair<int, int> tp_dp(const PlanShape& shape) const;
   /// `plan` with `switches` applied (pinned ones keep the plan's value).
   static void apply(const PlanSwitches& switches, models::TrainingPlan& plan);
+  /// Whether every switch `switches` turns on acts on `plan` (after apply): the EP all-to-all
+  /// overlap needs ep, a pipeline it can pair micro-batches in and two of them
+  /// (moe_a2a_overlap_block). switches() cannot tell from tp and dp alone; a candidate whose
+  /// switch would not act is not one (its "on" is its "off").
+  static bool switches_act(const PlanSwitches& switches, const models::TrainingPlan& plan);
   /// The plan of candidate `id`. Throws PlanError when it is invalid, ValidationError on an id
   /// that is not a candidate.
   models::TrainingPlan candidate(std::int64_t id) const;
@@ -123,7 +129,7 @@ class SearchSpace {
   // Inner lists.
   std::vector<std::optional<int>> zero_;
   std::vector<std::optional<models::Recompute>> recompute_;
-  std::vector<std::optional<bool>> ogr_, opg_, tpo_;
+  std::vector<std::optional<bool>> ogr_, opg_, tpo_, moeo_;
   std::int64_t shapes_ = 0;
   std::int64_t switch_combinations_ = 0;
   std::string fingerprint_;

@@ -80,6 +80,42 @@ TEST_CASE("strategies::SearchSpace: enumeration counts on a tiny case, by hand")
   CHECK(tally.fitting == 159);
 }
 
+TEST_CASE("strategies::SearchSpace: the EP all-to-all overlap is a free switch of MoE models") {
+  // The tiny model with 4 experts; tp 1, zero 0 and the other overlaps fixed, gbs 8: pp
+  // {1, 2, 4} x ep {1, 2, 4}, and recompute 3 x overlap-moe-expert-parallel-comm 2 switches.
+  const auto model = models::parse_model_json(
+      R"({"name": "tiny-moe", "layers": 4, "hidden": 256, "heads": 4, "ffn": 1024,
+          "vocab": 1000, "seq": 256, "moe": {"experts": 4, "top_k": 2, "expert_ffn": 512}})",
+      "test");
+  PlanInput in = tiny_input(8);
+  in.set("tp", std::int64_t{1});
+  in.set("zero", std::int64_t{0});
+  in.set("overlap_grad_reduce", false);
+  in.set("overlap_param_gather", false);
+  in.set("tp_comm_overlap", false);
+  const SearchSpace space(model, in, 4);
+  CHECK(space.switch_combinations() == 6);
+  CHECK(space.describe().find("overlap-moe-expert-parallel-comm {off,on}") != std::string::npos);
+  // EP divides dp: pp 1 (dp 4) takes ep 1, 2, 4; pp 2 (dp 2) ep 1, 2; pp 4 (dp 1) ep 1. The
+  // other three shapes are invalid, 6 candidates each. The overlap's "on" acts only with
+  // ep > 1 and pp 1 (1f1b is pinned: no virtual stages), so it is a candidate in (pp 1, ep 2)
+  // and (pp 1, ep 4) only: 6 + 6, and 3 in each of the other four valid shapes.
+  const auto tally = fast_tier(model, space, four_gpus(), one_thread());
+  CHECK(tally.invalid == 18);
+  CHECK(tally.invalid_by_field.at("ep").count == 18);
+  CHECK(tally.enumerated == 18 + 6 + 6 + 4 * 3);
+  CHECK(tally.fitting + tally.out_of_memory == 24);
+  for (const RankedId& r : tally.best) {
+    const auto plan = space.candidate(r.id);
+    if (plan.overlap_moe_expert_parallel_comm) {
+      CHECK(plan.ep > 1);
+      CHECK(plan.pp == 1);
+    }
+  }
+  // A dense model has no such switch.
+  CHECK(SearchSpace(tiny(), tiny_input(), 4).describe().find("overlap-moe") == std::string::npos);
+}
+
 TEST_CASE("strategies::SearchSpace: invalid candidates are counted by the rule they break") {
   // Two heads: tp 4 does not divide them (6 candidates of shape tp 4 pp 1). gbs 2: dp 4 with
   // mbs 1 is not a whole number of micro-batches (36 candidates of shape tp 1 pp 1).
