@@ -208,25 +208,8 @@ class EffectChecker {
            fmt::format("with {} 1: a single stage has no pipeline to schedule", s_.name("pp")));
     }
     if (given("overlap_moe_expert_parallel_comm", p_.overlap_moe_expert_parallel_comm, false)) {
-      switch (moe_a2a_overlap_block(p_)) {
-        case MoeOverlapBlock::NONE:
-          break;
-        case MoeOverlapBlock::EP:
-          fail("overlap_moe_expert_parallel_comm", "ep",
-               fmt::format("with {} 1: there are no expert-parallel all-to-alls", s_.name("ep")));
-        case MoeOverlapBlock::VPP:
-          fail("overlap_moe_expert_parallel_comm", "vpp",
-               fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
-                           "without pipelining or under the interleaved schedule",
-                           s_.name("pp"), p_.pp));
-        case MoeOverlapBlock::GBS:
-          fail("overlap_moe_expert_parallel_comm", "gbs",
-               "with one micro-batch per replica: there is no second micro-batch to pair its "
-               "all-to-alls with");
-        case MoeOverlapBlock::CUDA_GRAPHS:
-          fail("overlap_moe_expert_parallel_comm", "cuda_graphs",
-               "with CUDA-graphed layers: a graph freezes the order the pairing interleaves");
-      }
+      if (const auto block = moe_a2a_overlap_block(p_, s_))
+        fail("overlap_moe_expert_parallel_comm", block->field, block->why);
     }
     // Megatron-core's TransformerConfig refuses CPU offloading with pipeline parallelism,
     // recompute or CUDA graphs (transformer_config.py __post_init__).
@@ -308,18 +291,51 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
   }
 }
 
-MoeOverlapBlock moe_a2a_overlap_block(const TrainingPlan& p) {
-  if (p.ep == 1) return MoeOverlapBlock::EP;
+std::optional<MoeOverlapBlock> moe_a2a_overlap_block(const TrainingPlan& p, const PlanSources& s) {
+  if (p.ep == 1)
+    return MoeOverlapBlock{
+        "ep", fmt::format("with {} 1: there are no expert-parallel all-to-alls", s.name("ep"))};
   // Megatron-core runs the combined 1F1B schedule without pipelining or under the interleaved
   // one only (pipeline_parallel/schedules.py: combined_1f1b_schedule_for_no_pipelining,
   // combined_1f1b_schedule_for_interleaved_pipelining).
-  if (p.pp > 1 && p.vpp <= 1) return MoeOverlapBlock::VPP;
+  if (p.pp > 1 && p.vpp <= 1)
+    return MoeOverlapBlock{
+        "vpp", fmt::format("with {} {} and no virtual stages: Megatron pairs micro-batches only "
+                           "without pipelining or under the interleaved schedule",
+                           s.name("pp"), p.pp)};
   // The combined schedule pairs one micro-batch's forward with another's backward.
-  if (p.micro_batches() < 2) return MoeOverlapBlock::GBS;
+  if (p.micro_batches() < 2)
+    return MoeOverlapBlock{"gbs",
+                           "with one micro-batch per replica: there is no second micro-batch to "
+                           "pair its all-to-alls with"};
   // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron asserts
   // the two apart in transformer_layer.py).
-  if (p.cuda_graphs) return MoeOverlapBlock::CUDA_GRAPHS;
-  return MoeOverlapBlock::NONE;
+  if (p.cuda_graphs)
+    return MoeOverlapBlock{"cuda_graphs",
+                           "with CUDA-graphed layers: a graph freezes the order the pairing "
+                           "interleaves"};
+  // transformer_config.py: "Disable full recomputation when enabling
+  // overlap_moe_expert_parallel_comm", and recompute_modules without "moe" (its recompute
+  // re-runs the dispatch the pairing splits).
+  if (p.recompute == models::Recompute::FULL)
+    return MoeOverlapBlock{"recompute",
+                           fmt::format("with {} full: a whole-layer checkpoint hides the "
+                                       "layer's parts the pairing interleaves",
+                                       s.name("recompute"))};
+  if (p.recompute == models::Recompute::SELECTIVE &&
+      p.selective_recompute == models::SelectiveRecompute::ATTENTION &&
+      (p.recompute_modules & models::module_bit(models::RecomputeModule::MOE)))
+    return MoeOverlapBlock{"recompute_modules",
+                           fmt::format("with {} moe: its recompute re-runs the dispatch the "
+                                       "pairing splits",
+                                       s.name("recompute_modules"))};
+  // transformer_config.py: it runs with bf16 or fp16 only.
+  if (p.precision == models::Precision::FP32)
+    return MoeOverlapBlock{"precision", fmt::format("with {} fp32: Megatron pairs micro-batches "
+                                                    "only in bf16 or fp16 (fp8 and nvfp4 train "
+                                                    "in bf16)",
+                                                    s.name("precision"))};
+  return std::nullopt;
 }
 
 }  // namespace loom::strategies

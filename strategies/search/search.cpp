@@ -96,12 +96,13 @@ class FastWorker {
       if (!w) continue;
       q = plan;
       SearchSpace::apply(*w, q);
-      if (!SearchSpace::switches_act(*w, q)) {  // its "on" is its "off": not a candidate
-        --t_.enumerated;
+      const std::int64_t id = base + j;
+      if (const auto why = SearchSpace::switch_blocked(*w, q)) {  // Megatron's rules void it
+        ++t_.invalid;
+        add_invalid(t_, "overlap_moe_expert_parallel_comm", 1, id, *why);
         continue;
       }
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));
-      const std::int64_t id = base + j;
       try {
         auto it = peaks.find(key);
         if (it == peaks.end()) it = peaks.emplace(key, estimator_.peak_memory_bytes(q)).first;

@@ -77,7 +77,10 @@ std::string list_text(const std::vector<std::optional<T>>& values, F name, const
                       std::string_view key) {
   if (values.size() == 1 && !values.front()) return pinned_text(in, key);
   std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + name(*values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += name(*values[i]);
+  }
   return out + "}";
 }
 
@@ -159,9 +162,14 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   opg_ = switch_list(input_, "overlap_param_gather");
   tpo_ = switch_list(input_, "tp_comm_overlap");
   // The EP all-to-all overlap: a free switch of MoE models (not with CUDA-graphed layers).
-  moeo_ = model.is_moe() && !input_.flag("cuda_graphs")
-              ? switch_list(input_, "overlap_moe_expert_parallel_comm")
-              : std::vector<std::optional<bool>>{std::nullopt};
+  // The EP all-to-all overlap: a free switch of MoE models, unless a fixed value rules it out
+  // everywhere (ep 1, CUDA-graphed layers, full recompute, fp32: moe_a2a_overlap_block).
+  const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&
+                                    !input_.flag("cuda_graphs") &&
+                                    input_.text("recompute").value_or("") != "full" &&
+                                    input_.text("precision").value_or("") != "fp32";
+  moeo_ = moe_overlap_possible ? switch_list(input_, "overlap_moe_expert_parallel_comm")
+                               : std::vector<std::optional<bool>>{std::nullopt};
   shapes_ = static_cast<std::int64_t>(tp_.size() * pp_.size() * cp_.size() * ep_.size() *
                                       schedule_.size() * mbs_.size() * sp_.size());
   switch_combinations_ = static_cast<std::int64_t>(zero_.size() * recompute_.size() * ogr_.size() *
@@ -275,9 +283,16 @@ void SearchSpace::apply(const PlanSwitches& w, models::TrainingPlan& plan) {
     plan.overlap_moe_expert_parallel_comm = *w.overlap_moe_expert_parallel_comm;
 }
 
-bool SearchSpace::switches_act(const PlanSwitches& w, const models::TrainingPlan& plan) {
-  return !(w.overlap_moe_expert_parallel_comm && *w.overlap_moe_expert_parallel_comm &&
-           moe_a2a_overlap_block(plan) != MoeOverlapBlock::NONE);
+std::optional<std::string> SearchSpace::switch_blocked(const PlanSwitches& w,
+                                                       const models::TrainingPlan& plan) {
+  if (!w.overlap_moe_expert_parallel_comm || !*w.overlap_moe_expert_parallel_comm)
+    return std::nullopt;
+  const auto block = moe_a2a_overlap_block(plan, PlanSources::command_line());
+  if (!block) return std::nullopt;
+  return fmt::format(
+      "--overlap-moe-expert-parallel-comm has no effect {}; the search counts "
+      "it only where it acts",
+      block->why);
 }
 
 models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
@@ -288,8 +303,8 @@ models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
   const auto w = switches(id % n, plan.tp, plan.dp);
   if (!w) throw ValidationError("id", fmt::format("{} is not a candidate of this search", id));
   apply(*w, plan);
-  if (!switches_act(*w, plan))
-    throw ValidationError("id", fmt::format("{} is not a candidate of this search", id));
+  if (switch_blocked(*w, plan))
+    throw ValidationError("id", fmt::format("{} is not a valid plan of this search", id));
   return plan;
 }
 
@@ -312,9 +327,9 @@ std::string SearchSpace::describe() const {
       list_text(ogr_, onoff, input_, "overlap_grad_reduce"),
       list_text(opg_, onoff, input_, "overlap_param_gather"),
       list_text(tpo_, onoff, input_, "tp_comm_overlap"),
-      moeo_.size() > 1 || input_.has("overlap_moe_expert_parallel_comm")
-          ? " overlap-moe-expert-parallel-comm " +
-                list_text(moeo_, onoff, input_, "overlap_moe_expert_parallel_comm")
+      moeo_.size() > 1 || (model_.is_moe() && input_.has("overlap_moe_expert_parallel_comm"))
+          ? fmt::format(" overlap-moe-expert-parallel-comm {}",
+                        list_text(moeo_, onoff, input_, "overlap_moe_expert_parallel_comm"))
           : std::string());
 }
 

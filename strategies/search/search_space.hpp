@@ -5,7 +5,8 @@
 //
 // A candidate is a *shape* (the outer dimensions: tp, pp, cp, ep, schedule with its virtual
 // stages, micro-batch size, sequence parallelism) and a *switch combination* (the inner
-// ones: ZeRO stage, recompute policy, the three overlap switches). Its id is
+// ones: ZeRO stage, recompute policy, the overlap switches: the DP two, TP and, on MoE
+// models, the EP all-to-all overlap). Its id is
 // shape_index x switch_combinations() + switch_index, the shape index a mixed-radix number
 // over the candidate lists (tp slowest). A dimension the input sets is pinned: its list
 // holds the input's value alone. Values of the free dimensions: tp, pp and cp the divisors
@@ -17,7 +18,8 @@
 // What is not a plan is not enumerated: shapes whose tp x pp x cp does not divide the GPUs
 // (there is no dp), a free switch that cannot act on a plan (sp or the TP overlap with tp 1;
 // ZeRO, the gradient-reduce overlap with dp 1; the parameter-gather overlap without ZeRO
-// 1/2), and GPipe and ZB-H1 with pp 1 (one stage: 1F1B's time, at most its memory). Every
+// 1/2), and GPipe and ZB-H1 with pp 1 (one stage: 1F1B's time, at most its memory). The EP
+// all-to-all overlap's "on" that Megatron's rules void is counted invalid (switch_blocked). Every
 // other combination is a candidate: resolve_plan and validate_plan decide
 // whether it is valid (strategies/plan), naming the rule it breaks. When pp x vpp does not
 // divide the layers and the split is free, the candidate gets the balanced split (the
@@ -88,11 +90,13 @@ class SearchSpace {
   std::pair<int, int> tp_dp(const PlanShape& shape) const;
   /// `plan` with `switches` applied (pinned ones keep the plan's value).
   static void apply(const PlanSwitches& switches, models::TrainingPlan& plan);
-  /// Whether every switch `switches` turns on acts on `plan` (after apply): the EP all-to-all
-  /// overlap needs ep, a pipeline it can pair micro-batches in and two of them
-  /// (moe_a2a_overlap_block). switches() cannot tell from tp and dp alone; a candidate whose
-  /// switch would not act is not one (its "on" is its "off").
-  static bool switches_act(const PlanSwitches& switches, const models::TrainingPlan& plan);
+  /// Why a switch `switches` turns on cannot act on `plan` (after apply), as an invalid
+  /// candidate's message; nullopt when every one acts. switches() sees only tp and dp; the EP
+  /// all-to-all overlap also needs ep, a pipeline it can pair micro-batches in, two of them,
+  /// no full recompute (moe_a2a_overlap_block), so such a candidate is counted invalid, by
+  /// that rule.
+  static std::optional<std::string> switch_blocked(const PlanSwitches& switches,
+                                                   const models::TrainingPlan& plan);
   /// The plan of candidate `id`. Throws PlanError when it is invalid, ValidationError on an id
   /// that is not a candidate.
   models::TrainingPlan candidate(std::int64_t id) const;

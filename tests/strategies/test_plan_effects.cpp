@@ -157,6 +157,29 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
                   {"ep", std::int64_t{2}},
                   {"gbs", std::int64_t{8}}},
                  "--overlap-moe-expert-parallel-comm", "--gbs");
+  // Megatron's TransformerConfig: no full recompute, no "moe" recompute module, bf16/fp16.
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"gbs", std::int64_t{64}},
+                  {"recompute", std::string("full")}},
+                 "--overlap-moe-expert-parallel-comm", "--recompute");
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"gbs", std::int64_t{64}},
+                  {"recompute", std::string("selective")},
+                  {"recompute_modules", std::string("moe")}},
+                 "--overlap-moe-expert-parallel-comm", "--recompute-modules");
+  check_rejected({{"overlap_moe_expert_parallel_comm", true},
+                  {"ep", std::int64_t{2}},
+                  {"gbs", std::int64_t{64}},
+                  {"precision", std::string("fp32")}},
+                 "--overlap-moe-expert-parallel-comm", "--precision");
+  CHECK(rejection({{"overlap_moe_expert_parallel_comm", true},
+                   {"ep", std::int64_t{2}},
+                   {"gbs", std::int64_t{64}},
+                   {"recompute", std::string("selective")},
+                   {"precision", std::string("fp8")}})
+            .empty());
   CHECK(rejection({{"overlap_moe_expert_parallel_comm", true},
                    {"ep", std::int64_t{2}},
                    {"pp", std::int64_t{2}},

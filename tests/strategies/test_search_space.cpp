@@ -98,20 +98,29 @@ TEST_CASE("strategies::SearchSpace: the EP all-to-all overlap is a free switch o
   CHECK(space.describe().find("overlap-moe-expert-parallel-comm {off,on}") != std::string::npos);
   // EP divides dp: pp 1 (dp 4) takes ep 1, 2, 4; pp 2 (dp 2) ep 1, 2; pp 4 (dp 1) ep 1. The
   // other three shapes are invalid, 6 candidates each. The overlap's "on" acts only with
-  // ep > 1 and pp 1 (1f1b is pinned: no virtual stages), so it is a candidate in (pp 1, ep 2)
-  // and (pp 1, ep 4) only: 6 + 6, and 3 in each of the other four valid shapes.
+  // ep > 1, pp 1 (1f1b is pinned: no virtual stages) and no full recompute: in (pp 1, ep 2)
+  // and (pp 1, ep 4) with recompute none or selective; its other 4 x 3 + 2 x 1 "on"
+  // candidates are invalid by Megatron's rules.
   const auto tally = fast_tier(model, space, four_gpus(), one_thread());
-  CHECK(tally.invalid == 18);
+  CHECK(tally.enumerated == 9 * 6);
+  CHECK(tally.invalid == 18 + 4 * 3 + 2);
   CHECK(tally.invalid_by_field.at("ep").count == 18);
-  CHECK(tally.enumerated == 18 + 6 + 6 + 4 * 3);
-  CHECK(tally.fitting + tally.out_of_memory == 24);
+  CHECK(tally.invalid_by_field.at("overlap_moe_expert_parallel_comm").count == 14);
+  CHECK(tally.invalid_by_field.at("overlap_moe_expert_parallel_comm")
+            .example.find("has no effect with --ep 1") != std::string::npos);
+  CHECK(tally.fitting + tally.out_of_memory == 22);
   for (const RankedId& r : tally.best) {
     const auto plan = space.candidate(r.id);
     if (plan.overlap_moe_expert_parallel_comm) {
       CHECK(plan.ep > 1);
       CHECK(plan.pp == 1);
+      CHECK(plan.recompute != models::Recompute::FULL);
     }
   }
+  // A fixed ep 1 rules the switch out everywhere: it is not in the space.
+  in.set("ep", std::int64_t{1});
+  CHECK(SearchSpace(model, in, 4).switch_combinations() == 3);
+  CHECK(SearchSpace(model, in, 4).describe().find("overlap-moe") == std::string::npos);
   // A dense model has no such switch.
   CHECK(SearchSpace(tiny(), tiny_input(), 4).describe().find("overlap-moe") == std::string::npos);
 }
