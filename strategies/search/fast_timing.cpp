@@ -153,11 +153,22 @@ void time_passes(const Ctx& x, Chunk& c) {
   const int offloaded = std::clamp(p.cpu_offloading_num_layers - c.first_layer, 0, c.layers);
   if (offloaded > 0) {
     const double copy = x.fc.offload_copy_s(p);
+    // A transformer layer's mean pass times: the layer units' alone (the embedding and the
+    // head, also in the chunk at pp 1, are no layer a copy hides behind).
+    double fwd = 0, bwd_input = 0, bwd_weight = 0;
+    for (int j = 0; j < c.kinds; ++j) {
+      const auto [kind, n] = c.units[static_cast<size_t>(j)];
+      if (kind != UnitKind::DENSE && kind != UnitKind::MOE) continue;
+      const UnitTimes& t = x.units[static_cast<size_t>(kind)];
+      fwd += n * t.fwd;
+      bwd_input += n * t.bwd_input;
+      bwd_weight += n * t.bwd_weight;
+    }
     const double layers = static_cast<double>(c.layers);
-    const double f_layer = u.fwd / layers, b_layer = (u.bwd_input + u.bwd_weight) / layers;
+    const double f_layer = fwd / layers, b_layer = (bwd_input + bwd_weight) / layers;
     c.f += offloaded * std::max(0.0, copy - f_layer);
     c.b += offloaded * std::max(0.0, copy - b_layer);
-    c.bi += offloaded * std::max(0.0, copy - u.bwd_input / layers);
+    c.bi += offloaded * std::max(0.0, copy - bwd_input / layers);
   }
   if (x.zero3 && c.f + c.b > 0) {
     // Gathers prefetched on their own stream, reduce-scatters on the DP stream, each stream
