@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""The validator's mapping of the Megatron-Bridge summaries' precision labels to loom's
+--fp8-recipe and --scale-swizzle (bench/validate_runs.py), checked label by label and over
+every FP8 row of the reference copy: no row may ask a GPU for a recipe it cannot run."""
+import json
+import os
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import validate_runs  # noqa: E402
+
+ALT = ("FP8 alternative granularity (GB200/B200: 32x32 MX; H100: 128x128 weights / 1x128 "
+       "activations blockwise) per page note")
+
+
+def row(precision, gpu="B200", framework="Megatron-Bridge / NeMo (26.04 NeMo Container)"):
+    return {"precision": precision, "hardware": {"gpu": gpu}, "framework": framework}
+
+
+class RecipeMapping(unittest.TestCase):
+    def test_labels(self):
+        recipe = validate_runs.mbridge_fp8_recipe
+        self.assertEqual(recipe(row("MXFP8")), "mxfp8")
+        self.assertEqual(recipe(row("FP8-MX")), "mxfp8")
+        self.assertEqual(recipe(row("FP8-CS")), "tensorwise")
+        self.assertEqual(recipe(row("FP8")), "tensorwise")
+        self.assertEqual(recipe(row("FP8 (precision column absent; parentheses = alternative "
+                                    "quantization granularity per page note)")), "tensorwise")
+        # The alternative label names both formats: the GPU picks one.
+        self.assertEqual(recipe(row(ALT, "H100-SXM5-80GB")), "blockwise")
+        self.assertEqual(recipe(row(ALT, "GB200 (NVL72)")), "mxfp8")
+        self.assertIsNone(recipe(row("BF16")))
+        self.assertIsNone(recipe(row("NVFP4")))
+
+    def test_swizzles_by_container(self):
+        early = validate_runs.pre_gemm_ready_scales
+        self.assertTrue(early(row("MXFP8", framework="Megatron-Bridge / NeMo (25.09 NeMo Container)")))
+        self.assertTrue(early(row("MXFP8", framework="Megatron-Bridge / NeMo (25.11 NeMo Container)")))
+        self.assertFalse(early(row("MXFP8", framework="Megatron-Bridge / NeMo (26.02 NeMo Container)")))
+
+    def test_no_row_asks_hopper_for_mxfp8(self):
+        path = os.path.join(ROOT, "tests", "validation", "reference", "runs_hopper_blackwell.json")
+        runs = json.load(open(path))["runs"]
+        fp8 = [r for r in runs if r["id"].startswith("mbridge_")
+               and validate_runs.mbridge_fp8_recipe(r)]
+        self.assertGreater(len(fp8), 100)
+        for r in fp8:
+            if r["hardware"]["gpu"].startswith("H100"):
+                self.assertNotEqual(validate_runs.mbridge_fp8_recipe(r), "mxfp8", r["id"])
+
+
+if __name__ == "__main__":
+    unittest.main()
