@@ -196,12 +196,20 @@ def pipeline_args(layers, pp, vp):
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json"}
 
 
+def mx_label(precision, gpu):
+    """Whether a summary's precision label is MXFP8 on `gpu`: MXFP8, FP8-MX, or the 25.09
+    alternative granularity on B200 / GB200 ("32x32 MX"; on H100 that label is blockwise)."""
+    if precision.startswith("FP8 alternative granularity"):
+        return not gpu.startswith("H100")
+    return precision in ("MXFP8", "FP8-MX")
+
+
 def deepseek_recompute_modules(gpu, precision, p):
     """Megatron-Bridge DeepSeek-V3 recompute_modules (--recompute-granularity selective) per
     GPU and recipe: scripts/performance/configs/deepseek/deepseek_workload_base_configs.py
     (NVIDIA-NeMo/Megatron-Bridge@042641823051ce167c52b0ae289941a227c11535). An empty list
     means no recompute. Precision: BF16, MX (FP8-MX / MXFP8 / MX granularity), else FP8-CS."""
-    prec = "bf16" if precision.startswith("BF16") else "mx" if "MX" in precision else "cs"
+    prec = "bf16" if precision.startswith("BF16") else "mx" if mx_label(precision, gpu) else "cs"
     g = gpu.split()[0]
     if g == "GB300":
         return {"bf16": ["moe_act"], "mx": [], "cs": ["mla_up_proj"]}[prec]
@@ -226,7 +234,7 @@ def moe_a2a_overlap(model, gpu, precision, p):
     if pp > 1 and vp <= 1:
         return False
     g = gpu.split()[0]
-    mx = "MX" in precision
+    mx = mx_label(precision, gpu)
     if model == "deepseek-v3":
         if g in ("GB300", "GB200", "B300"):
             return mx
@@ -413,11 +421,11 @@ def mbridge_fp8_recipe(r):
     prec, gpu = r["precision"], r["hardware"]["gpu"]
     if prec.startswith("BF16") or "NVFP4" in prec:
         return None
-    # First: this label names both alternatives ("GB200/B200: 32x32 MX; H100: ... blockwise").
-    if prec.startswith("FP8 alternative granularity"):
-        return "blockwise" if gpu.startswith("H100") else "mxfp8"
-    if prec in ("MXFP8", "FP8-MX"):
+    if mx_label(prec, gpu):
         return "mxfp8"
+    # This label names both alternatives ("GB200/B200: 32x32 MX; H100: ... blockwise").
+    if prec.startswith("FP8 alternative granularity"):
+        return "blockwise"
     return "tensorwise"
 
 

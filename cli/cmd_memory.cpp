@@ -236,15 +236,17 @@ int run_memory(MemoryOptions& o) {
   OrderedJson context;
   context["model"] = model.name;
   std::string device;
+  std::optional<topo::Cluster> cluster_used;  // the precision rules run against its GPUs
+  std::optional<topo::GpuSpec> gpu_used;
   if (!o.cluster.cluster.empty()) {
-    const topo::Cluster cluster = resolve_cluster(o.cluster);
+    const topo::Cluster& cluster = cluster_used.emplace(resolve_cluster(o.cluster));
     gpus = cluster.num_gpus();
     capacity = cluster.gpu.hbm_bytes;
     context["cluster"] = cluster.name;
     device = fmt::format("{} ({} GPUs of {})", cluster.name, cluster.num_gpus(),
                          cluster.gpu.display_name);
   } else if (!o.gpu.empty()) {
-    const topo::GpuSpec& gpu = topo::find_gpu(o.gpu, "--gpu");
+    const topo::GpuSpec& gpu = gpu_used.emplace(topo::find_gpu(o.gpu, "--gpu"));
     capacity = gpu.hbm_bytes;
     if (o.cluster.gpus) gpus = *o.cluster.gpus;
     context["gpu"] = gpu.name;
@@ -259,6 +261,9 @@ int run_memory(MemoryOptions& o) {
     return 0;
   }
   strategies::validate_plan(model, plan, gpus, resolved.sources);
+  // The GPU's precision rules (nvfp4 needs FP4 tensor cores, mxfp8 Blackwell, ...).
+  if (cluster_used) strategies::check_precision_on_cluster(plan, *cluster_used, resolved.sources);
+  if (gpu_used) strategies::check_precision_on_gpu(plan, *gpu_used, resolved.sources);
   const models::MemoryReport report = strategies::estimate_memory(model, plan);
   context["plan"] = strategies::plan_to_json(plan);
   const Format format = parse_format(o.format);

@@ -161,9 +161,10 @@ class MegatronReader {
     if (cpu_offloading_ && offload_layers_)
       input_.set("cpu_offloading_num_layers", *offload_layers_);
     // Megatron reads --fp8-recipe only with --fp8-format (without it training is not FP8
-    // and the recipe is ignored), and --fp8-format alone runs its default recipe, delayed
-    // (megatron/training/arguments.py: --fp8-recipe default='delayed').
-    if (fp8_) input_.set("fp8_recipe", recipe_.value_or("delayed"));
+    // and the recipe is ignored). --fp8-format alone is left to loom's auto (the GPU's
+    // recipe) rather than Megatron's default, delayed (megatron/training/arguments.py), so a
+    // later --precision bf16 does not meet a recipe the user never gave (docs/plans.md).
+    if (fp8_ && recipe_) input_.set("fp8_recipe", *recipe_);
     if (method_ && !granularity_) {
       throw ValidationError("--megatron-args",
                             "--megatron-args: --recompute-method needs --recompute-granularity "
@@ -281,7 +282,9 @@ class MegatronReader {
         fp8_ = true;
         break;
       case MegatronArg::FP8_RECIPE:  // Megatron's choices (arguments.py), kept until the end
-        recipe_ = one_of(flag, {"tensorwise", "delayed", "mxfp8", "blockwise"});
+        recipe_ = one_of(
+            flag, {loom::to_string(Fp8Recipe::TENSORWISE), loom::to_string(Fp8Recipe::DELAYED),
+                   loom::to_string(Fp8Recipe::MXFP8), loom::to_string(Fp8Recipe::BLOCKWISE)});
         break;
       case MegatronArg::FLASH:
         input_.set("flash_attention", true);

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include "common/strings.hpp"
 #include "strategies/plan/plan_effects.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/kernel_model.hpp"
@@ -334,12 +337,16 @@ void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& clus
   // --scale-swizzle with --fp8-recipe auto: only where auto means mxfp8 on some GPU type
   // (plan_effects rejects it for the other precisions and recipes).
   if (p.scale_swizzle && !block_scaled) {
-    const topo::GpuSpec& gpu = cluster.gpu;
+    std::vector<std::string> types;
+    for (int k = 0; k < cluster.num_gpu_types(); ++k) {
+      const topo::GpuSpec& gpu = cluster.gpu_type(k);
+      types.push_back(fmt::format("{} ({}: {})", gpu.name, topo::to_string(gpu.arch),
+                                  loom::to_string(topo::default_fp8_recipe(gpu.arch))));
+    }
     fail_field(s, "scale_swizzle",
-               fmt::format("{} on has no effect on {} ({}): its FP8 recipe is {}, without block "
-                           "scales; drop it or set --fp8-recipe mxfp8 on a Blackwell GPU",
-                           s.where("scale_swizzle"), gpu.name, topo::to_string(gpu.arch),
-                           loom::to_string(topo::default_fp8_recipe(gpu.arch))));
+               fmt::format("{} on has no effect: the FP8 recipe of {} has no block scales; "
+                           "drop it or set {} mxfp8 on a Blackwell GPU",
+                           s.where("scale_swizzle"), join(types, ", "), s.name("fp8_recipe")));
   }
 }
 

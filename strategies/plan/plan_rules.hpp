@@ -34,7 +34,7 @@ void check_gpu_count(const models::TrainingPlan& plan, std::int64_t cluster_gpus
                      const PlanSources& sources = {});
 
 /// validate_plan against `cluster` (its GPU count), then the rules that need the cluster
-/// itself: check_precision_on_gpu and check_dp_mode_cluster. Throws PlanError for the first
+/// itself: check_precision_on_cluster and check_dp_mode_cluster. Throws PlanError for the first
 /// rule broken.
 void validate_plan_on_cluster(const models::ModelSpec& model, const models::TrainingPlan& plan,
                               const topo::Cluster& cluster, const PlanSources& sources = {});

@@ -161,7 +161,6 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   ogr_ = switch_list(input_, "overlap_grad_reduce");
   opg_ = switch_list(input_, "overlap_param_gather");
   tpo_ = switch_list(input_, "tp_comm_overlap");
-  // The EP all-to-all overlap: a free switch of MoE models (not with CUDA-graphed layers).
   // The EP all-to-all overlap: a free switch of MoE models, unless a fixed value rules it out
   // everywhere (ep 1, CUDA-graphed layers, full recompute, fp32: moe_a2a_overlap_block).
   const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&
@@ -303,8 +302,8 @@ models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
   const auto w = switches(id % n, plan.tp, plan.dp);
   if (!w) throw ValidationError("id", fmt::format("{} is not a candidate of this search", id));
   apply(*w, plan);
-  if (switch_blocked(*w, plan))
-    throw ValidationError("id", fmt::format("{} is not a valid plan of this search", id));
+  if (const auto why = switch_blocked(*w, plan))
+    throw ValidationError("overlap_moe_expert_parallel_comm", *why);
   return plan;
 }
 

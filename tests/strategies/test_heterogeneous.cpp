@@ -70,8 +70,11 @@ TEST_CASE("strategies::Heterogeneous: --scale-swizzle needs a GPU type with bloc
   models::TrainingPlan p = plan(1, 1, 16);
   p.precision = models::Precision::FP8;
   p.scale_swizzle = true;
-  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, mixed()),
-                       doctest::Contains("its FP8 recipe is delayed"), PlanError);
+  CHECK_THROWS_WITH_AS(
+      validate_plan_on_cluster(model, p, mixed()),
+      doctest::Contains(
+          "h100-sxm (hopper: delayed), a100-sxm-80gb (ampere: delayed) has no block scales"),
+      PlanError);
 }
 
 TEST_CASE("strategies::Heterogeneous: half H100, half A100 — symmetric and full agree") {

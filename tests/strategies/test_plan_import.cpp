@@ -58,12 +58,15 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
             .integer("cpu_offloading_num_layers") == 20);
   CHECK_FALSE(
       import_megatron_args("--cpu-offloading-num-layers 20").has("cpu_offloading_num_layers"));
-  // --fp8-format without --fp8-recipe is Megatron's default recipe, delayed; --fp8-recipe
-  // names the recipe; a name Megatron has but loom does not is an error at resolution.
+  // --fp8-recipe names the recipe; --fp8-format alone leaves it to auto (the GPU's), so a
+  // later --precision bf16 meets no recipe; a name loom lacks is an error.
   const auto recipe_of = [](const std::string& args) {
     return resolve_plan(import_megatron_args(args + " --global-batch-size 8"), 8, 32).fp8_recipe;
   };
-  CHECK(recipe_of("--fp8-format hybrid") == Fp8Recipe::DELAYED);
+  CHECK_FALSE(recipe_of("--fp8-format hybrid").has_value());
+  PlanInput bf16 = import_megatron_args("--fp8-format hybrid --global-batch-size 8");
+  bf16.set("precision", std::string("bf16"));
+  CHECK(resolve_plan(bf16, 8, 32).precision == models::Precision::BF16);
   CHECK(recipe_of("--fp8-format e4m3 --fp8-recipe mxfp8") == Fp8Recipe::MXFP8);
   CHECK(recipe_of("--fp8-recipe tensorwise --fp8-format hybrid") == Fp8Recipe::TENSORWISE);
   CHECK_FALSE(recipe_of("--bf16").has_value());

@@ -109,14 +109,17 @@ TEST_CASE("strategies::SearchSpace: the EP all-to-all overlap is a free switch o
   CHECK(tally.invalid_by_field.at("overlap_moe_expert_parallel_comm")
             .example.find("has no effect with --ep 1") != std::string::npos);
   CHECK(tally.fitting + tally.out_of_memory == 22);
+  int overlapped = 0;
   for (const RankedId& r : tally.best) {
     const auto plan = space.candidate(r.id);
     if (plan.overlap_moe_expert_parallel_comm) {
       CHECK(plan.ep > 1);
       CHECK(plan.pp == 1);
       CHECK(plan.recompute != models::Recompute::FULL);
+      ++overlapped;
     }
   }
+  CHECK(overlapped > 0);  // the ranking holds plans with the overlap on
   // A fixed ep 1 rules the switch out everywhere: it is not in the space.
   in.set("ep", std::int64_t{1});
   CHECK(SearchSpace(model, in, 4).switch_combinations() == 3);
