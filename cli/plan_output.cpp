@@ -1,4 +1,5 @@
 #include "cli/plan_output.hpp"
+#include "cli/plan_text.hpp"
 
 #include <fmt/format.h>
 
@@ -70,8 +71,8 @@ std::string header(const PlanOutput& out) {
   if (any) {
     const auto& p = any->plan;
     s += fmt::format("; gbs {} x seq {} = {} tokens per step, {} {}", p.global_batch(), p.seq,
-                     format_count(static_cast<double>(p.global_batch() * p.seq)),
-                     models::to_string(p.precision), models::to_string(p.optimizer));
+                     format_count(static_cast<double>(p.global_batch() * p.seq)), precision_text(p),
+                     models::to_string(p.optimizer));
   }
   s += "\n";
   s += fmt::format("goodput: {:.3g} failures per GPU-hour ({}); checkpoint",

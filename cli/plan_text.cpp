@@ -22,21 +22,23 @@ std::string design_text(const models::TrainingPlan& plan) {
 
 }  // namespace
 
+std::string precision_text(const models::TrainingPlan& plan) {
+  return fmt::format("{}{}{}", models::to_string(plan.precision),
+                     plan.fp8_recipe ? fmt::format("/{}", loom::to_string(*plan.fp8_recipe)) : "",
+                     plan.scale_swizzle ? " +scale-swizzle" : "");
+}
+
 std::string plan_summary(const models::TrainingPlan& plan) {
   const std::int64_t micro_batches = plan.micro_batches();
   return fmt::format(
-      "tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {}{}{} {} grad "
-      "{} "
+      "tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
       "zero {} recompute {} schedule {}{}{}",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
       plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
       plan.global_batch(), micro_batches, micro_batches == 1 ? "" : "es", plan.seq,
-      models::to_string(plan.precision),
-      plan.fp8_recipe ? fmt::format("/{}", loom::to_string(*plan.fp8_recipe)) : "",
-      plan.scale_swizzle ? " +scale-swizzle" : "", models::to_string(plan.optimizer),
-      models::to_string(plan.grad_dtype), plan.zero, models::to_string(plan.recompute),
-      models::to_string(plan.schedule), plan.flash_attention ? "" : " (no flash attention)",
-      design_text(plan));
+      precision_text(plan), models::to_string(plan.optimizer), models::to_string(plan.grad_dtype),
+      plan.zero, models::to_string(plan.recompute), models::to_string(plan.schedule),
+      plan.flash_attention ? "" : " (no flash attention)", design_text(plan));
 }
 
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,

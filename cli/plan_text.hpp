@@ -12,6 +12,10 @@ namespace loom::cli {
 /// zero 0 recompute none schedule 1f1b" (vpp, +sp and "no flash attention" when they apply).
 std::string plan_summary(const models::TrainingPlan& plan);
 
+/// "fp8", "fp8/tensorwise", "nvfp4 +scale-swizzle": the precision with an explicit FP8
+/// recipe and the scale swizzles when set.
+std::string precision_text(const models::TrainingPlan& plan);
+
 /// Appends the plan's fields (plan JSON keys, e.g. "tp", "seq", "zero") to `header` and their
 /// values to `row`: integers and names as written, switches true/false, lists comma-joined.
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,

@@ -113,14 +113,18 @@ std::string plan_html(const models::TrainingPlan& p) {
       fmt::format("micro-batch {} · global batch {} · {} micro-batch{} per step · seq {}", p.mbs,
                   p.global_batch(), p.micro_batches(), p.micro_batches() == 1 ? "" : "es", p.seq));
   out += row("schedule", models::to_string(p.schedule));
-  out += row("precision", fmt::format("{} (gradients in {})", models::to_string(p.precision),
-                                      models::to_string(p.grad_dtype)));
+  out += row(
+      "precision",
+      fmt::format("{}{}{} (gradients in {})", models::to_string(p.precision),
+                  p.fp8_recipe ? fmt::format(", {} recipe", loom::to_string(*p.fp8_recipe)) : "",
+                  p.scale_swizzle ? ", scale swizzles" : "", models::to_string(p.grad_dtype)));
   out += row("optimizer", fmt::format("{} · ZeRO {}", models::to_string(p.optimizer), p.zero));
   out += row("recompute", models::to_string(p.recompute));
   out += row("overlap",
-             fmt::format("grad reduce {} · param gather {} · tp comm {}",
+             fmt::format("grad reduce {} · param gather {} · tp comm {} · ep all-to-all {}",
                          p.overlap_grad_reduce ? "on" : "off",
-                         p.overlap_param_gather ? "on" : "off", p.tp_comm_overlap ? "on" : "off"));
+                         p.overlap_param_gather ? "on" : "off", p.tp_comm_overlap ? "on" : "off",
+                         p.overlap_moe_expert_parallel_comm ? "on" : "off"));
   out += row("framework", models::to_string(p.framework));
   return out + "</table>\n";
 }
