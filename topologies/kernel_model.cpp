@@ -406,9 +406,7 @@ double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pas
   // Block-scaled GEMMs first swizzle their operands' scales (block_scale_swizzles): one
   // kernel per operand and group, reading and writing its scales (E8M0 per 32 elements for
   // MXFP8, E4M3 per 16 for NVFP4).
-  KernelOp resolved = op;
-  resolved.fp8_recipe = recipe;
-  const bool swizzled = block_scale_swizzles(resolved, pass, math) > 0;
+  const bool swizzled = block_scale_swizzles(op, pass, math, default_fp8_recipe()) > 0;
   const double scale = fp4 ? NVFP4_SCALE_BYTES_PER_ELEMENT : MXFP8_SCALE_BYTES_PER_ELEMENT;
   const auto swizzle_s = [&](double elements) {
     return swizzled ? b * memory_time_s(2 * scale * elements) : 0.0;
@@ -435,16 +433,21 @@ double DatasheetKernelModel::memory_bound_seconds(const KernelOp& op, KernelPass
   return bytes > 0 ? memory_time_s(bytes) + extra : 0;
 }
 
-double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math) {
-  const bool block =
-      math == DType::FP4 || (math == DType::FP8 && op.fp8_recipe == Fp8Recipe::MXFP8);
-  if (op.kind != KernelKind::FP8_CAST || !block || !op.swizzle_scales) return 0;
+bool block_scaled_gemm(DType math, Fp8Recipe recipe) {
+  return math == DType::FP4 || (math == DType::FP8 && recipe == Fp8Recipe::MXFP8);
+}
+
+double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math,
+                            Fp8Recipe unset_recipe) {
+  if (op.kind != KernelKind::FP8_CAST || !op.swizzle_scales ||
+      !block_scaled_gemm(math, op.fp8_recipe.value_or(unset_recipe)))
+    return 0;
   const double groups = static_cast<double>(std::max<std::int64_t>(op.batch, 1));
   if (pass == KernelPass::FORWARD) return 2 * groups;
   return pass == KernelPass::BACKWARD_INPUT ? 4 * groups : 0;
 }
 
-double kernel_launches(const KernelOp& op, KernelPass pass, DType math) {
+double kernel_launches(const KernelOp& op, KernelPass pass, DType math, Fp8Recipe unset_recipe) {
   const bool forward = pass == KernelPass::FORWARD;
   const double groups =
       op.per_group_kernels ? static_cast<double>(std::max<std::int64_t>(op.batch, 1)) : 1.0;
@@ -468,7 +471,7 @@ double kernel_launches(const KernelOp& op, KernelPass pass, DType math) {
     case KernelKind::OPTIMIZER:
       return forward && op.bytes > 0 ? 1 : 0;
     case KernelKind::FP8_CAST: {
-      const double swizzles = block_scale_swizzles(op, pass, math);
+      const double swizzles = block_scale_swizzles(op, pass, math, unset_recipe);
       if (forward) return 1 + op.cached_operand_share + swizzles;
       return pass == KernelPass::BACKWARD_INPUT ? 1 + swizzles : 0;
     }
@@ -479,10 +482,8 @@ double kernel_launches(const KernelOp& op, KernelPass pass, DType math) {
 double DatasheetKernelModel::seconds(const KernelOp& op, KernelPass pass, DType math) const {
   const double t = raw_seconds(op, pass, math);
   if (!op.graphed || t <= 0) return t;
-  KernelOp resolved = op;
-  resolved.fp8_recipe = fp8_recipe(op);
-  return std::max(t - kernel_launches(resolved, pass, math) * efficiency_.graph_launch_saving_s,
-                  0.0);
+  const double launches = kernel_launches(op, pass, math, default_fp8_recipe());
+  return std::max(t - launches * efficiency_.graph_launch_saving_s, 0.0);
 }
 
 double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DType math) const {

@@ -106,8 +106,10 @@ struct KernelOp {
 /// op's casts are one multi-tensor kernel (Transformer Engine GroupedLinear quantises every
 /// group's input in one fused_multi_quantize / split_quantize call). Block-scaled GEMMs
 /// (`math` FP4, or FP8 with the op's fp8_recipe MXFP8) add their scale swizzles to the cast:
-/// block_scale_swizzles per pass.
-double kernel_launches(const KernelOp& op, KernelPass pass, DType math);
+/// block_scale_swizzles per pass. `unset_recipe` stands for an op without an fp8_recipe (the
+/// GPU's default, which the model knows and this function does not).
+double kernel_launches(const KernelOp& op, KernelPass pass, DType math,
+                       Fp8Recipe unset_recipe = Fp8Recipe::DELAYED);
 /// Scale-swizzle kernels an FP8_CAST op's GEMMs launch in `pass` when their operands are
 /// block-scaled (MXFP8, NVFP4) and op.swizzle_scales: Transformer Engine before GEMM-ready
 /// quantisation (PR #2486, merged December 2025, and the fused quantise-and-swizzle kernels
@@ -116,9 +118,13 @@ double kernel_launches(const KernelOp& op, KernelPass pass, DType math);
 /// swizzle_scaling_factors(B); per group of a grouped GEMM, common/gemm/cublaslt_gemm.cu):
 /// forward 2 per group (input, weight), backward 4 (the input-gradient GEMM's output
 /// gradient and weight, the weight-gradient GEMM's input and output gradient); 0 otherwise.
-/// Reads op.fp8_recipe as given: an unset recipe counts as per-tensor, so a caller resolves
-/// it first (DatasheetKernelModel::seconds does; strategies' pass_cost sets it on every op).
-double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math);
+/// An op without an fp8_recipe runs `unset_recipe` (as in kernel_launches).
+double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math,
+                            Fp8Recipe unset_recipe = Fp8Recipe::DELAYED);
+/// Whether a GEMM on data in `math` under `recipe` reads block-scaled operands: FP4 (NVFP4's
+/// scale per 16 elements) or FP8 under MXFP8 (E8M0 per 32). The one answer the kernel model
+/// (swizzles) and the plan rules (--scale-swizzle) share.
+bool block_scaled_gemm(DType math, Fp8Recipe recipe);
 
 /// Seconds of each pass of one op.
 struct PassSeconds {

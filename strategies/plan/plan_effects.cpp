@@ -6,16 +6,16 @@
 
 #include "models/plan_dtypes.hpp"
 #include "strategies/plan/framework_profile.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
 namespace {
 
-// Whether the plan's GEMMs can carry block scales: NVFP4, or FP8 under mxfp8 or auto (mxfp8
-// on Blackwell; validate_plan_on_cluster checks the GPU).
+// Whether the plan's GEMMs can carry block scales. Without a GPU, auto may be mxfp8 (on
+// Blackwell); validate_plan_on_cluster checks the GPU.
 bool block_scaled(const models::TrainingPlan& p) {
-  if (p.precision == models::Precision::NVFP4) return true;
-  return p.precision == models::Precision::FP8 &&
-         (!p.fp8_recipe || *p.fp8_recipe == Fp8Recipe::MXFP8);
+  return topo::block_scaled_gemm(models::compute_dtype(p.precision),
+                                 p.fp8_recipe.value_or(Fp8Recipe::MXFP8));
 }
 
 using models::TrainingPlan;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/strings.hpp"
+#include "models/plan_dtypes.hpp"
 #include "strategies/plan/plan_effects.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/kernel_model.hpp"
@@ -326,13 +327,13 @@ void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, con
 void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& cluster,
                                 const PlanSources& s) {
   // Every GPU type of a mixed cluster runs the plan's linears.
-  bool block_scaled = p.precision == models::Precision::NVFP4;
+  bool block_scaled = false;
   for (int k = 0; k < cluster.num_gpu_types(); ++k) {
     const topo::GpuSpec& gpu = cluster.gpu_type(k);
     check_precision_on_gpu(p, gpu, s);
-    if (p.precision == models::Precision::FP8 &&
-        p.fp8_recipe.value_or(topo::default_fp8_recipe(gpu.arch)) == Fp8Recipe::MXFP8)
-      block_scaled = true;
+    block_scaled |=
+        topo::block_scaled_gemm(models::compute_dtype(p.precision),
+                                p.fp8_recipe.value_or(topo::default_fp8_recipe(gpu.arch)));
   }
   // --scale-swizzle with --fp8-recipe auto: only where auto means mxfp8 on some GPU type
   // (plan_effects rejects it for the other precisions and recipes).
