@@ -95,7 +95,8 @@ LayerKey layer_key(const models::TrainingPlan& p) {
           static_cast<int>(p.recompute),
           p.pp == 1,
           cast_share ? p.micro_batches() : 0,
-          by_chunk ? p.pp * 4096 + p.vpp : 0};
+          by_chunk ? p.pp : 0,
+          by_chunk ? p.vpp : 0};
 }
 
 std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {

@@ -51,13 +51,13 @@ struct LayoutGroups {
   std::vector<std::vector<int>> dp_concurrent, edp_concurrent;
 };
 
-/// (tp, cp, ep, mbs, sp, recompute, pp == 1, cast micro-batches, chunk layout): what the op
-/// lists and pass costs read of a plan that the search varies; everything else they read is
-/// the same for every candidate of one search. Cast micro-batches: the micro-batch count when
-/// the FP8 weight casts are spread over it (cost_ops: 1 / m of them per pass), else 0. Chunk
-/// layout: pp x 4096 + vpp when which layers recompute depends on the model chunks (full
-/// recompute, block method: models::layer_recomputed), else 0.
-using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t, int>;
+/// (tp, cp, ep, mbs, sp, recompute, pp == 1, cast micro-batches, chunk pp, chunk vpp): what
+/// the op lists and pass costs read of a plan that the search varies; everything else they
+/// read is the same for every candidate of one search. Cast micro-batches: the micro-batch
+/// count when the FP8 weight casts are spread over it (cost_ops: 1 / m of them per pass),
+/// else 0. Chunk pp and vpp: the plan's when which layers recompute depends on the model
+/// chunks (full recompute, block method: models::layer_recomputed), else 0.
+using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t, int, int>;
 /// (tp, cp, ep, dp, pp): what the process groups depend on.
 using LayoutKey = std::tuple<int, int, int, int, int>;
 /// (schedule, pp, micro-batches, vpp): what a pipeline schedule depends on.
