@@ -104,7 +104,7 @@ std::string PlanInput::canonical() const {
           } else if constexpr (std::is_same_v<T, bool>) {
             out += v ? "true" : "false";
           } else if constexpr (std::is_same_v<T, std::vector<int>>) {
-            for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+            out += fmt::format("{}", fmt::join(v, ","));
           } else {
             out += fmt::format("{}", v);
           }
