@@ -26,6 +26,9 @@ void PassCost::add(const PassCost& o) {
   fwd_launches += o.fwd_launches;
   bwd_launches += o.bwd_launches;
   recompute_launches += o.recompute_launches;
+  fwd_host_s += o.fwd_host_s;
+  bwd_host_s += o.bwd_host_s;
+  recompute_host_s += o.recompute_host_s;
 }
 
 namespace {
@@ -114,6 +117,9 @@ struct OpPasses {
   topo::PassSeconds t;
   double fwd_launches = 0;  ///< kernels the forward launches
   double bwd_launches = 0;  ///< kernels the backward (input and weight gradients) launches
+  /// Of those, the block-scale swizzle kernels (KernelOp::swizzle_scales) of its casts.
+  double fwd_swizzles = 0;
+  double bwd_swizzles = 0;  ///< see fwd_swizzles
 };
 
 // Launches of each pass of `k`, added to `o`.
@@ -157,10 +163,42 @@ OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
   t.backward_input += c.backward_input;
   t.backward_weight += c.backward_weight;
   add_launches(o, cast, dt);
+  const topo::Fp8Recipe unset = kernels.default_fp8_recipe();
+  o.fwd_swizzles = topo::block_scale_swizzles(cast, topo::KernelPass::FORWARD, dt, unset);
+  o.bwd_swizzles = topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_INPUT, dt, unset) +
+                   topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_WEIGHT, dt, unset);
   return o;
 }
 
+// Whether `op` is one of the two grouped linears of a routed-expert MLP block as Megatron-core
+// runs it: Transformer Engine's GroupedLinear (TEGroupedMLP), the stack of Megatron's fusions.
+bool te_expert_block(const models::OpCost& op, const models::TrainingPlan& plan) {
+  return op.expert && op.kind == OpKind::MATMUL && plan.fusion == models::Fusion::MEGATRON;
+}
+
 }  // namespace
+
+// Host time of Transformer Engine's routed-expert MLP block, measured by a TE maintainer
+// (T. Moon, NVIDIA/TransformerEngine issue #2897, "Reduce CPU overhead in grouped MLP block",
+// April 2026): on GB200 with 64 experts and hidden size 128, so that the GPU work is
+// negligible and the time is the host's, the block's forward takes ~1.2 ms and its backward
+// ~2.1 ms. Of that, the issue itemises what grows with the expert count: the weight
+// quantisers' set-up (90 us, forward), the wgrad tensor allocations (350 us) and
+// clear_tensor_data on the saved tensors (200 us, backward), and the device-pointer gathering
+// of every group's data and scales (>100 us, counted half per pass): 2.2 us forward and 9.4 us
+// backward per expert at 64. The rest is taken as fixed per block. The fused MXFP8 path the
+// issue measured launches fewer kernels than the unfused GroupedLinear (one cuBLAS GEMM and
+// quantisation per expert, TE issue #1499: torch.split and 2 x num_gemms torch.empty calls
+// per quantisation), so for that path these are a lower bound.
+ExpertBlockHost expert_block_host_s(double local_experts) {
+  constexpr double measured_experts = 64;
+  constexpr double per_expert_fwd = (90e-6 + 50e-6) / measured_experts;
+  constexpr double per_expert_bwd = (350e-6 + 200e-6 + 50e-6) / measured_experts;
+  constexpr double fixed_fwd = 1.2e-3 - measured_experts * per_expert_fwd;
+  constexpr double fixed_bwd = 2.1e-3 - measured_experts * per_expert_bwd;
+  const double e = std::max(local_experts, 1.0);
+  return {fixed_fwd + e * per_expert_fwd, fixed_bwd + e * per_expert_bwd};
+}
 
 double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s) {
   return plan.dp_mode == models::DpMode::DATAPARALLEL ? 0 : host_launch_s;
@@ -168,9 +206,12 @@ double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s
 
 void host_bound_passes(PassCost& c, double host_launch_s) {
   if (host_launch_s <= 0) return;
-  c.fwd_s = std::max(c.fwd_s, c.fwd_launches * host_launch_s);
-  c.recompute_s = std::max(c.recompute_s, c.recompute_launches * host_launch_s);
-  const double gpu = c.bwd_input_s + c.bwd_weight_s, host = c.bwd_launches * host_launch_s;
+  const double speed = host_launch_s / REFERENCE_HOST_LAUNCH_S;
+  c.fwd_s = std::max(c.fwd_s, c.fwd_launches * host_launch_s + c.fwd_host_s * speed);
+  c.recompute_s =
+      std::max(c.recompute_s, c.recompute_launches * host_launch_s + c.recompute_host_s * speed);
+  const double gpu = c.bwd_input_s + c.bwd_weight_s;
+  const double host = c.bwd_launches * host_launch_s + c.bwd_host_s * speed;
   if (gpu > 0 && host > gpu) {
     c.bwd_input_s *= host / gpu;
     c.bwd_weight_s *= host / gpu;
@@ -197,11 +238,26 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
     const bool comm = op.comm != CommKind::NONE && op.comm_bytes > 0;
-    const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
-    c.fwd_launches += fwd_launches;
-    c.bwd_launches +=
-        o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
-    if (rerun) c.recompute_launches += fwd_launches;
+    if (te_expert_block(op, plan)) {
+      // Its host time is its half of the measured block's, which includes its launches; the
+      // per-group scale swizzles of containers before GEMM-ready scales (--scale-swizzle)
+      // are kernels of their own the measured block did not launch.
+      const ExpertBlockHost h = expert_block_host_s(static_cast<double>(op.shape.batch));
+      c.fwd_host_s += h.forward_s / 2;
+      c.bwd_host_s += h.backward_s / 2;
+      c.fwd_launches += o.fwd_swizzles;
+      c.bwd_launches += o.bwd_swizzles;
+      if (rerun) {
+        c.recompute_host_s += h.forward_s / 2;
+        c.recompute_launches += o.fwd_swizzles;
+      }
+    } else {
+      const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
+      c.fwd_launches += fwd_launches;
+      c.bwd_launches +=
+          o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
+      if (rerun) c.recompute_launches += fwd_launches;
+    }
     if (comm) {
       const auto [fwd, bwd] = op_collectives(op, plan.cp);
       c.fwd_comm.push_back(fwd);

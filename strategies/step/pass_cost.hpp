@@ -44,6 +44,12 @@ struct PassCost {
   double fwd_launches = 0;
   double bwd_launches = 0;        ///< see fwd_launches
   double recompute_launches = 0;  ///< see fwd_launches
+  /// Host seconds the framework spends in the forward, the backward and the recompute beyond
+  /// its kernels' launches, at the reference host speed (REFERENCE_HOST_LAUNCH_S per launch):
+  /// Transformer Engine's routed-expert MLP blocks (expert_block_host_s).
+  double fwd_host_s = 0;
+  double bwd_host_s = 0;        ///< see fwd_host_s
+  double recompute_host_s = 0;  ///< see fwd_host_s
   /// Adds `other`'s seconds, collectives, parameters and kernels.
   void add(const PassCost& other);
 };
@@ -61,6 +67,19 @@ struct StageWork {
   std::vector<PassCost> chunk_cost;      ///< by virtual stage: the sum of its units
 };
 
+/// The host seconds per eager kernel launch loom assumes by default (SimulateOptions::
+/// host_launch_s): the host speed at which the framework host costs below are quoted.
+inline constexpr double REFERENCE_HOST_LAUNCH_S = 10e-6;
+
+/// Host seconds of one pass of a routed-expert MLP block (fc1, activation, fc2) in
+/// Transformer Engine's grouped linears with `local_experts` experts, at the reference host
+/// speed: a fixed part plus a part per local expert (see pass_cost.cpp for the source).
+struct ExpertBlockHost {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+ExpertBlockHost expert_block_host_s(double local_experts);
+
 /// Which part of the model an op list is. Megatron's full recompute
 /// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
 /// LM head run once.
@@ -74,13 +93,17 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// `host_launch_s` > 0: host seconds per eager kernel launch. The host issues kernels ahead
 /// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); CUDA-
 /// graphed layers launch one graph per pass and are never host-bound. 0: no host bound.
+/// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is its
+/// half of expert_block_host_s instead of its launches, scaled by host_launch_s /
+/// REFERENCE_HOST_LAUNCH_S (a slower host is slower at both).
 /// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
 /// torchtitan's every-k-th layer): nothing of it re-runs.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER,
                   double host_launch_s = 0, bool recomputed = true);
 
-/// A pass's seconds raised to its launches' host time, `launches` x `host_launch_s`: the
+/// A pass's seconds raised to its host time, `launches` x `host_launch_s` plus the framework's
+/// host seconds (fwd_host_s ..., scaled by host_launch_s / REFERENCE_HOST_LAUNCH_S): the
 /// forward and the recompute to their own, the backward's input- and weight-gradient parts
 /// scaled together to the backward's.
 void host_bound_passes(PassCost& c, double host_launch_s);

@@ -479,6 +479,58 @@ TEST_CASE("strategies::PassCost: EP all-to-alls dispatch and combine in every Mo
   CHECK(no_ep.fwd_s == rel(layer.fwd_s, 0.05));
 }
 
+TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its measured time") {
+  // TE issue #2897 (GB200, 64 experts, host-bound): forward ~1.2 ms, backward ~2.1 ms; per
+  // expert, by hand from its itemisation: (90 + 50) / 64 = 2.1875 us forward, (350 + 200 + 50)
+  // / 64 = 9.375 us backward. At 64 experts the block is the measurement; at 8 it is
+  // 1.2 ms - 56 x 2.1875 us = 1.0775 ms forward and 2.1 ms - 56 x 9.375 us = 1.575 ms backward.
+  CHECK(expert_block_host_s(64).forward_s == rel(1.2e-3));
+  CHECK(expert_block_host_s(64).backward_s == rel(2.1e-3));
+  CHECK(expert_block_host_s(8).forward_s == rel(1.0775e-3));
+  CHECK(expert_block_host_s(8).backward_s == rel(1.575e-3));
+  // Mixtral 8x7B at ep 8: one local expert per GPU, so 1.2 ms - 63 x 2.1875 us = 1.0622 ms
+  // forward and 2.1 ms - 63 x 9.375 us = 1.5094 ms backward of host time in every MoE layer.
+  const auto model = models::load_model("mixtral-8x7b");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.dp = 8;
+  p.ep = 8;
+  const auto ops = models::layer_ops(model, p, 0);
+  const PassCost layer = cost_ops(ops, p, h100());
+  CHECK(layer.fwd_host_s == rel(1.2e-3 - 63 * 2.1875e-6));
+  CHECK(layer.bwd_host_s == rel(2.1e-3 - 63 * 9.375e-6));
+  // Its grouped linears' launches are inside the measured time: the layer's launch count drops
+  // by theirs (one GEMM per pass each forward; dgrad and wgrad backward).
+  models::TrainingPlan torchtitan = p;
+  torchtitan.fusion = models::Fusion::NONE;
+  const PassCost eager = cost_ops(ops, torchtitan, h100());
+  CHECK(eager.fwd_host_s == 0);
+  CHECK(eager.bwd_host_s == 0);
+  CHECK(eager.fwd_launches - layer.fwd_launches == rel(2));
+  // At 4096 tokens the GPU's 5 ms forward hides the host's; at 128 tokens the GPU takes far
+  // less than the block's host time plus the layer's other launches, so the forward is
+  // host-bound: exactly their host time at 10 us per launch.
+  CHECK(cost_ops(ops, p, h100(), OpList::LAYER, 10e-6).fwd_s == rel(layer.fwd_s));
+  models::TrainingPlan short_seq = p;
+  short_seq.seq = 128;
+  const auto short_ops = models::layer_ops(model, short_seq, 0);
+  const PassCost gpu = cost_ops(short_ops, short_seq, h100());
+  const PassCost bound = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 10e-6);
+  CHECK(gpu.fwd_s < gpu.fwd_launches * 10e-6 + gpu.fwd_host_s);
+  CHECK(bound.fwd_s == rel(gpu.fwd_launches * 10e-6 + gpu.fwd_host_s));
+  // A host twice as slow per launch is twice as slow at the block too.
+  const PassCost slow = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 20e-6);
+  CHECK(slow.fwd_s == rel(2 * bound.fwd_s));
+  // A CUDA-graphed layer replays without the host.
+  models::TrainingPlan graphed = short_seq;
+  graphed.cuda_graphs = true;
+  CHECK(cost_ops(short_ops, graphed, h100(), OpList::LAYER, 10e-6).fwd_s < bound.fwd_s);
+  // A dense layer has no expert block.
+  const PassCost dense =
+      cost_ops(models::layer_ops(models::load_model("llama3-8b"), p, 0), p, h100());
+  CHECK(dense.fwd_host_s == 0);
+}
+
 TEST_CASE("strategies::PassCost: selective recompute replays only the attention core") {
   // Korthikanti et al. 2022, Sec. 5: selective recompute re-runs the attention core (QKᵀ,
   // softmax, dropout, attention x V), not the projections or the MLP. gpt-1.7b with flash
