@@ -314,9 +314,10 @@ double DatasheetKernelModel::grouped_launch_extra_s(const KernelOp& op) const {
   // multi-stream cublas backend", transformer_engine/pytorch/csrc/extensions/gemm.cpp) calls
   // nvte_multi_stream_cublas_gemm (common/gemm/cublaslt_gemm.cu), which launches the GEMMs
   // one by one from the host, dealt over num_streams = 4 compute streams (common/include/
-  // transformer_engine/gemm.h). The streams overlap the kernels' execution (their tiles share
-  // the SMs, as the pooled wave quantisation above counts), not their launches: every group
-  // pays the per-kernel launch cost, batch - 1 more than one batched kernel.
+  // transformer_engine/gemm.h). The streams overlap the kernels' execution (the tiles of the
+  // TE_GROUPED_GEMM_STREAMS groups in flight share the SMs: concurrent_groups), not their
+  // launches: every group pays the per-kernel launch cost, batch - 1 more than one batched
+  // kernel.
   if (!op.per_group_kernels || op.batch <= 1) return 0;
   return static_cast<double>(op.batch - 1) * efficiency_.kernel_overhead_s;
 }
@@ -447,6 +448,11 @@ double block_scale_swizzles(const KernelOp& op, KernelPass pass, DType math,
   return pass == KernelPass::BACKWARD_INPUT ? 4 * groups : 0;
 }
 
+std::int64_t concurrent_groups(const KernelOp& op) {
+  const std::int64_t batch = std::max<std::int64_t>(op.batch, 1);
+  return op.per_group_kernels ? std::min(batch, TE_GROUPED_GEMM_STREAMS) : batch;
+}
+
 double kernel_launches(const KernelOp& op, KernelPass pass, DType math, Fp8Recipe unset_recipe) {
   const bool forward = pass == KernelPass::FORWARD;
   const double groups =
@@ -490,17 +496,20 @@ double DatasheetKernelModel::raw_seconds(const KernelOp& op, KernelPass pass, DT
   switch (op.kind) {
     case KernelKind::GEMM: {
       // Forward C = A·B ([m x k]·[k x n]); dA = dC·Bᵀ is [m x n]·[n x k]; dB = Aᵀ·dC is
-      // [k x m]·[m x n]: each timed at the efficiency of its own shape.
+      // [k x m]·[m x n]: each timed at the efficiency of its own shape. A grouped GEMM
+      // launched per group shares the SMs only among the groups its streams run at once
+      // (concurrent_groups).
+      const std::int64_t b = concurrent_groups(op);
       double t = 0;
       switch (pass) {
         case KernelPass::FORWARD:
-          t = gemm_time_s(op.forward_flops, op.m, op.n, op.k, op.batch, math);
+          t = gemm_time_s(op.forward_flops, op.m, op.n, op.k, b, math);
           break;
         case KernelPass::BACKWARD_INPUT:
-          t = gemm_time_s(op.backward_input_flops, op.m, op.k, op.n, op.batch, math);
+          t = gemm_time_s(op.backward_input_flops, op.m, op.k, op.n, b, math);
           break;
         case KernelPass::BACKWARD_WEIGHT:
-          t = gemm_time_s(op.backward_weight_flops, op.k, op.n, op.m, op.batch, math);
+          t = gemm_time_s(op.backward_weight_flops, op.k, op.n, op.m, b, math);
           break;
       }
       return t > 0 ? t + grouped_launch_extra_s(op) : t;

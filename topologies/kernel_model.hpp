@@ -98,6 +98,15 @@ struct KernelOp {
   bool swizzle_scales = false;
 };
 
+/// Compute streams Transformer Engine deals a grouped GEMM's per-group cuBLAS GEMMs over
+/// (`num_streams = 4`, transformer_engine/common/include/transformer_engine/gemm.h; used by
+/// nvte_multi_stream_cublas_gemm, common/gemm/cublaslt_gemm.cu).
+inline constexpr std::int64_t TE_GROUPED_GEMM_STREAMS = 4;
+/// The groups of `op` whose tiles share the SMs at once: a grouped GEMM launched per group
+/// (per_group_kernels) runs at most TE_GROUPED_GEMM_STREAMS of them concurrently, so its wave
+/// quantisation pools that many; a batched GEMM (one kernel) pools its whole batch.
+std::int64_t concurrent_groups(const KernelOp& op);
+
 /// Kernels the host launches for `pass` of `op` (0 when the pass does no work): a GEMM
 /// pass one (a grouped GEMM launched per group: `batch`); fused attention one per ring step
 /// (`cp_ring`), none for BACKWARD_WEIGHT (its backward is one kernel); a memory-bound op its

@@ -534,8 +534,11 @@ TEST_CASE("topologies::DatasheetKernelModel: a grouped GEMM pays one launch per 
   // (nvte_multi_stream_cublas_gemm, transformer_engine/common/gemm/cublaslt_gemm.cu), so 16
   // experts cost 15 kernel overheads (4 us each) more than one batched kernel of the same
   // tiles, in every pass; the FLOP time is the same.
+  // 128 x 4736 x 4736: every pass's output is 37 or 37 x 37 tiles a group, so the 4 groups in
+  // flight and the 16 of one batched kernel both fill B200's 148 SMs in whole waves: the FLOP
+  // time is the same.
   DatasheetKernelModel b200(find_gpu("b200"));
-  KernelOp batched = gemm(1024, 1536, 2048);
+  KernelOp batched = gemm(128, 4736, 4736);
   batched.batch = 16;
   batched.forward_flops *= 16;
   batched.backward_input_flops *= 16;
@@ -558,6 +561,28 @@ TEST_CASE("topologies::DatasheetKernelModel: a grouped GEMM pays one launch per 
   single_grouped.per_group_kernels = true;
   CHECK(b200.seconds(single_grouped, KernelPass::FORWARD, DType::BF16) ==
         b200.seconds(single, KernelPass::FORWARD, DType::BF16));
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: a grouped GEMM's waves pool only its 4 streams") {
+  // TE deals the per-group GEMMs over 4 streams (TE_GROUPED_GEMM_STREAMS), so only 4 groups'
+  // tiles share the SMs at once. H100 (132 SMs), 16 groups of 512 x 1536 (4 x 12 = 48 tiles):
+  // one batched kernel deals 768 tiles in 6 waves (768 / 792 = 0.969697 busy); 4 groups in
+  // flight deal 192 in 2 (192 / 264 = 0.727273). The FLOP time grows by 0.969697 / 0.727273 =
+  // 4 / 3 beyond the 15 extra launches' overhead (4 us each, as above).
+  DatasheetKernelModel h100(find_gpu("h100-sxm"));
+  KernelOp batched = gemm(512, 1536, 2048);
+  batched.batch = 16;
+  batched.forward_flops *= 16;
+  KernelOp grouped = batched;
+  grouped.per_group_kernels = true;
+  CHECK(concurrent_groups(batched) == 16);
+  CHECK(concurrent_groups(grouped) == 4);
+  const double b = h100.seconds(batched, KernelPass::FORWARD, DType::BF16) - 4e-6;
+  const double g = h100.seconds(grouped, KernelPass::FORWARD, DType::BF16) - 16 * 4e-6;
+  CHECK(g / b == doctest::Approx(4.0 / 3.0).epsilon(1e-9));
+  // Fewer groups than streams run all at once.
+  grouped.batch = 3;
+  CHECK(concurrent_groups(grouped) == 3);
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: NVFP4 GEMMs at the FP4 peak, casts by hand") {
