@@ -46,7 +46,8 @@ struct PassCost {
   double recompute_launches = 0;  ///< see fwd_launches
   /// Host seconds the framework spends in the forward, the backward and the recompute beyond
   /// its kernels' launches, at the reference host speed (REFERENCE_HOST_LAUNCH_S per launch):
-  /// Transformer Engine's routed-expert MLP blocks (expert_block_host_s).
+  /// what Transformer Engine's routed-expert MLP blocks take beyond their launches
+  /// (expert_block_host_s).
   double fwd_host_s = 0;
   double bwd_host_s = 0;        ///< see fwd_host_s
   double recompute_host_s = 0;  ///< see fwd_host_s
@@ -73,12 +74,13 @@ inline constexpr double REFERENCE_HOST_LAUNCH_S = 10e-6;
 
 /// Host seconds of one pass of a routed-expert MLP block (fc1, activation, fc2) in
 /// Transformer Engine's grouped linears with `local_experts` experts, at the reference host
-/// speed: a fixed part plus a part per local expert (see pass_cost.cpp for the source).
+/// speed: a fixed part plus a part per local expert, less the weight quantisers' set-up when
+/// the linears are not `quantised` (FP8 / NVFP4) (see pass_cost.cpp for the source).
 struct ExpertBlockHost {
   double forward_s = 0;
   double backward_s = 0;
 };
-ExpertBlockHost expert_block_host_s(double local_experts);
+ExpertBlockHost expert_block_host_s(double local_experts, bool quantised = true);
 
 /// Which part of the model an op list is. Megatron's full recompute
 /// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
@@ -93,8 +95,8 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// `host_launch_s` > 0: host seconds per eager kernel launch. The host issues kernels ahead
 /// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); CUDA-
 /// graphed layers launch one graph per pass and are never host-bound. 0: no host bound.
-/// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is its
-/// half of expert_block_host_s instead of its launches, scaled by host_launch_s /
+/// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is the
+/// larger of its launches' and its half of expert_block_host_s, both scaled by host_launch_s /
 /// REFERENCE_HOST_LAUNCH_S (a slower host is slower at both).
 /// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
 /// torchtitan's every-k-th layer): nothing of it re-runs.

@@ -483,48 +483,82 @@ TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its
   // TE issue #2897 (GB200, 64 experts, host-bound): forward ~1.2 ms, backward ~2.1 ms; per
   // expert, by hand from its itemisation: (90 + 50) / 64 = 2.1875 us forward, (350 + 200 + 50)
   // / 64 = 9.375 us backward. At 64 experts the block is the measurement; at 8 it is
-  // 1.2 ms - 56 x 2.1875 us = 1.0775 ms forward and 2.1 ms - 56 x 9.375 us = 1.575 ms backward.
+  // 1.2 ms - 56 x 2.1875 us = 1.0775 ms forward and 2.1 ms - 56 x 9.375 us = 1.575 ms backward;
+  // unquantised (bf16) linears leave out the quantisers' 90 / 64 = 1.40625 us per expert.
   CHECK(expert_block_host_s(64).forward_s == rel(1.2e-3));
   CHECK(expert_block_host_s(64).backward_s == rel(2.1e-3));
   CHECK(expert_block_host_s(8).forward_s == rel(1.0775e-3));
   CHECK(expert_block_host_s(8).backward_s == rel(1.575e-3));
-  // Mixtral 8x7B at ep 8: one local expert per GPU, so 1.2 ms - 63 x 2.1875 us = 1.0622 ms
-  // forward and 2.1 ms - 63 x 9.375 us = 1.5094 ms backward of host time in every MoE layer.
+  CHECK(expert_block_host_s(8, false).forward_s == rel(1.0775e-3 - 8 * 1.40625e-6));
+  CHECK(expert_block_host_s(8, false).backward_s == rel(1.575e-3));
+  // Mixtral 8x7B in FP8 at ep 2: 4 local experts. Each grouped linear's host time, its launches
+  // at 10 us plus what the block takes beyond them, is half the block's: (1.2 ms - 60 x
+  // 2.1875 us) / 2 = 0.534375 ms forward, (2.1 ms - 60 x 9.375 us) / 2 = 0.76875 ms backward.
   const auto model = models::load_model("mixtral-8x7b");
   models::TrainingPlan p;
   p.seq = 4096;
-  p.dp = 8;
-  p.ep = 8;
+  p.dp = 2;
+  p.ep = 2;
+  p.precision = models::Precision::FP8;
   const auto ops = models::layer_ops(model, p, 0);
+  int grouped = 0;
+  for (const auto& op : ops) {
+    if (!op.expert || op.kind != models::OpKind::MATMUL) continue;
+    ++grouped;
+    const PassCost one = cost_ops({op}, p, h100());
+    CHECK(one.fwd_launches * 10e-6 + one.fwd_host_s == rel(0.534375e-3));
+    CHECK(one.bwd_launches * 10e-6 + one.bwd_host_s == rel(0.76875e-3));
+  }
+  CHECK(grouped == 2);
   const PassCost layer = cost_ops(ops, p, h100());
-  CHECK(layer.fwd_host_s == rel(1.2e-3 - 63 * 2.1875e-6));
-  CHECK(layer.bwd_host_s == rel(2.1e-3 - 63 * 9.375e-6));
-  // Its grouped linears' launches are inside the measured time: the layer's launch count drops
-  // by theirs (one GEMM per pass each forward; dgrad and wgrad backward).
-  models::TrainingPlan torchtitan = p;
-  torchtitan.fusion = models::Fusion::NONE;
-  const PassCost eager = cost_ops(ops, torchtitan, h100());
-  CHECK(eager.fwd_host_s == 0);
-  CHECK(eager.bwd_host_s == 0);
-  CHECK(eager.fwd_launches - layer.fwd_launches == rel(2));
-  // At 4096 tokens the GPU's 5 ms forward hides the host's; at 128 tokens the GPU takes far
-  // less than the block's host time plus the layer's other launches, so the forward is
-  // host-bound: exactly their host time at 10 us per launch.
+  CHECK(layer.fwd_host_s > 0);
+  // torchtitan's and DeepSpeed's stacks (no TE fusions) and single-process DataParallel count
+  // launches only; the launches themselves are the same.
+  models::TrainingPlan eager = p;
+  eager.fusion = models::Fusion::NONE;
+  const PassCost unfused = cost_ops(ops, eager, h100());
+  CHECK(unfused.fwd_host_s == 0);
+  CHECK(unfused.bwd_host_s == 0);
+  CHECK(unfused.fwd_launches == layer.fwd_launches);
+  models::TrainingPlan dataparallel = p;
+  dataparallel.dp_mode = models::DpMode::DATAPARALLEL;
+  CHECK(cost_ops(ops, dataparallel, h100()).fwd_host_s == 0);
+  // Where the launches alone take longer, they bound it: 256 local experts launch 256 GEMMs
+  // per pass (2.56 ms at 10 us), more than half the block (0.53 ms + 256 x 1.09 us).
+  models::OpCost many = *std::find_if(ops.begin(), ops.end(), [](const models::OpCost& op) {
+    return op.expert && op.kind == models::OpKind::MATMUL;
+  });
+  many.shape.batch = 256;
+  const PassCost bound_by_launches = cost_ops({many}, p, h100());
+  CHECK(bound_by_launches.fwd_launches >= 256);
+  CHECK(bound_by_launches.fwd_host_s == 0);
+  // At 4096 tokens the GPU's forward hides the host's; in bf16 at 128 tokens and ep 8 (one
+  // local expert) the GPU takes less than the host, so the forward is host-bound: exactly its
+  // host time at 10 us per launch.
   CHECK(cost_ops(ops, p, h100(), OpList::LAYER, 10e-6).fwd_s == rel(layer.fwd_s));
   models::TrainingPlan short_seq = p;
   short_seq.seq = 128;
+  short_seq.precision = models::Precision::BF16;
+  short_seq.dp = short_seq.ep = 8;
   const auto short_ops = models::layer_ops(model, short_seq, 0);
   const PassCost gpu = cost_ops(short_ops, short_seq, h100());
   const PassCost bound = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 10e-6);
   CHECK(gpu.fwd_s < gpu.fwd_launches * 10e-6 + gpu.fwd_host_s);
   CHECK(bound.fwd_s == rel(gpu.fwd_launches * 10e-6 + gpu.fwd_host_s));
+  CHECK(bound.recompute_s == 0);  // no recompute planned
+  // Full recompute re-runs the block's forward on the host too.
+  models::TrainingPlan full = short_seq;
+  full.recompute = models::Recompute::FULL;
+  const PassCost recomputed = cost_ops(short_ops, full, h100());
+  CHECK(recomputed.recompute_host_s == rel(recomputed.fwd_host_s));
   // A host twice as slow per launch is twice as slow at the block too.
   const PassCost slow = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 20e-6);
   CHECK(slow.fwd_s == rel(2 * bound.fwd_s));
-  // A CUDA-graphed layer replays without the host.
+  // A CUDA-graphed layer replays without the host: it keeps its GPU time.
   models::TrainingPlan graphed = short_seq;
   graphed.cuda_graphs = true;
-  CHECK(cost_ops(short_ops, graphed, h100(), OpList::LAYER, 10e-6).fwd_s < bound.fwd_s);
+  CHECK(cost_ops(short_ops, graphed, h100(), OpList::LAYER, 10e-6).fwd_s ==
+        rel(cost_ops(short_ops, graphed, h100()).fwd_s));
   // A dense layer has no expert block.
   const PassCost dense =
       cost_ops(models::layer_ops(models::load_model("llama3-8b"), p, 0), p, h100());
