@@ -95,10 +95,18 @@ OpCost residual_op(std::string name, double elements, double act, bool dropout, 
 
 OpCost router_topk_op(double tokens, double experts, double top_k, Fusion fusion) {
   // Reads the fp32 router logits, writes top_k fp32 probabilities and int64 indices per
-  // token. Megatron --moe-router-fusion (TE fused_topk_with_score_function) is one kernel;
-  // eager softmax, topk and the probability gather/normalise are three.
+  // token. Megatron's router with --moe-router-fusion (TE fused_topk_with_score_function and
+  // the fused aux-loss kernels, TE PR #1883) still launches 31 kernels per pass, the gating
+  // GEMM (the router op) among them: "reducing the total number of kernels in the router part
+  // from 72 to 31", the rest "separated by communication kernels of global auxiliary losses"
+  // (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization, section 2.1.4); each is a
+  // small kernel, so the bytes stay those of the top-k. The backward is taken to launch as
+  // many. torchtitan's router (no aux loss: softmax, topk and the probability
+  // gather/normalise) is three eager kernels, or one compiled.
+  constexpr int megatron_router_kernels = 31 - 1;
   OpCost op = elementwise("router_topk", 4 * tokens * experts, 12 * tokens * top_k, 0,
                           5 * tokens * experts);
+  if (fusion == Fusion::MEGATRON) op.kernels = megatron_router_kernels;
   if (eager(fusion)) unfuse(op, 3, 2.0);
   return op;
 }

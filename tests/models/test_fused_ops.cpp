@@ -138,4 +138,11 @@ TEST_CASE("models::FusedOps: an MoE layer has a router top-k kernel over fp32 lo
   REQUIRE(topk != nullptr);
   CHECK(topk->input_bytes == doctest::Approx(4 * 4096.0 * 128));
   CHECK(topk->output_bytes == doctest::Approx(12 * 4096.0 * 8));
+  // Megatron's fused router launches 31 kernels with the gating GEMM (Megatron-LM
+  // deepseek-v3-gb200-optimization 2.1.4); torchtitan's eager router 3, compiled 1.
+  CHECK(topk->kernels == 30);
+  plan.fusion = Fusion::NONE;
+  CHECK(find_op(layer_ops(m, plan, 0), "router_topk")->kernels == 3);
+  plan.fusion = Fusion::COMPILE;
+  CHECK(find_op(layer_ops(m, plan, 0), "router_topk")->kernels == 1);
 }
