@@ -311,6 +311,8 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // transformer_layer.py `if not self.is_moe_layer`); the checkpoint keeps its input.
     for (size_t i = first; i < ops.size(); ++i)
       tag(ops[i], RecomputeModule::MLP, true, true, i == first ? seq_in : 0);
+    push_residual(c, "mlp_residual", ops);
+    for (size_t i = first - 1; i < ops.size(); ++i) ops[i].graph_module = GraphModule::MLP;
   } else {
     const double E = m.moe.experts, k = m.moe.top_k;
     const double local_tokens = T / c.seq_div;
@@ -331,6 +333,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     if (m.moe.shared_expert_gate) router.params += h;
     ops.push_back(router);
     ops.push_back(router_topk_op(local_tokens, E, k, c.fusion));
+    ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || c.p.tp > 1));
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
     if (c.p.ep > 1) {
       dispatch.comm = CommKind::EP_ALL_TO_ALL;
@@ -351,13 +354,21 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       combine.comm_bytes = c.act * R * h;
     }
     ops.push_back(combine);
+    const size_t shared = ops.size();
     if (m.moe.shared_experts > 0) {
       mlp_block(c, "shared_expert", T, static_cast<double>(m.moe.shared_experts * m.shared_ffn()),
                 m.linear_bias, seq_in, false, 1, ops);
     }
     tag_moe_recompute(c.act * local_tokens * h, first, ops);
+    // Megatron's partial CUDA graphs: "moe_router" captures the pre-MLP norm, the router and
+    // the shared experts, "moe_preprocess" the dispatcher's preprocessing; the dispatch,
+    // routed experts and combine (and the residual add after them) stay eager.
+    ops[first - 1].graph_module = GraphModule::MOE_ROUTER;
+    ops[first].graph_module = ops[first + 1].graph_module = GraphModule::MOE_ROUTER;
+    ops[first + 2].graph_module = GraphModule::MOE_PREPROCESS;
+    for (size_t i = shared; i < ops.size(); ++i) ops[i].graph_module = GraphModule::MOE_ROUTER;
+    push_residual(c, "mlp_residual", ops);
   }
-  push_residual(c, "mlp_residual", ops);
 }
 
 }  // namespace
@@ -441,6 +452,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
                               c.act * c.T * w / c.t, 8 * c.T * w / c.t));
   } else {
     attention_ops(c, ops);
+    for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
     mlp_ops(c, layer_index, ops);
   }
   for (OpCost& op : ops)

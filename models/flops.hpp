@@ -16,6 +16,7 @@
 // FLOP counts are reported but left out of the totals unless FlopConvention asks.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,7 +101,10 @@ struct OpCost {
   /// Transformer Engine's Linear / LayerNormLinear / LayerNormMLP / GroupedLinear. The LM
   /// head, the router and the attention core stay 16-bit.
   bool fp8_linear = false;
-  bool causal = false;             ///< half the work is masked (kernels may skip it)
+  bool causal = false;  ///< half the work is masked (kernels may skip it)
+  /// The partial-CUDA-graph scope that captures this op (TrainingPlan::cuda_graph_scope);
+  /// unset: none but a whole-layer graph (a dropless MoE layer's dispatch, experts, combine).
+  std::optional<GraphModule> graph_module;
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
 

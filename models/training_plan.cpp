@@ -46,6 +46,21 @@ std::string recompute_modules_text(RecomputeModules modules) {
   }
   return text;
 }
+const std::vector<std::string>& graph_module_names() {
+  static const std::vector<std::string> names = {"full", "attn", "mlp", "moe_router",
+                                                 "moe_preprocess"};
+  return names;
+}
+std::string graph_scope_text(GraphModules scope) {
+  std::string text;
+  const auto& names = graph_module_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!(scope & graph_bit(static_cast<GraphModule>(i)))) continue;
+    if (!text.empty()) text += ",";
+    text += names[i];
+  }
+  return text;
+}
 const std::vector<std::string>& cross_entropy_names() {
   static const std::vector<std::string> names = {"fused", "eager", "unfused"};
   return names;

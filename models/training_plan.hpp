@@ -37,6 +37,19 @@ using RecomputeModules = std::uint32_t;
 constexpr RecomputeModules module_bit(RecomputeModule m) {
   return RecomputeModules{1} << static_cast<unsigned>(m);
 }
+/// The parts of a transformer layer Megatron's partial CUDA graphs can capture
+/// (`--cuda-graph-scope`, megatron/core/transformer/enums.py CudaGraphScope): the attention
+/// block (input norm, attention, its residual add), a dense layer's MLP block, an MoE layer's
+/// router (its pre-norm, the router and the shared experts) and the all-to-all dispatcher's
+/// preprocessing; FULL captures the whole layer (`--cuda-graph-impl local`). A dropless MoE
+/// layer's dispatch, routed experts and combine have dynamic shapes and stay eager.
+enum class GraphModule { FULL, ATTN, MLP, MOE_ROUTER, MOE_PREPROCESS };
+/// A set of GraphModule values as bits (1 << module).
+using GraphModules = std::uint32_t;
+/// The bit of `m` in a GraphModules set.
+constexpr GraphModules graph_bit(GraphModule m) {
+  return GraphModules{1} << static_cast<unsigned>(m);
+}
 /// How the loss runs: Megatron's fused cross-entropy (--cross-entropy-loss-fusion), torch's
 /// F.cross_entropy on an fp32 upcast of the logits (torchtitan), or Megatron's default
 /// vocab-parallel cross-entropy (in-place fp32 torch ops, the flag off).
@@ -104,6 +117,9 @@ struct TrainingPlan {
   Fusion fusion = Fusion::MEGATRON;  ///< kernel fusion of the memory-bound ops
   AttentionKernel attention_kernel = AttentionKernel::VENDOR;  ///< fused attention implementation
   bool cuda_graphs = false;  ///< kernels replayed from CUDA graphs (no per-launch gap)
+  /// What cuda_graphs captures: whole layers (FULL, the default) or Megatron's partial
+  /// scopes (--cuda-graph-scope attn moe_router moe_preprocess ...).
+  GraphModules cuda_graph_scope = graph_bit(GraphModule::FULL);
   /// FP8 / NVFP4 weights cast once per step and reused by its other micro-batches
   /// (Transformer Engine's is_first_microbatch cache, which Megatron-core sets); false: every
   /// micro-batch's forward casts them again.
@@ -189,6 +205,11 @@ const std::vector<std::string>& recompute_method_names();
 const std::vector<std::string>& recompute_module_names();
 /// A RecomputeModules set as a comma list in RecomputeModule order ("" when empty).
 std::string recompute_modules_text(RecomputeModules modules);
+/// GraphModule names as Megatron spells them ("full", "attn", "mlp", "moe_router",
+/// "moe_preprocess"), in enum order.
+const std::vector<std::string>& graph_module_names();
+/// A GraphModules set as a comma list in GraphModule order ("" when empty).
+std::string graph_scope_text(GraphModules scope);
 const std::vector<std::string>& cross_entropy_names();
 /// "auto" (the GPU's recipe, an unset TrainingPlan::fp8_recipe), then the Fp8Recipe names in
 /// enum order ("delayed", "tensorwise", "blockwise", "mxfp8").

@@ -32,6 +32,7 @@ class EffectChecker {
     check_dp_overlaps();
     check_fsdp();
     check_recompute();
+    check_cuda_graphs();
     check_model_parallel();
   }
 
@@ -166,6 +167,35 @@ class EffectChecker {
       fail("recompute_method", "recompute", mode);
     if (given("recompute_num_layers", p_.recompute_num_layers, d.recompute_num_layers) && !full)
       fail("recompute_num_layers", "recompute", mode);
+  }
+
+  // Megatron's partial CUDA graphs (--cuda-graph-scope, transformer_config.py checks).
+  void check_cuda_graphs() const {
+    const TrainingPlan d;
+    if (!given("cuda_graph_scope", p_.cuda_graph_scope, d.cuda_graph_scope)) return;
+    if (!p_.cuda_graphs)
+      fail("cuda_graph_scope", "cuda_graphs",
+           fmt::format("with {} off: nothing is captured", s_.name("cuda_graphs")));
+    const auto has = [this](models::GraphModule m) {
+      return (p_.cuda_graph_scope & models::graph_bit(m)) != 0;
+    };
+    if (p_.cuda_graph_scope == 0)
+      fail_field(s_, "cuda_graph_scope",
+                 fmt::format("{} is empty; give full or some of attn, mlp, moe_router, "
+                             "moe_preprocess",
+                             s_.where("cuda_graph_scope")));
+    if (has(models::GraphModule::FULL) && p_.cuda_graph_scope != d.cuda_graph_scope)
+      fail_field(
+          s_, "cuda_graph_scope",
+          fmt::format("{} {}: full already captures every module; give full alone or "
+                      "the modules alone",
+                      s_.where("cuda_graph_scope"), models::graph_scope_text(p_.cuda_graph_scope)));
+    if (has(models::GraphModule::MOE_PREPROCESS) && !has(models::GraphModule::MOE_ROUTER))
+      fail_field(
+          s_, "cuda_graph_scope",
+          fmt::format("{} {}: Megatron captures moe_preprocess only with moe_router; "
+                      "add moe_router",
+                      s_.where("cuda_graph_scope"), models::graph_scope_text(p_.cuda_graph_scope)));
   }
 
   void check_model_parallel() const {
@@ -309,8 +339,9 @@ std::optional<MoeOverlapBlock> moe_a2a_overlap_block(const TrainingPlan& p, cons
                            "with one micro-batch per replica: there is no second micro-batch to "
                            "pair its all-to-alls with"};
   // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron asserts
-  // the two apart in transformer_layer.py).
-  if (p.cuda_graphs)
+  // the two apart in transformer_layer.py); its partial graphs support the overlap (Megatron-LM
+  // PR #2168: attn, moe_router, moe_preprocess).
+  if (p.cuda_graphs && (p.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL)))
     return MoeOverlapBlock{"cuda_graphs",
                            "with CUDA-graphed layers: a graph freezes the order the pairing "
                            "interleaves"};

@@ -154,6 +154,14 @@ void add_choice_rows(std::vector<PlanField>& t) {
                   "replay each layer's kernels from CUDA graphs (Megatron --enable-cuda-graph): "
                   "on|off",
                   "off", 29, [](const TrainingPlan& p) -> PlanValue { return p.cuda_graphs; }));
+  t.push_back(row("cuda_graph_scope", FT::NAME_LIST, "--cuda-graph-scope",
+                  "what --cuda-graphs captures: full (whole layers) or Megatron's partial "
+                  "scopes, comma list of attn, mlp, moe_router, moe_preprocess "
+                  "(--cuda-graph-scope; the routed experts stay eager)",
+                  "full", 85, [](const TrainingPlan& p) -> PlanValue {
+                    return models::graph_scope_text(p.cuda_graph_scope);
+                  }));
+  t.back().names = &models::graph_module_names();
   t.push_back(row("fp8_weight_cache", FT::TOGGLE, "--fp8-weight-cache",
                   "cast FP8/NVFP4 weights once per step, reused by its other micro-batches "
                   "(Transformer Engine is_first_microbatch, set by Megatron): on|off",

@@ -37,12 +37,13 @@ Enum choice(const PlanInput& in, std::string_view key, Enum fallback) {
 }
 
 // A comma list of RecomputeModule names ("" is the empty set).
-models::RecomputeModules modules_or(const PlanInput& in, std::string_view key,
-                                    models::RecomputeModules fallback) {
+// A NAME_LIST field as a set of bits, bit i for the i-th of its names (RecomputeModules,
+// GraphModules).
+std::uint32_t modules_or(const PlanInput& in, std::string_view key, std::uint32_t fallback) {
   const auto text = in.text(key);
   if (!text) return fallback;
   const auto& names = *plan_field(key).names;
-  models::RecomputeModules set = 0;
+  std::uint32_t set = 0;
   std::stringstream list(*text);
   std::string item;
   while (std::getline(list, item, ',')) {
@@ -51,7 +52,7 @@ models::RecomputeModules modules_or(const PlanInput& in, std::string_view key,
       fail_field(in.sources(), key,
                  ValidationError::unknown_name(in.sources().where(key), item, names).what());
     }
-    set |= models::module_bit(static_cast<models::RecomputeModule>(it - names.begin()));
+    set |= std::uint32_t{1} << static_cast<unsigned>(it - names.begin());
   }
   return set;
 }
@@ -169,6 +170,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.cross_entropy = choice(in, "cross_entropy", profile.cross_entropy);
   p.fusion = choice(in, "fusion", profile.fusion);
   p.cuda_graphs = in.flag("cuda_graphs", p.cuda_graphs);
+  p.cuda_graph_scope = modules_or(in, "cuda_graph_scope", p.cuda_graph_scope);
   p.fp8_weight_cache = in.flag("fp8_weight_cache", profile.fp8_weight_cache);
   // Index 0 of fp8_recipe_names() is "auto" (unset); the others follow Fp8Recipe.
   if (const int recipe = choice(in, "fp8_recipe", 0); recipe > 0)

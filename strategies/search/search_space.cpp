@@ -162,9 +162,12 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   opg_ = switch_list(input_, "overlap_param_gather");
   tpo_ = switch_list(input_, "tp_comm_overlap");
   // The EP all-to-all overlap: a free switch of MoE models, unless a fixed value rules it out
-  // everywhere (ep 1, CUDA-graphed layers, full recompute, fp32: moe_a2a_overlap_block).
+  // everywhere (ep 1, whole-layer CUDA graphs, full recompute, fp32: moe_a2a_overlap_block).
+  const bool whole_layer_graphs =
+      input_.flag("cuda_graphs") &&
+      input_.text("cuda_graph_scope").value_or("full").find("full") != std::string::npos;
   const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&
-                                    !input_.flag("cuda_graphs") &&
+                                    !whole_layer_graphs &&
                                     input_.text("recompute").value_or("") != "full" &&
                                     input_.text("precision").value_or("") != "fp32";
   moeo_ = moe_overlap_possible ? switch_list(input_, "overlap_moe_expert_parallel_comm")

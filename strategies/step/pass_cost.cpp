@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
@@ -230,10 +231,18 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   const bool full =
       plan.recompute == models::Recompute::FULL && list == OpList::LAYER && recomputed;
   PassCost c;
-  // Megatron's --enable-cuda-graph captures the transformer layers (TE
-  // make_graphed_callables); the embedding and the head launch eagerly.
-  const bool graphed = plan.cuda_graphs && list == OpList::LAYER;
+  // Megatron's CUDA graphs capture the transformer layers (TE make_graphed_callables): whole
+  // layers, or under a partial scope only the ops of its modules (models::GraphModule); the
+  // embedding and the head launch eagerly.
+  const bool layer = list == OpList::LAYER;
+  const bool whole = plan.cuda_graphs && layer &&
+                     (plan.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+  // Each run of consecutive captured ops of one module is one graph, launched once per pass
+  // (a whole layer: one).
+  std::optional<models::GraphModule> in_graph, in_recompute_graph;
   for (const auto& op : ops) {
+    const bool graphed = whole || (plan.cuda_graphs && layer && op.graph_module &&
+                                   (plan.cuda_graph_scope & models::graph_bit(*op.graph_module)));
     const OpPasses o = op_seconds(op, plan, kernels, graphed);
     const topo::PassSeconds& t = o.t;
     c.fwd_s += t.forward;
@@ -244,12 +253,24 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
     const bool comm = op.comm != CommKind::NONE && op.comm_bytes > 0;
-    const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
-    c.fwd_launches += fwd_launches;
-    c.bwd_launches +=
-        o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
-    if (rerun) c.recompute_launches += fwd_launches;
-    if (te_expert_block(op, plan)) {
+    std::optional<models::GraphModule> graph;
+    if (graphed) graph = whole ? models::GraphModule::FULL : *op.graph_module;
+    if (graphed) {
+      if (in_graph != graph) {
+        c.fwd_launches += 1;
+        c.bwd_launches += 1;
+      }
+      if (rerun && in_recompute_graph != graph) c.recompute_launches += 1;
+    } else {
+      const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
+      c.fwd_launches += fwd_launches;
+      c.bwd_launches +=
+          o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
+      if (rerun) c.recompute_launches += fwd_launches;
+    }
+    in_graph = graph;
+    if (rerun) in_recompute_graph = graph;
+    if (!graphed && te_expert_block(op, plan)) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (not the per-group scale swizzles of containers before
       // GEMM-ready scales, kernels it did not launch): what the block takes beyond them, at
@@ -272,8 +293,8 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       if (rerun) c.recompute_comm.push_back(fwd);  // e.g. the MoE all-to-alls under "moe"
     }
   }
-  // A CUDA-graphed layer is one graph launch per pass: never host-bound.
-  if (!graphed) host_bound_passes(c, host_launch_s);
+  // A whole-layer graph is one launch per pass: never host-bound.
+  if (!whole) host_bound_passes(c, host_launch_s);
   return c;
 }
 

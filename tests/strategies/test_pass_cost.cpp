@@ -270,6 +270,70 @@ TEST_CASE("strategies::PassCost: CUDA graphs save the launch gap in layers only"
   CHECK(cost_ops(gemm_then_norm(), p, h100(), OpList::HEAD).fwd_s == rel(eager.fwd_s));
 }
 
+TEST_CASE("strategies::PassCost: a partial CUDA-graph scope captures only its modules' ops") {
+  // Qwen3-30B-A3B (48 layers, 128 experts, top 8) at ep 8 in bf16: an MoE layer's ops are the
+  // attention block (attn scope), the pre-MLP norm, router, router top-k (moe_router), the
+  // dispatcher's preprocessing (moe_preprocess), then the eager dispatch, routed experts,
+  // combine and residual add.
+  const auto model = models::load_model("qwen3-30b-a3b");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.dp = p.ep = 8;
+  const auto ops = models::layer_ops(model, p, 0);
+  const auto module = [&](const char* name) {
+    return std::find_if(ops.begin(), ops.end(),
+                        [&](const models::OpCost& op) { return op.name == name; })
+        ->graph_module;
+  };
+  CHECK(module("qkv_proj") == models::GraphModule::ATTN);
+  CHECK(module("attn_residual") == models::GraphModule::ATTN);
+  CHECK(module("mlp_norm") == models::GraphModule::MOE_ROUTER);
+  CHECK(module("router_topk") == models::GraphModule::MOE_ROUTER);
+  CHECK(module("moe_preprocess") == models::GraphModule::MOE_PREPROCESS);
+  CHECK_FALSE(module("expert_up").has_value());
+  CHECK_FALSE(module("mlp_residual").has_value());
+  // By hand: with attn, moe_router and moe_preprocess captured, the forward launches three
+  // graphs (the attention block, the router, the preprocessing: Megatron captures each scope
+  // as a graph of its own), plus every eager op's kernels: the eager layer's launches less
+  // the captured ops' own.
+  const PassCost eager = cost_ops(ops, p, h100());
+  models::TrainingPlan partial = p;
+  partial.cuda_graphs = true;
+  partial.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN) |
+                             models::graph_bit(models::GraphModule::MOE_ROUTER) |
+                             models::graph_bit(models::GraphModule::MOE_PREPROCESS);
+  double captured_fwd = 0, captured_bwd = 0;
+  for (const auto& op : ops) {
+    if (!op.graph_module) continue;
+    const PassCost one = cost_ops({op}, p, h100());
+    captured_fwd += one.fwd_launches;
+    captured_bwd += one.bwd_launches;
+  }
+  const PassCost graphed = cost_ops(ops, partial, h100());
+  CHECK(graphed.fwd_launches == rel(eager.fwd_launches - captured_fwd + 3));
+  CHECK(graphed.bwd_launches == rel(eager.bwd_launches - captured_bwd + 3));
+  // The routed experts stay eager: their block's host time stays.
+  CHECK(graphed.fwd_host_s == rel(eager.fwd_host_s));
+  // The captured ops save the graph launch gap on the GPU; the pass is still bounded by the
+  // eager part's host time, unlike a whole-layer graph, which never is.
+  CHECK(graphed.fwd_s < eager.fwd_s);
+  models::TrainingPlan whole = p;
+  whole.cuda_graphs = true;
+  models::TrainingPlan short_seq = partial;
+  short_seq.seq = 128;
+  const auto short_ops = models::layer_ops(model, short_seq, 0);
+  const PassCost bound = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 10e-6);
+  CHECK(bound.fwd_s == rel(bound.fwd_launches * 10e-6 + bound.fwd_host_s));
+  whole.seq = 128;
+  CHECK(cost_ops(short_ops, whole, h100(), OpList::LAYER, 10e-6).fwd_s < bound.fwd_s);
+  // A dense layer's MLP block is the mlp scope.
+  const auto dense = models::layer_ops(models::load_model("llama3-8b"), p, 0);
+  CHECK(std::all_of(dense.begin(), dense.end(), [](const models::OpCost& op) {
+    return op.graph_module == models::GraphModule::ATTN ||
+           op.graph_module == models::GraphModule::MLP;
+  }));
+}
+
 TEST_CASE("strategies::PassCost: a pass takes at least its kernel launches' host time") {
   // gemm_then_norm launches, by hand: forward GEMM + norm = 2; backward dgrad + wgrad GEMMs,
   // the norm's backward and its gradient-accumulation add (the GEMM's is fused) = 4.

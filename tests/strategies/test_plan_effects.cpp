@@ -201,6 +201,31 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   CHECK(rejection({{"cpu_offloading_num_layers", std::int64_t{4}}}).empty());
 }
 
+TEST_CASE("strategies::PlanEffects: a partial CUDA-graph scope needs graphs and Megatron's pairs") {
+  // Megatron's --cuda-graph-scope: nothing is captured without graphs; full means every module;
+  // moe_preprocess is captured only with moe_router (transformer_config.py).
+  check_rejected({{"cuda_graph_scope", std::string("attn")}}, "--cuda-graph-scope",
+                 "--cuda-graphs");
+  CHECK(rejection({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("full,attn")}})
+            .rfind("--cuda-graph-scope full,attn: full already captures every module", 0) == 0);
+  CHECK(rejection({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("moe_preprocess")}})
+            .find("add moe_router") != std::string::npos);
+  CHECK(rejection({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("")}})
+            .rfind("--cuda-graph-scope is empty", 0) == 0);
+  CHECK(rejection({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("attn,lm_head")}})
+            .find("lm_head") != std::string::npos);
+  CHECK(rejection({{"cuda_graphs", true},
+                   {"cuda_graph_scope", std::string("attn,moe_router,moe_preprocess")}})
+            .empty());
+  // The EP all-to-all overlap runs with partial graphs (Megatron-LM PR #2168), not whole ones.
+  CHECK(rejection({{"overlap_moe_expert_parallel_comm", true},
+                   {"ep", std::int64_t{2}},
+                   {"gbs", std::int64_t{64}},
+                   {"cuda_graphs", true},
+                   {"cuda_graph_scope", std::string("attn,moe_router")}})
+            .empty());
+}
+
 TEST_CASE("strategies::PlanEffects: a framework's own defaults and explicit defaults pass") {
   // NeMo turns both DP overlaps on; with one replica they are its defaults, not the user's.
   CHECK(rejection({{"framework", std::string("nemo")}, {"tp", std::int64_t{8}}}).empty());
