@@ -333,7 +333,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     if (m.moe.shared_expert_gate) router.params += h;
     ops.push_back(router);
     ops.push_back(router_topk_op(local_tokens, E, k, c.fusion));
-    ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || c.p.tp > 1));
+    ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || etp > 1));
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
     if (c.p.ep > 1) {
       dispatch.comm = CommKind::EP_ALL_TO_ALL;

@@ -113,15 +113,16 @@ OpCost router_topk_op(double tokens, double experts, double top_k, Fusion fusion
 
 OpCost dispatch_preprocess_op(double tokens, double experts, bool split) {
   // MoEAlltoAllTokenDispatcher.preprocess (megatron/core/transformer/moe/token_dispatcher.py,
-  // dropless): routing_map.sum(dim=0) and .long() count each expert's tokens; with experts
-  // over several ranks, .reshape(ep, local).sum(axis=1) (input_splits), the counts'
-  // all-gather over the tp x ep group, a slice .contiguous(), .sum(axis=2), .sum(axis=1)
-  // (output_splits_tp) and .sum(dim=(0, 1)) (tokens per local expert) follow: 7 kernels.
+  // dropless): routing_map.sum(dim=0) counts each expert's tokens (an int64 result: the
+  // .long() after it launches nothing); with experts over several ranks (ep or expert TP),
+  // .reshape(ep, local).sum(axis=1) (input_splits), the counts' all-gather over the
+  // expert tp x ep group, a slice .contiguous(), .sum(axis=2), .sum(axis=1)
+  // (output_splits_tp) and .sum(dim=(0, 1)) (tokens per local expert) follow: 6 kernels.
   // Each reads at most the boolean routing map; the outputs are counts. The counts'
   // all-gather and the device-to-host copies of the splits (the sync before the all-to-all)
   // are not modelled.
   OpCost op = elementwise("moe_preprocess", tokens * experts, 8 * experts, 0, tokens * experts);
-  op.kernels = split ? 7 : 2;
+  op.kernels = split ? 6 : 1;
   op.backward_bytes = 0;  // counts take no gradient
   return op;
 }

@@ -41,8 +41,8 @@ OpCost residual_op(std::string name, double elements, double act, bool dropout, 
 OpCost router_topk_op(double tokens, double experts, double top_k, Fusion fusion);
 /// Megatron-core's all-to-all dispatcher preprocessing of one MoE layer's forward: the token
 /// counts per expert and the all-to-all splits from the routing map (`tokens` x `experts`
-/// booleans), 7 small kernels when the experts are split over ranks (`split`), else 2; no
-/// backward.
+/// booleans), 6 small kernels when the experts are split over ranks (`split`: ep or expert
+/// TP), else 1; no backward.
 OpCost dispatch_preprocess_op(double tokens, double experts, bool split);
 
 /// Cross-entropy over `logits` vocabulary-parallel logit elements of `act` bytes for `tokens`

@@ -142,6 +142,65 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
   }
 }
 
+// Megatron's partial CUDA graphs need the modules they capture, and refuse to capture what
+// a recompute or the EP overlap re-runs or splits (megatron/training/arguments.py and
+// transformer_config.py: "moe cuda graph is only supported for MoE", "mlp cuda graph is only
+// supported for dense layers", "moe_router cuda graph is not supported with moe recompute";
+// the layernorm recompute checkpoints the norms the attn, mlp and moe_router graphs hold;
+// the EP overlap's replay asserts the graph does not hold a whole MLP).
+void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  const auto has = [&p](models::GraphModule g) {
+    return (p.cuda_graph_scope & models::graph_bit(g)) != 0;
+  };
+  if (!p.cuda_graphs || has(models::GraphModule::FULL)) return;
+  const std::string scope = fmt::format("{} {}", s.where("cuda_graph_scope"),
+                                        models::graph_scope_text(p.cuda_graph_scope));
+  if (m.kind != models::ModelKind::TRANSFORMER) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no transformer layers to capture in parts; use full", scope,
+                           m.name));
+  }
+  const bool moe_layers = m.is_moe(), dense_layers = !m.is_moe() || m.moe.first_k_dense > 0;
+  if ((has(models::GraphModule::MOE_ROUTER) || has(models::GraphModule::MOE_PREPROCESS)) &&
+      !moe_layers) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no MoE layers (Megatron: the moe cuda graphs are only "
+                           "for MoE); drop moe_router and moe_preprocess",
+                           scope, m.name));
+  }
+  if (has(models::GraphModule::MLP) && !dense_layers) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no dense layers (Megatron: the mlp cuda graph is only "
+                           "for dense layers); drop mlp",
+                           scope, m.name));
+  }
+  const bool selective = p.recompute == models::Recompute::SELECTIVE &&
+                         p.selective_recompute == models::SelectiveRecompute::ATTENTION;
+  const auto recomputes = [&](models::RecomputeModule r) {
+    return selective && (p.recompute_modules & models::module_bit(r));
+  };
+  if (has(models::GraphModule::MOE_ROUTER) && recomputes(models::RecomputeModule::MOE)) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: Megatron does not capture moe_router with the moe recompute "
+                           "module; drop moe_router or the moe module from {}",
+                           scope, s.name("recompute_modules")));
+  }
+  if ((has(models::GraphModule::ATTN) || has(models::GraphModule::MLP) ||
+       has(models::GraphModule::MOE_ROUTER)) &&
+      recomputes(models::RecomputeModule::LAYERNORM)) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: the layernorm recompute module checkpoints the norms these "
+                           "graphs hold; drop layernorm from {}",
+                           scope, s.name("recompute_modules")));
+  }
+  if (has(models::GraphModule::MLP) && p.overlap_moe_expert_parallel_comm) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: Megatron's EP overlap cannot replay a graph holding a whole "
+                           "MLP; drop mlp or {}",
+                           scope, s.name("overlap_moe_expert_parallel_comm")));
+  }
+}
+
 // What the chosen framework itself refuses. DeepSpeed's pipeline engine asserts
 // `zero_optimization_stage() < 2` ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
 // parallelism", deepspeed/runtime/pipe/engine.py PipelineEngine.__init__). Megatron-LM runs
@@ -359,6 +418,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_fields(plan, sources);
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
+  check_cuda_graph_scope(model, plan, sources);
   check_global_batch(plan, sources);
   check_interleaved_batches(plan, sources);
   check_framework(plan, sources);

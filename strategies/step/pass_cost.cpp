@@ -237,9 +237,11 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   const bool layer = list == OpList::LAYER;
   const bool whole = plan.cuda_graphs && layer &&
                      (plan.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
-  // Each run of consecutive captured ops of one module is one graph, launched once per pass
-  // (a whole layer: one).
-  std::optional<models::GraphModule> in_graph, in_recompute_graph;
+  // Megatron captures a layer's scopes in one graph (transformer_layer.py,
+  // _te_cuda_graph_capture): a partially graphed layer launches it once per pass plus its
+  // eager ops. A whole-layer graph is never host-bound; its launches are counted as eager
+  // ones for single-process DataParallel's host tasks, as before partial graphs.
+  bool graph_fwd = false, graph_recompute = false;
   for (const auto& op : ops) {
     const bool graphed = whole || (plan.cuda_graphs && layer && op.graph_module &&
                                    (plan.cuda_graph_scope & models::graph_bit(*op.graph_module)));
@@ -253,14 +255,16 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
     const bool comm = op.comm != CommKind::NONE && op.comm_bytes > 0;
-    std::optional<models::GraphModule> graph;
-    if (graphed) graph = whole ? models::GraphModule::FULL : *op.graph_module;
-    if (graphed) {
-      if (in_graph != graph) {
+    if (graphed && !whole) {
+      if (!graph_fwd) {
         c.fwd_launches += 1;
         c.bwd_launches += 1;
+        graph_fwd = true;
       }
-      if (rerun && in_recompute_graph != graph) c.recompute_launches += 1;
+      if (rerun && !graph_recompute) {
+        c.recompute_launches += 1;
+        graph_recompute = true;
+      }
     } else {
       const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
       c.fwd_launches += fwd_launches;
@@ -268,8 +272,6 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
           o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
       if (rerun) c.recompute_launches += fwd_launches;
     }
-    in_graph = graph;
-    if (rerun) in_recompute_graph = graph;
     if (!graphed && te_expert_block(op, plan)) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (not the per-group scale swizzles of containers before

@@ -294,6 +294,60 @@ TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pip
   CHECK_NOTHROW(validate_plan(m, p, 8, PlanSources::command_line()));
 }
 
+TEST_CASE("strategies::PlanRules: a partial CUDA-graph scope needs the modules it captures") {
+  // Megatron (arguments.py, transformer_config.py): the moe graphs only for MoE layers, the
+  // mlp graph only for dense layers, no moe_router graph with the moe recompute module, no
+  // layernorm recompute with the graphs that hold the norms, no EP overlap with an mlp graph.
+  const auto rejects = [](const models::ModelSpec& m, const models::TrainingPlan& p,
+                          const std::string& text) {
+    CHECK_THROWS_WITH_AS(validate_plan(m, p, 8, PlanSources::command_line()),
+                         doctest::Contains(text.c_str()), PlanError);
+  };
+  const models::ModelSpec dense = models::model_preset("llama3-8b");
+  const models::ModelSpec moe = models::model_preset("qwen3-30b-a3b");  // every layer MoE
+  const models::ModelSpec mixed = models::model_preset("deepseek-v3");  // 3 dense layers first
+  models::TrainingPlan p;
+  p.dp = 8;
+  p.cuda_graphs = true;
+  p.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN) |
+                       models::graph_bit(models::GraphModule::MOE_ROUTER);
+  rejects(dense, p, "llama3-8b has no MoE layers");
+  CHECK_NOTHROW(validate_plan(moe, p, 8, PlanSources::command_line()));
+  p.cuda_graph_scope |= models::graph_bit(models::GraphModule::MLP);
+  rejects(moe, p, "qwen3-30b-a3b has no dense layers");
+  p.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN) |
+                       models::graph_bit(models::GraphModule::MOE_ROUTER);
+  p.recompute = models::Recompute::SELECTIVE;
+  p.recompute_modules = models::module_bit(models::RecomputeModule::MOE);
+  rejects(moe, p, "drop moe_router or the moe module from --recompute-modules");
+  p.recompute_modules = models::module_bit(models::RecomputeModule::LAYERNORM);
+  rejects(moe, p, "drop layernorm from --recompute-modules");
+  p.recompute = models::Recompute::NONE;
+  // The whole-layer default needs none of this.
+  p.cuda_graph_scope = models::graph_bit(models::GraphModule::FULL);
+  CHECK_NOTHROW(validate_plan(dense, p, 8, PlanSources::command_line()));
+  // EP overlap with an mlp graph (DeepSeek-V3's dense layers).
+  models::TrainingPlan overlap;
+  overlap.dp = 32;
+  overlap.ep = 32;
+  overlap.gbs = 256;
+  overlap.cuda_graphs = true;
+  overlap.overlap_moe_expert_parallel_comm = true;
+  overlap.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN) |
+                             models::graph_bit(models::GraphModule::MLP) |
+                             models::graph_bit(models::GraphModule::MOE_ROUTER);
+  CHECK_THROWS_WITH_AS(validate_plan(mixed, overlap, 32, PlanSources::command_line()),
+                       doctest::Contains("drop mlp or --overlap-moe-expert-parallel-comm"),
+                       PlanError);
+  // An MLP model has no transformer layers to capture in parts.
+  const models::ModelSpec mlp = models::model_preset("deep-mlp");
+  models::TrainingPlan attn_only;
+  attn_only.dp = 8;
+  attn_only.cuda_graphs = true;
+  attn_only.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN);
+  rejects(mlp, attn_only, "has no transformer layers to capture in parts; use full");
+}
+
 TEST_CASE("strategies::PlanRules: CPU offloading needs a CPU to offload to") {
   const models::ModelSpec m = models::model_preset("llama3-8b");
   const auto path = std::filesystem::temp_directory_path() / "loom_test_two_gpus_no_cpu.json";
