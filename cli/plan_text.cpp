@@ -32,13 +32,17 @@ std::string plan_summary(const models::TrainingPlan& plan) {
   const std::int64_t micro_batches = plan.micro_batches();
   return fmt::format(
       "tp {} pp {} dp {} cp {} ep {}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
-      "zero {} recompute {} schedule {}{}{}",
+      "zero {} recompute {} schedule {}{}{}{}",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
       plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
       plan.global_batch(), micro_batches, micro_batches == 1 ? "" : "es", plan.seq,
       precision_text(plan), models::to_string(plan.optimizer), models::to_string(plan.grad_dtype),
       plan.zero, models::to_string(plan.recompute), models::to_string(plan.schedule),
-      plan.flash_attention ? "" : " (no flash attention)", design_text(plan));
+      plan.flash_attention ? "" : " (no flash attention)",
+      plan.cuda_graphs
+          ? fmt::format(" cuda-graphs {}", models::graph_scope_text(plan.cuda_graph_scope))
+          : "",
+      design_text(plan));
 }
 
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,
