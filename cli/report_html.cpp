@@ -120,6 +120,8 @@ std::string plan_html(const models::TrainingPlan& p) {
                   p.scale_swizzle ? ", scale swizzles" : "", models::to_string(p.grad_dtype)));
   out += row("optimizer", fmt::format("{} · ZeRO {}", models::to_string(p.optimizer), p.zero));
   out += row("recompute", models::to_string(p.recompute));
+  out += row("CUDA graphs",
+             p.cuda_graphs ? models::graph_scope_text(p.cuda_graph_scope) : std::string("off"));
   out += row("overlap",
              fmt::format("grad reduce {} · param gather {} · tp comm {} · ep all-to-all {}",
                          p.overlap_grad_reduce ? "on" : "off",

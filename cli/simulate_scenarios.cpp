@@ -207,6 +207,7 @@ PlanFlags compare_flags(const PlanFlags& flags, const std::string& compare) {
       out.texts[k] = value;
   }
   // Settings that only mean something under the first plan's design go with it.
+  if (k == "cuda_graphs" && value == "off") out.texts.erase("cuda_graph_scope");
   if (k == "dp_mode" && value != "ps") {
     for (const strategies::PlanField& f : strategies::plan_fields()) {
       if (!f.applies) continue;  // the parameter-server settings

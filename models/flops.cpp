@@ -366,6 +366,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     ops[first - 1].graph_module = GraphModule::MOE_ROUTER;
     ops[first].graph_module = ops[first + 1].graph_module = GraphModule::MOE_ROUTER;
     ops[first + 2].graph_module = GraphModule::MOE_PREPROCESS;
+    for (size_t i = first + 3; i < shared; ++i) ops[i].dynamic_shape = true;
     for (size_t i = shared; i < ops.size(); ++i) ops[i].graph_module = GraphModule::MOE_ROUTER;
     push_residual(c, "mlp_residual", ops);
   }

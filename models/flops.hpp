@@ -103,8 +103,11 @@ struct OpCost {
   bool fp8_linear = false;
   bool causal = false;  ///< half the work is masked (kernels may skip it)
   /// The partial-CUDA-graph scope that captures this op (TrainingPlan::cuda_graph_scope);
-  /// unset: none but a whole-layer graph (a dropless MoE layer's dispatch, experts, combine).
+  /// unset: only a whole-layer graph does.
   std::optional<GraphModule> graph_module;
+  /// Shapes that change from step to step (a dropless MoE layer's dispatch, routed experts
+  /// and combine: tokens per expert): no CUDA graph captures the op.
+  bool dynamic_shape = false;
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
 

@@ -26,8 +26,10 @@ std::vector<std::string> layer_list(ObjectReader& r, std::string_view key) {
   return parts;
 }
 
-// A list of names (an array of strings, or one comma-separated string) as a comma list.
-std::string name_list(ObjectReader& r, std::string_view key) {
+// A list of names (an array of strings, or one comma-separated string) as a comma list;
+// `names` the field's valid names, the first two of which the error's example shows.
+std::string name_list(ObjectReader& r, std::string_view key,
+                      const std::vector<std::string>& names) {
   const auto& v = r.raw(key);
   if (v.is_string()) return v.get<std::string>();
   std::vector<std::string> parts;
@@ -41,7 +43,12 @@ std::string name_list(ObjectReader& r, std::string_view key) {
       parts.push_back(x.get<std::string>());
     }
   }
-  if (!ok) r.fail(key, json_excerpt(v), "an array of names, e.g. [\"mla_up_proj\", \"mlp\"]");
+  if (!ok) {
+    r.fail(key, json_excerpt(v),
+           names.size() >= 2
+               ? fmt::format("an array of names, e.g. [\"{}\", \"{}\"]", names[0], names[1])
+               : std::string("an array of names"));
+  }
   return join(parts, ",");
 }
 
@@ -69,7 +76,7 @@ std::optional<PlanValue> read_field(ObjectReader& r, const PlanField& field) {
     case FieldType::PERCENT:
       return r.get_number(key);
     case FieldType::NAME_LIST:
-      return name_list(r, key);
+      return name_list(r, key, *field.names);
     case FieldType::TEXT:
       return r.get_string(key);
     case FieldType::LAYER_LIST: {

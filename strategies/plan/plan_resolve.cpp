@@ -44,6 +44,11 @@ std::uint32_t modules_or(const PlanInput& in, std::string_view key, std::uint32_
   if (!text) return fallback;
   const auto& names = *plan_field(key).names;
   std::uint32_t set = 0;
+  // getline drops a trailing empty item: "attn," names '' as ",attn" does.
+  if (!text->empty() && text->back() == ',') {
+    fail_field(in.sources(), key,
+               ValidationError::unknown_name(in.sources().where(key), "", names).what());
+  }
   std::stringstream list(*text);
   std::string item;
   while (std::getline(list, item, ',')) {
@@ -364,6 +369,16 @@ void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluste
   if (input.has("scale_swizzle")) probe.set("scale_swizzle", input.flag("scale_swizzle"));
   check_precision_on_cluster(resolve_plan(probe, std::nullopt, std::nullopt), cluster,
                              input.sources());
+}
+
+void check_graph_scope_input(const PlanInput& input, const models::ModelSpec& model) {
+  PlanInput probe;
+  probe.sources() = input.sources();
+  for (const char* key : {"cuda_graph_scope", "framework", "dp_mode"})
+    if (const auto v = input.text(key)) probe.set(key, *v);
+  if (input.has("cuda_graphs")) probe.set("cuda_graphs", input.flag("cuda_graphs"));
+  check_cuda_graph_scope_model(model, resolve_plan(probe, std::nullopt, std::nullopt),
+                               input.sources());
 }
 
 }  // namespace loom::strategies

@@ -14,6 +14,9 @@
 namespace loom::topo {
 class Cluster;
 }
+namespace loom::models {
+struct ModelSpec;
+}
 
 namespace loom::strategies {
 
@@ -32,6 +35,11 @@ models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int
 /// (precision, fp8_recipe, scale_swizzle: the same for every plan of a search), before a
 /// search enumerates its plans. Throws PlanError.
 void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluster& cluster);
+
+/// check_cuda_graph_scope_model (plan_rules.hpp) for the CUDA-graph, framework and
+/// data-parallel fields of `input` alone (the same for every plan of a search), before a
+/// search enumerates its plans. Throws PlanError.
+void check_graph_scope_input(const PlanInput& input, const models::ModelSpec& model);
 
 /// "20,20,20" as layer counts; throws PlanError on "pipeline_split" for anything else.
 std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources = {});

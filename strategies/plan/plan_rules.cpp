@@ -148,13 +148,38 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
 // supported for dense layers", "moe_router cuda graph is not supported with moe recompute";
 // the layernorm recompute checkpoints the norms the attn, mlp and moe_router graphs hold;
 // the EP overlap's replay asserts the graph does not hold a whole MLP).
-void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+namespace {
+
+bool partial_scope(const TrainingPlan& p) {
+  return p.cuda_graphs && !(p.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+}
+
+std::string scope_text(const TrainingPlan& p, const PlanSources& s) {
+  return fmt::format("{} {}", s.where("cuda_graph_scope"),
+                     models::graph_scope_text(p.cuda_graph_scope));
+}
+
+}  // namespace
+
+void graph_scope_model_rules(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
   const auto has = [&p](models::GraphModule g) {
     return (p.cuda_graph_scope & models::graph_bit(g)) != 0;
   };
-  if (!p.cuda_graphs || has(models::GraphModule::FULL)) return;
-  const std::string scope = fmt::format("{} {}", s.where("cuda_graph_scope"),
-                                        models::graph_scope_text(p.cuda_graph_scope));
+  if (!partial_scope(p)) return;
+  const std::string scope = scope_text(p, s);
+  // Partial graphs are Megatron-core's (Transformer Engine make_graphed_callables per layer).
+  if (p.framework == models::Framework::TORCHTITAN || p.framework == models::Framework::DEEPSPEED) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: partial CUDA graphs are Megatron-core's, not {}'s; use full or "
+                           "drop {}",
+                           scope, models::to_string(p.framework), s.name("framework")));
+  }
+  if (p.dp_mode != models::DpMode::DDP) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: partial CUDA graphs are Megatron-core's, which runs {} ddp; use "
+                           "full or {} ddp",
+                           scope, s.name("dp_mode"), s.name("dp_mode")));
+  }
   if (m.kind != models::ModelKind::TRANSFORMER) {
     fail_field(s, "cuda_graph_scope",
                fmt::format("{}: {} has no transformer layers to capture in parts; use full", scope,
@@ -174,6 +199,15 @@ void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const Pla
                            "for dense layers); drop mlp",
                            scope, m.name));
   }
+}
+
+void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  graph_scope_model_rules(m, p, s);
+  if (!partial_scope(p)) return;
+  const auto has = [&p](models::GraphModule g) {
+    return (p.cuda_graph_scope & models::graph_bit(g)) != 0;
+  };
+  const std::string scope = scope_text(p, s);
   const bool selective = p.recompute == models::Recompute::SELECTIVE &&
                          p.selective_recompute == models::SelectiveRecompute::ATTENTION;
   const auto recomputes = [&](models::RecomputeModule r) {
@@ -410,15 +444,22 @@ void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& clus
   }
 }
 
+void check_cuda_graph_scope_model(const ModelSpec& model, const TrainingPlan& plan,
+                                  const PlanSources& sources) {
+  graph_scope_model_rules(model, plan, sources);
+}
+
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
                    std::optional<std::int64_t> cluster_gpus, const PlanSources& sources) {
   // The GPU count first: resolve_plan reports it before the other rules too.
   if (cluster_gpus) check_gpu_count(plan, *cluster_gpus, sources);
   models::validate_model(model);
   check_fields(plan, sources);
+  // Before the layout rules: a scope that cannot fit the model fails every layout (the
+  // search's tally names the first rule a plan breaks).
+  check_cuda_graph_scope(model, plan, sources);
   check_tensor_split(model, plan, sources);
   check_model_split(model, plan, sources);
-  check_cuda_graph_scope(model, plan, sources);
   check_global_batch(plan, sources);
   check_interleaved_batches(plan, sources);
   check_framework(plan, sources);

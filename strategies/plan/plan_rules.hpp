@@ -45,6 +45,13 @@ void validate_plan_on_cluster(const models::ModelSpec& model, const models::Trai
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
 
+/// The rules of a partial CUDA-graph scope (--cuda-graph-scope) that read only the model, the
+/// framework and the data-parallel design: Megatron-core's feature, on the modules the model
+/// has (moe_router / moe_preprocess need MoE layers, mlp dense ones, MLP models none). Throws
+/// PlanError.
+void check_cuda_graph_scope_model(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                  const PlanSources& sources);
+
 /// check_precision_on_gpu for every GPU type of `cluster`, then the rule of the cluster as a
 /// whole: --scale-swizzle on needs a block-scaled GEMM on at least one GPU type (nvfp4, or
 /// fp8 under mxfp8, where auto means mxfp8 on Blackwell). Throws PlanError.

@@ -163,11 +163,14 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   tpo_ = switch_list(input_, "tp_comm_overlap");
   // The EP all-to-all overlap: a free switch of MoE models, unless a fixed value rules it out
   // everywhere (ep 1, whole-layer CUDA graphs, full recompute, fp32: moe_a2a_overlap_block).
-  const bool whole_layer_graphs =
-      input_.flag("cuda_graphs") &&
-      input_.text("cuda_graph_scope").value_or("full").find("full") != std::string::npos;
+  // (and a graph holding a dense layer's whole MLP: plan_rules check_cuda_graph_scope).
+  const std::string scope = input_.text("cuda_graph_scope").value_or("full");
+  const bool dense_layers = !model.is_moe() || model.moe.first_k_dense > 0;
+  const bool graphs_block =
+      input_.flag("cuda_graphs") && (scope.find("full") != std::string::npos ||
+                                     (dense_layers && scope.find("mlp") != std::string::npos));
   const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&
-                                    !whole_layer_graphs &&
+                                    !graphs_block &&
                                     input_.text("recompute").value_or("") != "full" &&
                                     input_.text("precision").value_or("") != "fp32";
   moeo_ = moe_overlap_possible ? switch_list(input_, "overlap_moe_expert_parallel_comm")

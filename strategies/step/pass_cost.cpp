@@ -235,16 +235,25 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   // layers, or under a partial scope only the ops of its modules (models::GraphModule); the
   // embedding and the head launch eagerly.
   const bool layer = list == OpList::LAYER;
-  const bool whole = plan.cuda_graphs && layer &&
-                     (plan.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+  const bool full_scope = plan.cuda_graphs && layer &&
+                          (plan.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+  // Every op captured: a dense layer under the full scope. An MoE layer's dispatch, routed
+  // experts and combine have dynamic shapes no graph captures ("not feasible for MoE models
+  // due to the dynamic shape issue", Megatron-LM deepseek-v3-gb200-optimization 2.3), so
+  // under the full scope it is graphed in part.
+  const bool whole =
+      full_scope && std::none_of(ops.begin(), ops.end(),
+                                 [](const models::OpCost& op) { return op.dynamic_shape; });
   // Megatron captures a layer's scopes in one graph (transformer_layer.py,
   // _te_cuda_graph_capture): a partially graphed layer launches it once per pass plus its
   // eager ops. A whole-layer graph is never host-bound; its launches are counted as eager
   // ones for single-process DataParallel's host tasks, as before partial graphs.
   bool graph_fwd = false, graph_recompute = false;
   for (const auto& op : ops) {
-    const bool graphed = whole || (plan.cuda_graphs && layer && op.graph_module &&
-                                   (plan.cuda_graph_scope & models::graph_bit(*op.graph_module)));
+    const bool graphed =
+        plan.cuda_graphs && layer && !op.dynamic_shape &&
+        (full_scope ||
+         (op.graph_module && (plan.cuda_graph_scope & models::graph_bit(*op.graph_module))));
     const OpPasses o = op_seconds(op, plan, kernels, graphed);
     const topo::PassSeconds& t = o.t;
     c.fwd_s += t.forward;

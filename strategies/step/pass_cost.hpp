@@ -93,8 +93,11 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// attention, the head and the router stay bf16.
 ///
 /// `host_launch_s` > 0: host seconds per eager kernel launch. The host issues kernels ahead
-/// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); CUDA-
-/// graphed layers launch one graph per pass and are never host-bound. 0: no host bound.
+/// of the GPU, so a pass takes at least its launches' host time (host_bound_passes); a layer
+/// whose every op is CUDA-graphed launches one graph per pass and is never host-bound; a
+/// partially graphed one (a partial --cuda-graph-scope, or an MoE layer, whose dispatch,
+/// routed experts and combine no graph captures) launches one graph plus its eager ops. 0: no
+/// host bound.
 /// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is the
 /// larger of its launches' and its half of expert_block_host_s, both scaled by host_launch_s /
 /// REFERENCE_HOST_LAUNCH_S (a slower host is slower at both).

@@ -339,6 +339,21 @@ TEST_CASE("strategies::PlanRules: a partial CUDA-graph scope needs the modules i
   CHECK_THROWS_WITH_AS(validate_plan(mixed, overlap, 32, PlanSources::command_line()),
                        doctest::Contains("drop mlp or --overlap-moe-expert-parallel-comm"),
                        PlanError);
+  // Partial graphs are Megatron-core's: not torchtitan's or DeepSpeed's, not DataParallel's.
+  models::TrainingPlan other = p;
+  other.cuda_graph_scope = models::graph_bit(models::GraphModule::ATTN);
+  other.framework = models::Framework::TORCHTITAN;
+  rejects(dense, other, "partial CUDA graphs are Megatron-core's, not torchtitan's");
+  other.framework = models::Framework::NONE;
+  other.dp_mode = models::DpMode::DATAPARALLEL;
+  rejects(dense, other, "use full or --dp-mode ddp");
+  // A search checks the fixed scope against the model once, before enumerating.
+  CHECK_THROWS_WITH_AS(
+      check_graph_scope_input(
+          flags({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("mlp")}}), moe),
+      doctest::Contains("qwen3-30b-a3b has no dense layers"), PlanError);
+  CHECK_NOTHROW(check_graph_scope_input(
+      flags({{"cuda_graphs", true}, {"cuda_graph_scope", std::string("attn,mlp")}}), dense));
   // An MLP model has no transformer layers to capture in parts.
   const models::ModelSpec mlp = models::model_preset("deep-mlp");
   models::TrainingPlan attn_only;
