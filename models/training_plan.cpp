@@ -36,15 +36,20 @@ const std::vector<std::string>& recompute_module_names() {
                                                  "moe_act",   "moe",         "layernorm"};
   return names;
 }
-std::string recompute_modules_text(RecomputeModules modules) {
+namespace {
+// A set of bits (bit i: the i-th of `names`) as a comma list in names' order.
+std::string bit_set_text(std::uint32_t bits, const std::vector<std::string>& names) {
   std::string text;
-  const auto& names = recompute_module_names();
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!(modules & module_bit(static_cast<RecomputeModule>(i)))) continue;
+    if (!(bits & (std::uint32_t{1} << i))) continue;
     if (!text.empty()) text += ",";
     text += names[i];
   }
   return text;
+}
+}  // namespace
+std::string recompute_modules_text(RecomputeModules modules) {
+  return bit_set_text(modules, recompute_module_names());
 }
 const std::vector<std::string>& graph_module_names() {
   static const std::vector<std::string> names = {"full", "attn", "mlp", "moe_router",
@@ -52,14 +57,7 @@ const std::vector<std::string>& graph_module_names() {
   return names;
 }
 std::string graph_scope_text(GraphModules scope) {
-  std::string text;
-  const auto& names = graph_module_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!(scope & graph_bit(static_cast<GraphModule>(i)))) continue;
-    if (!text.empty()) text += ",";
-    text += names[i];
-  }
-  return text;
+  return bit_set_text(scope, graph_module_names());
 }
 const std::vector<std::string>& cross_entropy_names() {
   static const std::vector<std::string> names = {"fused", "eager", "unfused"};
