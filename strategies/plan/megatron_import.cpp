@@ -26,6 +26,9 @@ enum class MegatronArg {
   FP16,
   FP8,
   FP8_RECIPE,
+  CUDA_GRAPH,        // --enable-cuda-graph (store_true): whole-layer graphs
+  CUDA_GRAPH_IMPL,   // none, local (whole layers) or transformer_engine (partial scopes)
+  CUDA_GRAPH_SCOPE,  // nargs '+': the scopes the graphs capture
   FLASH,
   CE_FUSION,
   CE_FUSION_IMPL,
@@ -56,6 +59,9 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--fp16", MegatronArg::FP16},
       {"--fp8-format", MegatronArg::FP8},
       {"--fp8-recipe", MegatronArg::FP8_RECIPE},
+      {"--enable-cuda-graph", MegatronArg::CUDA_GRAPH},
+      {"--cuda-graph-impl", MegatronArg::CUDA_GRAPH_IMPL},
+      {"--cuda-graph-scope", MegatronArg::CUDA_GRAPH_SCOPE},
       {"--overlap-grad-reduce", MegatronArg::FIELD},
       {"--overlap-param-gather", MegatronArg::FIELD},
       {"--tp-comm-overlap", MegatronArg::FIELD},
@@ -165,6 +171,10 @@ class MegatronReader {
     // recipe) rather than Megatron's default, delayed (megatron/training/arguments.py), so a
     // later --precision bf16 does not meet a recipe the user never gave (docs/plans.md).
     if (fp8_ && recipe_) input_.set("fp8_recipe", *recipe_);
+    // Megatron captures graphs with --enable-cuda-graph or a --cuda-graph-impl other than none;
+    // its scopes are --cuda-graph-scope's (loom's rules refuse a scope without graphs).
+    if (graphs_) input_.set("cuda_graphs", true);
+    if (scope_) input_.set("cuda_graph_scope", *scope_);
     if (method_ && !granularity_) {
       throw ValidationError("--megatron-args",
                             "--megatron-args: --recompute-method needs --recompute-granularity "
@@ -286,6 +296,30 @@ class MegatronReader {
             flag, {loom::to_string(Fp8Recipe::TENSORWISE), loom::to_string(Fp8Recipe::DELAYED),
                    loom::to_string(Fp8Recipe::MXFP8), loom::to_string(Fp8Recipe::BLOCKWISE)});
         break;
+      case MegatronArg::CUDA_GRAPH:
+        graphs_ = true;
+        break;
+      case MegatronArg::CUDA_GRAPH_IMPL:
+        if (one_of(flag, {"none", "local", "transformer_engine"}) != "none") graphs_ = true;
+        break;
+      case MegatronArg::CUDA_GRAPH_SCOPE: {
+        // Megatron's choices (arguments.py); loom models these five.
+        std::vector<std::string> scopes;
+        while (i_ + 1 < words_.size() && words_[i_ + 1].rfind("--", 0) != 0) {
+          const std::string v = words_[++i_];
+          const auto& names = models::graph_module_names();
+          if (std::find(names.begin(), names.end(), v) == names.end()) {
+            throw ValidationError::bad_value(
+                fmt::format("--megatron-args {}", flag), v,
+                fmt::format("{} (loom does not model moe, mamba or full_iteration)",
+                            join(names, ", ")));
+          }
+          scopes.push_back(v);
+        }
+        if (scopes.empty()) value(flag);  // the "needs a value" error
+        scope_ = join(scopes, ",");
+        break;
+      }
       case MegatronArg::FLASH:
         input_.set("flash_attention", true);
         break;
@@ -328,6 +362,8 @@ class MegatronReader {
   std::optional<std::int64_t> offload_layers_;
   bool fp8_ = false;                   // --fp8-format given
   std::optional<std::string> recipe_;  // --fp8-recipe given
+  bool graphs_ = false;                // --enable-cuda-graph or a --cuda-graph-impl
+  std::optional<std::string> scope_;   // --cuda-graph-scope's names, comma-joined
 };
 
 }  // namespace

@@ -75,6 +75,22 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK_THROWS_WITH_AS(recipe_of("--fp8-format hybrid --fp8-recipe custom"),
                        doctest::Contains("custom"), ValidationError);
   CHECK_THROWS_AS(recipe_of("--fp8-format hybrid --fp8-recipe auto"), ValidationError);
+  // CUDA graphs: --enable-cuda-graph or --cuda-graph-impl local capture whole layers;
+  // transformer_engine with --cuda-graph-scope (nargs '+') the listed scopes.
+  CHECK(import_megatron_args("--enable-cuda-graph").flag("cuda_graphs"));
+  CHECK(import_megatron_args("--cuda-graph-impl local").flag("cuda_graphs"));
+  CHECK_FALSE(import_megatron_args("--cuda-graph-impl none").has("cuda_graphs"));
+  const PlanInput partial = import_megatron_args(
+      "--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess "
+      "--bf16");
+  CHECK(partial.flag("cuda_graphs"));
+  CHECK(partial.text("cuda_graph_scope") == "attn,moe_router,moe_preprocess");
+  CHECK_THROWS_WITH_AS(import_megatron_args("--cuda-graph-scope mamba"),
+                       doctest::Contains("loom does not model moe, mamba or full_iteration"),
+                       ValidationError);
+  CHECK_THROWS_WITH_AS(import_megatron_args("--cuda-graph-scope --bf16"),
+                       doctest::Contains("--cuda-graph-scope needs a value"), ValidationError);
+  CHECK_THROWS_AS(import_megatron_args("--cuda-graph-impl cudagraph"), ValidationError);
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {
