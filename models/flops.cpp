@@ -331,9 +331,17 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
                            c.act * local_tokens * h + 4 * local_tokens * E, c.act);
     router.fp8_linear = false;  // Megatron's TopKRouter is a plain (not TE) linear
     if (m.moe.shared_expert_gate) router.params += h;
+    // Megatron's partial CUDA graphs: "moe_router" captures the pre-MLP norm, the router and
+    // the shared experts, "moe_preprocess" the dispatcher's preprocessing; the dispatch,
+    // routed experts and combine have dynamic shapes (tokens per expert) and stay eager, as
+    // does the residual add after them.
+    ops[first - 1].graph_module = router.graph_module = GraphModule::MOE_ROUTER;
     ops.push_back(router);
     ops.push_back(router_topk_op(local_tokens, E, k, c.fusion));
+    ops.back().graph_module = GraphModule::MOE_ROUTER;
     ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || etp > 1));
+    ops.back().graph_module = GraphModule::MOE_PREPROCESS;
+    const size_t routed = ops.size();
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
     if (c.p.ep > 1) {
       dispatch.comm = CommKind::EP_ALL_TO_ALL;
@@ -354,20 +362,14 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       combine.comm_bytes = c.act * R * h;
     }
     ops.push_back(combine);
+    for (size_t i = routed; i < ops.size(); ++i) ops[i].dynamic_shape = true;
     const size_t shared = ops.size();
     if (m.moe.shared_experts > 0) {
       mlp_block(c, "shared_expert", T, static_cast<double>(m.moe.shared_experts * m.shared_ffn()),
                 m.linear_bias, seq_in, false, 1, ops);
     }
-    tag_moe_recompute(c.act * local_tokens * h, first, ops);
-    // Megatron's partial CUDA graphs: "moe_router" captures the pre-MLP norm, the router and
-    // the shared experts, "moe_preprocess" the dispatcher's preprocessing; the dispatch,
-    // routed experts and combine (and the residual add after them) stay eager.
-    ops[first - 1].graph_module = GraphModule::MOE_ROUTER;
-    ops[first].graph_module = ops[first + 1].graph_module = GraphModule::MOE_ROUTER;
-    ops[first + 2].graph_module = GraphModule::MOE_PREPROCESS;
-    for (size_t i = first + 3; i < shared; ++i) ops[i].dynamic_shape = true;
     for (size_t i = shared; i < ops.size(); ++i) ops[i].graph_module = GraphModule::MOE_ROUTER;
+    tag_moe_recompute(c.act * local_tokens * h, first, ops);
     push_residual(c, "mlp_residual", ops);
   }
 }

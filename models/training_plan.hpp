@@ -120,6 +120,8 @@ struct TrainingPlan {
   /// What cuda_graphs captures: whole layers (FULL, the default) or Megatron's partial
   /// scopes (--cuda-graph-scope attn moe_router moe_preprocess ...).
   GraphModules cuda_graph_scope = graph_bit(GraphModule::FULL);
+  /// Whether CUDA graphs are on and their scope holds `m` (FULL: whole layers).
+  bool graphs(GraphModule m) const { return cuda_graphs && (cuda_graph_scope & graph_bit(m)); }
   /// FP8 / NVFP4 weights cast once per step and reused by its other micro-batches
   /// (Transformer Engine's is_first_microbatch cache, which Megatron-core sets); false: every
   /// micro-batch's forward casts them again.

@@ -176,21 +176,19 @@ class EffectChecker {
     if (!p_.cuda_graphs)
       fail("cuda_graph_scope", "cuda_graphs",
            fmt::format("with {} off: nothing is captured", s_.name("cuda_graphs")));
-    const auto has = [this](models::GraphModule m) {
-      return (p_.cuda_graph_scope & models::graph_bit(m)) != 0;
-    };
     if (p_.cuda_graph_scope == 0)
       fail_field(s_, "cuda_graph_scope",
                  fmt::format("{} is empty; give full or some of attn, mlp, moe_router, "
                              "moe_preprocess",
                              s_.where("cuda_graph_scope")));
-    if (has(models::GraphModule::FULL) && p_.cuda_graph_scope != d.cuda_graph_scope)
+    if (p_.graphs(models::GraphModule::FULL) && p_.cuda_graph_scope != d.cuda_graph_scope)
       fail_field(
           s_, "cuda_graph_scope",
           fmt::format("{} {}: full already captures every module; give full alone or "
                       "the modules alone",
                       s_.where("cuda_graph_scope"), models::graph_scope_text(p_.cuda_graph_scope)));
-    if (has(models::GraphModule::MOE_PREPROCESS) && !has(models::GraphModule::MOE_ROUTER))
+    if (p_.graphs(models::GraphModule::MOE_PREPROCESS) &&
+        !p_.graphs(models::GraphModule::MOE_ROUTER))
       fail_field(
           s_, "cuda_graph_scope",
           fmt::format("{} {}: Megatron captures moe_preprocess only with moe_router; "
@@ -341,7 +339,7 @@ std::optional<MoeOverlapBlock> moe_a2a_overlap_block(const TrainingPlan& p, cons
   // Whole-layer CUDA graphs freeze the kernel order the pairing interleaves (Megatron asserts
   // the two apart in transformer_layer.py); its partial graphs support the overlap (Megatron-LM
   // PR #2168: attn, moe_router, moe_preprocess).
-  if (p.cuda_graphs && (p.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL)))
+  if (p.graphs(models::GraphModule::FULL))
     return MoeOverlapBlock{"cuda_graphs",
                            "with CUDA-graphed layers: a graph freezes the order the pairing "
                            "interleaves"};

@@ -36,7 +36,6 @@ Enum choice(const PlanInput& in, std::string_view key, Enum fallback) {
              ValidationError::unknown_name(in.sources().where(key), *text, names).what());
 }
 
-// A comma list of RecomputeModule names ("" is the empty set).
 // A NAME_LIST field as a set of bits, bit i for the i-th of its names (RecomputeModules,
 // GraphModules).
 std::uint32_t modules_or(const PlanInput& in, std::string_view key, std::uint32_t fallback) {
@@ -361,24 +360,26 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   return p;
 }
 
-void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluster& cluster) {
+TrainingPlan resolve_fields(const PlanInput& input, std::initializer_list<const char*> texts,
+                            std::initializer_list<const char*> toggles) {
   PlanInput probe;
   probe.sources() = input.sources();
-  for (const char* key : {"precision", "fp8_recipe"})
+  for (const char* key : texts)
     if (const auto v = input.text(key)) probe.set(key, *v);
-  if (input.has("scale_swizzle")) probe.set("scale_swizzle", input.flag("scale_swizzle"));
-  check_precision_on_cluster(resolve_plan(probe, std::nullopt, std::nullopt), cluster,
-                             input.sources());
+  for (const char* key : toggles)
+    if (input.has(key)) probe.set(key, input.flag(key));
+  return resolve_plan(probe, std::nullopt, std::nullopt);
+}
+
+void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluster& cluster) {
+  check_precision_on_cluster(resolve_fields(input, {"precision", "fp8_recipe"}, {"scale_swizzle"}),
+                             cluster, input.sources());
 }
 
 void check_graph_scope_input(const PlanInput& input, const models::ModelSpec& model) {
-  PlanInput probe;
-  probe.sources() = input.sources();
-  for (const char* key : {"cuda_graph_scope", "framework", "dp_mode"})
-    if (const auto v = input.text(key)) probe.set(key, *v);
-  if (input.has("cuda_graphs")) probe.set("cuda_graphs", input.flag("cuda_graphs"));
-  check_cuda_graph_scope_model(model, resolve_plan(probe, std::nullopt, std::nullopt),
-                               input.sources());
+  check_cuda_graph_scope_model(
+      model, resolve_fields(input, {"cuda_graph_scope", "framework", "dp_mode"}, {"cuda_graphs"}),
+      input.sources());
 }
 
 }  // namespace loom::strategies

@@ -5,6 +5,7 @@
 // schedule from vpp > 1. The batch and schedule rules are checked on the way; the
 // model-vs-plan rules are plan_rules.hpp's validate_plan.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -30,6 +31,12 @@ namespace loom::strategies {
 models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
                                   std::optional<int> model_layers = std::nullopt,
                                   std::optional<std::int64_t> model_seq = std::nullopt);
+
+/// A plan of `input`'s `texts` and `toggles` fields alone, every other field at its default:
+/// the fields a search holds fixed, checked once before it enumerates. Throws PlanError.
+models::TrainingPlan resolve_fields(const PlanInput& input,
+                                    std::initializer_list<const char*> texts,
+                                    std::initializer_list<const char*> toggles);
 
 /// check_precision_on_cluster (plan_rules.hpp) for the precision fields of `input` alone
 /// (precision, fp8_recipe, scale_swizzle: the same for every plan of a search), before a

@@ -148,10 +148,8 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
 // supported for dense layers", "moe_router cuda graph is not supported with moe recompute";
 // the layernorm recompute checkpoints the norms the attn, mlp and moe_router graphs hold;
 // the EP overlap's replay asserts the graph does not hold a whole MLP).
-namespace {
-
 bool partial_scope(const TrainingPlan& p) {
-  return p.cuda_graphs && !(p.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+  return p.cuda_graphs && !p.graphs(models::GraphModule::FULL);
 }
 
 std::string scope_text(const TrainingPlan& p, const PlanSources& s) {
@@ -159,75 +157,30 @@ std::string scope_text(const TrainingPlan& p, const PlanSources& s) {
                      models::graph_scope_text(p.cuda_graph_scope));
 }
 
-}  // namespace
-
-void graph_scope_model_rules(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
-  const auto has = [&p](models::GraphModule g) {
-    return (p.cuda_graph_scope & models::graph_bit(g)) != 0;
-  };
-  if (!partial_scope(p)) return;
-  const std::string scope = scope_text(p, s);
-  // Partial graphs are Megatron-core's (Transformer Engine make_graphed_callables per layer).
-  if (p.framework == models::Framework::TORCHTITAN || p.framework == models::Framework::DEEPSPEED) {
-    fail_field(s, "cuda_graph_scope",
-               fmt::format("{}: partial CUDA graphs are Megatron-core's, not {}'s; use full or "
-                           "drop {}",
-                           scope, models::to_string(p.framework), s.name("framework")));
-  }
-  if (p.dp_mode != models::DpMode::DDP) {
-    fail_field(s, "cuda_graph_scope",
-               fmt::format("{}: partial CUDA graphs are Megatron-core's, which runs {} ddp; use "
-                           "full or {} ddp",
-                           scope, s.name("dp_mode"), s.name("dp_mode")));
-  }
-  if (m.kind != models::ModelKind::TRANSFORMER) {
-    fail_field(s, "cuda_graph_scope",
-               fmt::format("{}: {} has no transformer layers to capture in parts; use full", scope,
-                           m.name));
-  }
-  const bool moe_layers = m.is_moe(), dense_layers = !m.is_moe() || m.moe.first_k_dense > 0;
-  if ((has(models::GraphModule::MOE_ROUTER) || has(models::GraphModule::MOE_PREPROCESS)) &&
-      !moe_layers) {
-    fail_field(s, "cuda_graph_scope",
-               fmt::format("{}: {} has no MoE layers (Megatron: the moe cuda graphs are only "
-                           "for MoE); drop moe_router and moe_preprocess",
-                           scope, m.name));
-  }
-  if (has(models::GraphModule::MLP) && !dense_layers) {
-    fail_field(s, "cuda_graph_scope",
-               fmt::format("{}: {} has no dense layers (Megatron: the mlp cuda graph is only "
-                           "for dense layers); drop mlp",
-                           scope, m.name));
-  }
-}
-
 void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
-  graph_scope_model_rules(m, p, s);
+  check_cuda_graph_scope_model(m, p, s);
   if (!partial_scope(p)) return;
-  const auto has = [&p](models::GraphModule g) {
-    return (p.cuda_graph_scope & models::graph_bit(g)) != 0;
-  };
   const std::string scope = scope_text(p, s);
   const bool selective = p.recompute == models::Recompute::SELECTIVE &&
                          p.selective_recompute == models::SelectiveRecompute::ATTENTION;
   const auto recomputes = [&](models::RecomputeModule r) {
     return selective && (p.recompute_modules & models::module_bit(r));
   };
-  if (has(models::GraphModule::MOE_ROUTER) && recomputes(models::RecomputeModule::MOE)) {
+  if (p.graphs(models::GraphModule::MOE_ROUTER) && recomputes(models::RecomputeModule::MOE)) {
     fail_field(s, "cuda_graph_scope",
                fmt::format("{}: Megatron does not capture moe_router with the moe recompute "
                            "module; drop moe_router or the moe module from {}",
                            scope, s.name("recompute_modules")));
   }
-  if ((has(models::GraphModule::ATTN) || has(models::GraphModule::MLP) ||
-       has(models::GraphModule::MOE_ROUTER)) &&
+  if ((p.graphs(models::GraphModule::ATTN) || p.graphs(models::GraphModule::MLP) ||
+       p.graphs(models::GraphModule::MOE_ROUTER)) &&
       recomputes(models::RecomputeModule::LAYERNORM)) {
     fail_field(s, "cuda_graph_scope",
                fmt::format("{}: the layernorm recompute module checkpoints the norms these "
                            "graphs hold; drop layernorm from {}",
                            scope, s.name("recompute_modules")));
   }
-  if (has(models::GraphModule::MLP) && p.overlap_moe_expert_parallel_comm) {
+  if (p.graphs(models::GraphModule::MLP) && p.overlap_moe_expert_parallel_comm) {
     fail_field(s, "cuda_graph_scope",
                fmt::format("{}: Megatron's EP overlap cannot replay a graph holding a whole "
                            "MLP; drop mlp or {}",
@@ -444,9 +397,42 @@ void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& clus
   }
 }
 
-void check_cuda_graph_scope_model(const ModelSpec& model, const TrainingPlan& plan,
-                                  const PlanSources& sources) {
-  graph_scope_model_rules(model, plan, sources);
+void check_cuda_graph_scope_model(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  if (!partial_scope(p)) return;
+  const std::string scope = scope_text(p, s);
+  // Partial graphs are Megatron-core's (Transformer Engine make_graphed_callables per layer).
+  if (p.framework == models::Framework::TORCHTITAN || p.framework == models::Framework::DEEPSPEED) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: partial CUDA graphs are Megatron-core's, not {}'s; use full or "
+                           "drop {}",
+                           scope, models::to_string(p.framework), s.name("framework")));
+  }
+  if (p.dp_mode != models::DpMode::DDP) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: partial CUDA graphs are Megatron-core's, which runs {} ddp; use "
+                           "full or {} ddp",
+                           scope, s.name("dp_mode"), s.name("dp_mode")));
+  }
+  if (m.kind != models::ModelKind::TRANSFORMER) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no transformer layers to capture in parts; use full", scope,
+                           m.name));
+  }
+  const bool moe_layers = m.is_moe(), dense_layers = !m.is_moe() || m.moe.first_k_dense > 0;
+  if ((p.graphs(models::GraphModule::MOE_ROUTER) ||
+       p.graphs(models::GraphModule::MOE_PREPROCESS)) &&
+      !moe_layers) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no MoE layers (Megatron: the moe cuda graphs are only "
+                           "for MoE); drop moe_router and moe_preprocess",
+                           scope, m.name));
+  }
+  if (p.graphs(models::GraphModule::MLP) && !dense_layers) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no dense layers (Megatron: the mlp cuda graph is only "
+                           "for dense layers); drop mlp",
+                           scope, m.name));
+  }
 }
 
 void validate_plan(const ModelSpec& model, const TrainingPlan& plan,

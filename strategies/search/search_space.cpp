@@ -162,13 +162,12 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   opg_ = switch_list(input_, "overlap_param_gather");
   tpo_ = switch_list(input_, "tp_comm_overlap");
   // The EP all-to-all overlap: a free switch of MoE models, unless a fixed value rules it out
-  // everywhere (ep 1, whole-layer CUDA graphs, full recompute, fp32: moe_a2a_overlap_block).
-  // (and a graph holding a dense layer's whole MLP: plan_rules check_cuda_graph_scope).
-  const std::string scope = input_.text("cuda_graph_scope").value_or("full");
+  // everywhere (ep 1, whole-layer CUDA graphs, full recompute, fp32: moe_a2a_overlap_block;
+  // a graph holding a dense layer's whole MLP: plan_rules check_cuda_graph_scope).
+  const models::TrainingPlan graphs = resolve_fields(input_, {"cuda_graph_scope"}, {"cuda_graphs"});
   const bool dense_layers = !model.is_moe() || model.moe.first_k_dense > 0;
-  const bool graphs_block =
-      input_.flag("cuda_graphs") && (scope.find("full") != std::string::npos ||
-                                     (dense_layers && scope.find("mlp") != std::string::npos));
+  const bool graphs_block = graphs.graphs(models::GraphModule::FULL) ||
+                            (dense_layers && graphs.graphs(models::GraphModule::MLP));
   const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&
                                     !graphs_block &&
                                     input_.text("recompute").value_or("") != "full" &&

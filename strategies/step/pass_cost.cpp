@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
@@ -235,8 +234,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   // layers, or under a partial scope only the ops of its modules (models::GraphModule); the
   // embedding and the head launch eagerly.
   const bool layer = list == OpList::LAYER;
-  const bool full_scope = plan.cuda_graphs && layer &&
-                          (plan.cuda_graph_scope & models::graph_bit(models::GraphModule::FULL));
+  const bool full_scope = layer && plan.graphs(models::GraphModule::FULL);
   // Every op captured: a dense layer under the full scope. An MoE layer's dispatch, routed
   // experts and combine have dynamic shapes no graph captures ("not feasible for MoE models
   // due to the dynamic shape issue", Megatron-LM deepseek-v3-gb200-optimization 2.3), so
@@ -250,10 +248,8 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   // ones for single-process DataParallel's host tasks, as before partial graphs.
   bool graph_fwd = false, graph_recompute = false;
   for (const auto& op : ops) {
-    const bool graphed =
-        plan.cuda_graphs && layer && !op.dynamic_shape &&
-        (full_scope ||
-         (op.graph_module && (plan.cuda_graph_scope & models::graph_bit(*op.graph_module))));
+    const bool graphed = layer && !op.dynamic_shape &&
+                         (full_scope || (op.graph_module && plan.graphs(*op.graph_module)));
     const OpPasses o = op_seconds(op, plan, kernels, graphed);
     const topo::PassSeconds& t = o.t;
     c.fwd_s += t.forward;
