@@ -10,6 +10,7 @@
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
 #include "topologies/gpu_json.hpp"
+#include "topologies/kernel_model.hpp"
 
 namespace loom::topo {
 namespace {
@@ -114,6 +115,23 @@ GpuSpec with_gemm_fractions(GpuSpec s, double bf16, double fp8) {
   return s;
 }
 
+// Blackwell Ultra's fused attention: B300 doubles the exponent (MUFU.EX2) throughput of
+// B200's SMs (NVIDIA Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025: "2X attention-
+// layer acceleration"), which bounds the forward, not the shared-memory-bound backward
+// (FlashAttention-4, arXiv:2603.05451). In one run of NVIDIA's cuDNN benchmark (cuDNN 9.22,
+// BF16, causal, head dim 128, 4096 tokens, batch 2, 64 / 8 heads) GB300 reached 1703 TFLOP/s
+// forward and 1248 backward where GB200 reached 1408 and 1148 (cudnn-frontend benchmark/
+// sdpa_benchmark_training/results/llama3.1/{gb300,gb200}/llama3.1_20260424_*.csv): x1.21
+// forward, x1.09 backward, applied to Blackwell's own figures (kernel_model.cpp,
+// architecture_attention_fraction: cuDNN 9.18 on GB200, the backward at 0.8 of it).
+GpuSpec with_blackwell_ultra_attention(GpuSpec s) {
+  const double blackwell = architecture_attention_fraction(GpuArch::BLACKWELL);
+  s.attention_fraction = blackwell * (1703.0 / 1408.0);
+  s.attention_backward_fraction =
+      blackwell * GpuEfficiency{}.attention_backward_ratio * (1248.0 / 1148.0);
+  return s;
+}
+
 std::vector<GpuSpec> build_catalog() {
   // Columns: fp32, tf32, bf16, fp16, fp8 (dense TFLOP/s); HBM GB, HBM GB/s; NVLink GB/s
   // bidirectional per GPU (halved into per direction); NVLink gen; PCIe gen; TDP W; then
@@ -180,20 +198,22 @@ std::vector<GpuSpec> build_catalog() {
                10000),
       // HGX B300 (1100 W): 75 / 1100 / 2250 / 2250 / 4500 TF dense (the B200's rates; Blackwell
       // Ultra adds dense FP4 — 14,000 TF, Verda's per-GPU table — and exponent throughput,
-      // which loom does not model), 270 GB usable HBM3e at 7.7 TB/s, NVLink5 1.8 TB/s;
-      // ConnectX-8 NICs on PCIe Gen6.
-      with_fp4(with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250, 2250, 4500,
-                              270, 7700, 1800, 5, 6, 1100, SRC_B300),
-                         160, GpuArch::BLACKWELL, ARCH_B300),
-               14000),
+      // its attention fractions: with_blackwell_ultra_attention), 270 GB usable HBM3e at
+      // 7.7 TB/s, NVLink5 1.8 TB/s; ConnectX-8 NICs on PCIe Gen6.
+      with_blackwell_ultra_attention(
+          with_fp4(with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250, 2250, 4500,
+                                  270, 7700, 1800, 5, 6, 1100, SRC_B300),
+                             160, GpuArch::BLACKWELL, ARCH_B300),
+                   14000)),
       // B300 in GB300 NVL72 (1400 W): 80 / 1250 / 2500 / 2500 / 5000 TF dense (rack 180 PF
       // BF16, 360 PF FP8 / 72), 279 GB (20 TB / 72) at 8 TB/s (576 TB/s / 72), NVLink5
       // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6. Dense FP4 15,000 TF (rack 1,080 PF
       // dense FP4 / 72; Verda's per-GPU table).
-      with_fp4(with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500, 5000,
-                              279, 8000, 1800, 5, 6, 1400, SRC_GB300),
-                         160, GpuArch::BLACKWELL, ARCH_B300),
-               15000),
+      with_blackwell_ultra_attention(
+          with_fp4(with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500,
+                                  5000, 279, 8000, 1800, 5, 6, 1400, SRC_GB300),
+                             160, GpuArch::BLACKWELL, ARCH_B300),
+                   15000)),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,
@@ -271,6 +291,7 @@ void read_efficiencies(ObjectReader& r, GpuSpec& s) {
       {"gemm_efficiency_fp16", &s.gemm_fraction_fp16},
       {"gemm_efficiency_fp8", &s.gemm_fraction_fp8},
       {"attention_efficiency", &s.attention_fraction},
+      {"attention_backward_efficiency", &s.attention_backward_fraction},
   };
   for (const auto& [key, field] : keys) {
     *field = r.get_number_or(key, *field);
@@ -289,14 +310,15 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   } catch (const ValidationError& e) {
     throw ConfigError(r.file(), r.pointer_of("base"), e.what());
   }
-  const bool overridden =
-      r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") || r.has("fp8") ||
-      r.has("fp4") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
-      r.has("nvlink_bandwidth") || r.has("nvlink_generation") || r.has("pcie_generation") ||
-      r.has("tdp_watts") || r.has("sm_count") || r.has("architecture") || r.has("power_limit_w") ||
-      r.has("load_clock_fraction") || r.has("gemm_efficiency_tf32") ||
-      r.has("gemm_efficiency_bf16") || r.has("gemm_efficiency_fp16") ||
-      r.has("gemm_efficiency_fp8") || r.has("attention_efficiency");
+  const bool overridden = r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") ||
+                          r.has("fp8") || r.has("fp4") || r.has("hbm_capacity") ||
+                          r.has("hbm_bandwidth") || r.has("nvlink_bandwidth") ||
+                          r.has("nvlink_generation") || r.has("pcie_generation") ||
+                          r.has("tdp_watts") || r.has("sm_count") || r.has("architecture") ||
+                          r.has("power_limit_w") || r.has("load_clock_fraction") ||
+                          r.has("gemm_efficiency_tf32") || r.has("gemm_efficiency_bf16") ||
+                          r.has("gemm_efficiency_fp16") || r.has("gemm_efficiency_fp8") ||
+                          r.has("attention_efficiency") || r.has("attention_backward_efficiency");
   s.display_name =
       r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
   s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
@@ -368,6 +390,7 @@ OrderedJson write_gpu_spec(const GpuSpec& g) {
       {"gemm_efficiency_fp16", g.gemm_fraction_fp16},
       {"gemm_efficiency_fp8", g.gemm_fraction_fp8},
       {"attention_efficiency", g.attention_fraction},
+      {"attention_backward_efficiency", g.attention_backward_fraction},
   };
   for (const auto& [key, value] : optional)
     if (value > 0) out[key] = value;

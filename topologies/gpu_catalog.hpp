@@ -58,6 +58,9 @@ struct GpuSpec {
   /// Fraction of the dense peak a fused attention forward reaches; 0: the architecture's
   /// figure (kernel_model.hpp, architecture_attention_fraction).
   double attention_fraction = 0;
+  /// Fraction of the dense peak a fused attention backward reaches at the same reference
+  /// shape; 0: the forward's times GpuEfficiency::attention_backward_ratio.
+  double attention_backward_fraction = 0;
   int sm_count = 0;                ///< streaming multiprocessors (AMD: compute units)
   GpuArch arch = GpuArch::AMPERE;  ///< architecture
   std::string source;              ///< datasheet citation

@@ -61,15 +61,22 @@ double architecture_gemm_fraction(GpuArch arch, DType tensor) {
 //    (transformer_engine/pytorch/attention get_attention_backend). cuDNN forward, head dim
 //    128, causal, 4k tokens: 518 TFLOP/s of 989 = 0.524 (Shah et al. 2024, FlashAttention-3,
 //    Fig. 5, where FlashAttention-3 reaches 579).
-//  - Blackwell: no published per-shape cuDNN figure on B200 (the FlashAttention-4 paper,
-//    2026, reports only that it is "up to 1.3x" faster than cuDNN 9.13, peaking at 1613
-//    TFLOP/s, 71%, at its best shape); Hopper's fraction is kept.
+//  - Blackwell: cuDNN 9.18 (backend 91801) on GB200, BF16, causal, head dim 128, batch 1,
+//    64 query / 8 key-value heads, 4096 tokens: 1297 TFLOP/s forward of the 2500 dense peak
+//    = 0.519 (backward 1105, 0.85 of it; the FA2-era 0.8 is kept for every architecture:
+//    cuDNN on Hopper runs 0.76, Megatron-Core MoE report, arXiv:2603.07685, Table 9). NVIDIA
+//    cudnn-frontend benchmark/sdpa_benchmark_training/results/gb200_918_only_cudnn/
+//    llama3.1_20260126_110503.csv, January 2026: the 26.02 containers' time, the middle of
+//    the Megatron-Bridge releases scored (25.09 to 26.04); cuDNN 9.22 in April reached 1408
+//    (results/llama3.1/gb200/llama3.1_20260424_100750.csv). Blackwell Ultra (B300) doubles
+//    the exponent units' throughput and has figures of its own (gpu_catalog.cpp).
 //  - Others: the Ampere figure.
 double architecture_attention_fraction(GpuArch arch) {
   switch (arch) {
     case GpuArch::HOPPER:
-    case GpuArch::BLACKWELL:
       return 518.0 / 989.0;  // cuDNN, FlashAttention-3 paper Fig. 5 (see above)
+    case GpuArch::BLACKWELL:
+      return 1297.0 / 2500.0;  // cuDNN 9.18 on GB200 (see above)
     case GpuArch::VOLTA:
     case GpuArch::AMPERE:
     case GpuArch::ADA:
@@ -104,7 +111,7 @@ double attention_shape_raw(double seq_q, double seq_kv, double head_dim, bool ca
 // diagonal tile give 290, 415, 514, 578, 615, 635 (within 3%). half_head_dim = 48 lies
 // between the d0 that 497/648 (hd 64 vs 128: 56) and 740/648 (256 vs 128: 42) give for a
 // d / (d + d0) law. Only the shape is taken from these; each architecture keeps its own
-// reference fraction.
+// reference fraction (and Blackwell its own half_kv_tokens: architecture_attention_shape).
 double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim,
                               bool causal, const AttentionShapeModel& shape) {
   if (seq_q <= 0 || seq_kv <= 0 || head_dim <= 0) return 1.0;
@@ -112,6 +119,21 @@ double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int6
   return attention_shape_raw(static_cast<double>(seq_q), static_cast<double>(seq_kv),
                              static_cast<double>(head_dim), causal, shape) /
          reference;
+}
+
+// Blackwell's cuDNN forward on GB200 (the reference-fraction file above, cuDNN 9.18),
+// TFLOP/s at 2k / 4k / 8k / 16k / 32k tokens, head dim 128:
+//   causal:   1022, 1297, 1563, 1646, 1686;   no mask: 1232, 1569, 1675, 1746, 1756.
+// Tensor-core throughput doubled over Hopper while the exponent units and shared memory did
+// not (Zadouri et al., "FlashAttention-4", arXiv:2603.05451, abstract), so the per-tile
+// fixed work weighs more: a least-squares fit of the law above to the ten points (log
+// error) gives half_kv_tokens = 730, within 8% of every point (3.1% rms); Hopper's 200 would
+// put 2k at 0.89 of 4k, where cuDNN reaches 0.79. The head-dim and tile constants keep
+// their defaults (no Blackwell sweep over head dims was found).
+AttentionShapeModel architecture_attention_shape(GpuArch arch) {
+  AttentionShapeModel m;
+  if (arch == GpuArch::BLACKWELL) m.half_kv_tokens = 730;
+  return m;
 }
 
 double sustained_clock_fraction(const GpuSpec& gpu) {
@@ -224,6 +246,18 @@ double DatasheetKernelModel::attention_fraction() const {
   if (efficiency_.attention_fraction > 0) return efficiency_.attention_fraction;
   return gpu_.attention_fraction > 0 ? gpu_.attention_fraction
                                      : architecture_attention_fraction(gpu_.arch);
+}
+
+double DatasheetKernelModel::attention_backward_ratio() const {
+  // The GPU's own backward figure holds with its own forward one, not with an override of
+  // the forward fraction.
+  if (efficiency_.attention_fraction <= 0 && gpu_.attention_backward_fraction > 0)
+    return gpu_.attention_backward_fraction / attention_fraction();
+  return efficiency_.attention_backward_ratio;
+}
+
+double DatasheetKernelModel::attention_backward_fraction() const {
+  return attention_fraction() * attention_backward_ratio();
 }
 
 Fp8Recipe DatasheetKernelModel::fp8_recipe(const KernelOp& op) const {
@@ -348,7 +382,8 @@ double attention_kernel_factor(AttentionKernel kernel, GpuArch arch) {
 }
 
 double DatasheetKernelModel::fused_attention_s(const KernelOp& op, double flops, DType math) const {
-  const AttentionShapeModel& m = efficiency_.attention_shape;
+  const AttentionShapeModel m =
+      efficiency_.attention_shape.value_or(architecture_attention_shape(gpu_.arch));
   const double k = attention_kernel_factor(op.kernel, gpu_.arch);
   if (op.cp_ring <= 1 || op.seq_q <= 0)
     return attention_time_s(
@@ -388,7 +423,7 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
   if (pass == KernelPass::FORWARD) return fused_attention_s(op, op.forward_flops * scale, math);
   // The overhead is divided too: the backward is one slower kernel (kept for bit-identical
   // step times with the model this replaced).
-  return fused_attention_s(op, backward_flops * scale, math) / efficiency_.attention_backward_ratio;
+  return fused_attention_s(op, backward_flops * scale, math) / attention_backward_ratio();
 }
 
 double DatasheetKernelModel::fp8_cast_seconds(const KernelOp& op, KernelPass pass,

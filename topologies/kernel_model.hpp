@@ -173,8 +173,8 @@ double architecture_gemm_fraction(GpuArch arch, DType tensor);
 /// shape (causal, head dim 128, 4096 tokens), in (0, 1].
 double architecture_attention_fraction(GpuArch arch);
 
-/// Sequence-shape constants of fused attention (FlashAttention-3, Shah et al. 2024, Fig. 5;
-/// derivation in kernel_model.cpp).
+/// Sequence-shape constants of fused attention (defaults: FlashAttention-3 on H100, Shah et
+/// al. 2024, Fig. 5; derivation and the per-architecture figures in kernel_model.cpp).
 struct AttentionShapeModel {
   /// Key/value tokens per query tile at which the per-tile fixed work (loading Q, the
   /// final rescale, writing O and the log-sum-exp) halves throughput.
@@ -194,6 +194,9 @@ struct AttentionShapeModel {
 /// any length is unknown (0).
 double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim,
                               bool causal, const AttentionShapeModel& shape = {});
+/// The attention shape constants of `arch`'s vendor kernel: Blackwell's cuDNN kernels lose
+/// more to short sequences than Hopper's (half_kv_tokens 480, not 200); others the defaults.
+AttentionShapeModel architecture_attention_shape(GpuArch arch);
 /// Sustained SM clock under load relative to the boost clock the datasheet peak assumes, in
 /// (0, 1]: the GPU's load_clock_fraction (default DEFAULT_LOAD_CLOCK_FRACTION) times
 /// (power_limit / TDP)^(1/3) below the TDP (1 at or above it, or when either is unknown).
@@ -236,10 +239,13 @@ struct GpuEfficiency {
   double attention_fraction = 0;
   /// Fraction of a causal attention square a fused kernel computes (it skips masked tiles).
   double attention_causal_fraction = 0.5;
-  /// How a fused attention kernel's throughput depends on sequence length and head dim.
-  AttentionShapeModel attention_shape;
+  /// How a fused attention kernel's throughput depends on sequence length and head dim;
+  /// nullopt (the default): the GPU architecture's (architecture_attention_shape).
+  std::optional<AttentionShapeModel> attention_shape;
   /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
-  /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6).
+  /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6; cuDNN on GB200
+  /// 0.82, kernel_model.cpp), where the GPU has no backward figure of its own
+  /// (GpuSpec::attention_backward_fraction) and attention_fraction is not overridden here.
   double attention_backward_ratio = 0.8;
   /// Fixed per-kernel launch and tail cost, in seconds.
   double kernel_overhead_s = 4e-6;
@@ -276,6 +282,9 @@ class DatasheetKernelModel final : public KernelTimeModel {
   double gemm_fraction(DType math) const;
   /// Fraction of the dense peak a fused attention forward reaches at the TDP clock.
   double attention_fraction() const;
+  /// Fraction of the dense peak a fused attention backward reaches at the TDP clock (the
+  /// GPU's own figure, else attention_fraction() x attention_backward_ratio).
+  double attention_backward_fraction() const;
   /// Sustained clock relative to the TDP clock (sustained_clock_fraction of the GPU).
   double clock_fraction() const { return clock_; }
   Fp8Recipe default_fp8_recipe() const override;
@@ -299,6 +308,8 @@ class DatasheetKernelModel final : public KernelTimeModel {
   // Seconds for `kernels` fused attention kernels performing `flops` in `math` at the
   // forward rate times `shape` (attention_shape_factor).
   double attention_time_s(double flops, DType math, double shape = 1, int kernels = 1) const;
+  // Backward fused attention throughput relative to the forward's.
+  double attention_backward_ratio() const;
   // Seconds of the fused forward of `op` performing `flops` (the causal skip applied):
   // one kernel at its shape, or cp_ring ring-attention chunk kernels.
   double fused_attention_s(const KernelOp& op, double flops, DType math) const;

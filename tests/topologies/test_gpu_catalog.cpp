@@ -155,6 +155,7 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   g.power_limit_watts = 500;
   g.gemm_fraction_fp8 = 0.65;
   g.attention_fraction = 0.5;
+  g.attention_backward_fraction = 0.375;
   const loom::OrderedJson out = loom::topo::write_gpu_spec(g);
   CHECK(out["power_limit_w"] == 500);
   CHECK(!out.contains("gemm_efficiency_bf16"));  // unset: the architecture's default
@@ -181,10 +182,15 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   CHECK(back.gemm_fraction_fp8 == 0.65);
   CHECK(back.gemm_fraction_bf16 == 0);
   CHECK(back.attention_fraction == 0.5);
+  CHECK(back.attention_backward_fraction == 0.375);
 }
 
 TEST_CASE("topologies::GpuCatalog: a GPU JSON rejects a GEMM efficiency above 1") {
   auto doc = nlohmann::json::parse(R"({"base": "h100", "gemm_efficiency_bf16": 1.2})");
   loom::ObjectReader r(doc, "g.json", "");
   CHECK_THROWS_AS(loom::topo::read_gpu_spec(r), loom::ConfigError);
+  auto bwd = nlohmann::json::parse(R"({"base": "h100", "attention_backward_efficiency": -0.1})");
+  loom::ObjectReader rb(bwd, "g.json", "");
+  CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(rb),
+                       doctest::Contains("attention_backward_efficiency"), loom::ConfigError);
 }

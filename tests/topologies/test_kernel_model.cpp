@@ -290,6 +290,50 @@ TEST_CASE("topologies::DatasheetKernelModel: large-GEMM fractions by architectur
   CHECK(h100.attention_fraction() == doctest::Approx(518.0 / 989.0));
 }
 
+TEST_CASE("topologies::DatasheetKernelModel: Blackwell attention from cuDNN's measured curves") {
+  // cuDNN 9.18 on GB200, causal, head dim 128, 4k tokens: 1297 of 2500 TFLOP/s forward;
+  // the backward at 0.8 of it (NVIDIA cudnn-frontend sdpa_benchmark_training results).
+  const DatasheetKernelModel gb200(find_gpu("gb200")), gb300(find_gpu("gb300"));
+  CHECK(gb200.attention_fraction() == doctest::Approx(1297.0 / 2500));
+  CHECK(gb200.attention_backward_fraction() == doctest::Approx(1297.0 / 2500 * 0.8));
+  // Blackwell Ultra: GB300 over GB200 in one cuDNN 9.22 run, 1703 / 1408 forward and
+  // 1248 / 1148 backward: the doubled exponent units speed the forward, barely the backward.
+  CHECK(gb300.attention_fraction() / gb200.attention_fraction() == doctest::Approx(1703.0 / 1408));
+  CHECK(gb300.attention_backward_fraction() / gb200.attention_backward_fraction() ==
+        doctest::Approx(1248.0 / 1148));
+  CHECK(DatasheetKernelModel(find_gpu("b300")).attention_fraction() == gb300.attention_fraction());
+  // A forward override drops the GPU's own backward figure for the default ratio.
+  GpuEfficiency e;
+  e.attention_fraction = 0.5;
+  CHECK(DatasheetKernelModel(find_gpu("gb300"), e).attention_backward_fraction() ==
+        doctest::Approx(0.4));
+  // Shape: Blackwell's kernels lose more at short sequences (half_kv_tokens 730, not
+  // Hopper's 200). cuDNN 9.18 on GB200, causal: 2k 1022, 4k 1297, 8k 1563 TFLOP/s; the law
+  // gives each within 8%.
+  const AttentionShapeModel bw = architecture_attention_shape(GpuArch::BLACKWELL);
+  CHECK(bw.half_kv_tokens == 730);
+  CHECK(architecture_attention_shape(GpuArch::HOPPER).half_kv_tokens == 200);
+  CHECK(attention_shape_factor(2048, 2048, 128, true, bw) ==
+        doctest::Approx(1022.0 / 1297).epsilon(0.08));
+  CHECK(attention_shape_factor(8192, 8192, 128, true, bw) ==
+        doctest::Approx(1563.0 / 1297).epsilon(0.08));
+  // The model uses it: a 2k causal forward on GB200 takes 1297/1022-ish longer per FLOP
+  // than at 4k, more than on H100 (FA3: 579/521).
+  KernelOp op;
+  op.kind = KernelKind::ATTENTION;
+  op.fused = true;
+  op.causal = true;
+  op.head_dim = 128;
+  op.forward_flops = 1e12;
+  auto per_flop = [&](const DatasheetKernelModel& k, std::int64_t s) {
+    op.seq_q = op.seq_kv = s;
+    return k.seconds(op, KernelPass::FORWARD, DType::BF16);
+  };
+  const DatasheetKernelModel h100(find_gpu("h100"));
+  CHECK(per_flop(gb200, 2048) / per_flop(gb200, 4096) >
+        per_flop(h100, 2048) / per_flop(h100, 4096) + 0.1);
+}
+
 TEST_CASE("topologies::DatasheetKernelModel: a 500 W H100 is slower than a 700 W one") {
   // Sustained clock (P / TDP)^(1/3) (dynamic power ∝ f·V², V ∝ f): 500 W of 700 W gives
   // (5/7)^(1/3) = 0.893904. Compute-bound kernels slow by that factor, HBM-bound ones not.
