@@ -314,10 +314,46 @@ double DatasheetKernelModel::peak_flops(DType math) const {
   return gpu_.bf16_flops;
 }
 
+// Mid-size GEMMs: the per-dimension law x / (x + h) of matmul_efficiency, with the large-GEMM
+// fraction, wave quantisation and the 4 us kernel overhead as the model applies them,
+// fitted (least squares on log TFLOP/s) to XLA's measured GEMM table (openxla/xla
+// xla/service/gpu/model/default_matmul_perf_table.txtpb @336bb15c, batch 1, m, n, k each
+// 256..4096): the table's 53 GEMMs of 2^32 FLOPs or more (smaller ones are latency-bound and
+// the law does not hold there; training GEMMs are larger):
+//   sm_90 (H100) bf16: h = 125, 9.9% rms (4096^3 780 TFLOP/s, 2048 x 512 x 2048 354);
+//   sm_100 (B200) bf16: h = 270, 9.4% rms (4096^3 1417, 2048^3 986);
+//   sm_100 (B200) fp8 e4m3: h = 435, 11.5% rms (4096^3 2765, 2048^3 1428).
+// Faster tensor cores lose more to the per-tile fixed work (prologue, epilogue, pipeline
+// fill), so the dimension at which a GEMM reaches half speed grows with the rate per SM. The
+// table's sm_90 fp8 rows exceed H100's dense FP8 peak (2424 of 1979 TFLOP/s at 4096^3) and
+// are not used: Hopper fp8 takes its bf16 figure times Blackwell's fp8 / bf16 ratio (435 /
+// 270), 200. FP4 takes the FP8 figure (no sweep), tf32 / fp16 the bf16 one; architectures
+// without a published sweep keep the earlier 48.
+double architecture_matmul_half_dim(GpuArch arch, DType tensor) {
+  const bool fp8 = tensor == DType::FP8 || tensor == DType::FP4;
+  switch (arch) {
+    case GpuArch::HOPPER:
+      return fp8 ? 200 : 125;
+    case GpuArch::BLACKWELL:
+      return fp8 ? 435 : 270;
+    case GpuArch::VOLTA:
+    case GpuArch::AMPERE:
+    case GpuArch::ADA:
+    case GpuArch::CDNA3:
+      break;
+  }
+  return 48;
+}
+
+double DatasheetKernelModel::matmul_half_dim(DType math) const {
+  if (efficiency_.matmul_half_dim > 0) return efficiency_.matmul_half_dim;
+  return architecture_matmul_half_dim(gpu_.arch, peak_dtype(math));
+}
+
 double DatasheetKernelModel::matmul_efficiency(std::int64_t m, std::int64_t n, std::int64_t k,
                                                std::int64_t batch, DType math) const {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1.0;
-  const double h = efficiency_.matmul_half_dim;
+  const double h = matmul_half_dim(math);
   auto sat = [h](double x) { return x / (x + h); };
   // Shape: each dimension saturates on its own; the normalisation keeps a large square
   // GEMM (8192) at exactly the large-GEMM fraction.

@@ -169,6 +169,9 @@ DType tensor_core_dtype(DType math);
 /// `tensor` (cuBLAS maximum achievable matmul FLOPS at the GPU's TDP; sources in
 /// kernel_model.cpp and docs/defaults.md), in (0, 1].
 double architecture_gemm_fraction(GpuArch arch, DType tensor);
+/// Dimension at which one GEMM dimension alone halves throughput on `arch` in tensor-core
+/// dtype `tensor` (fitted to a measured GEMM sweep; sources in kernel_model.cpp).
+double architecture_matmul_half_dim(GpuArch arch, DType tensor);
 /// Fraction of the dense peak a fused attention forward reaches on `arch` at the reference
 /// shape (causal, head dim 128, 4096 tokens), in (0, 1].
 double architecture_attention_fraction(GpuArch arch);
@@ -225,7 +228,8 @@ struct GpuEfficiency {
   double matmul_peak_fraction = 0;
   /// Dimension (elements) at which a GEMM dimension alone halves throughput: per-dimension
   /// efficiency is x / (x + matmul_half_dim). Models under-filled tiles and short K loops.
-  double matmul_half_dim = 48;
+  /// 0 (the default): the architecture's measured figure (architecture_matmul_half_dim).
+  double matmul_half_dim = 0;
   /// Output tile edge (elements) used for wave quantisation (128 x 128 CTA tiles) over the
   /// GPU's SMs (GpuSpec::sm_count).
   int matmul_tile = 128;
@@ -280,6 +284,8 @@ class DatasheetKernelModel final : public KernelTimeModel {
                            DType math = DType::BF16) const;
   /// Fraction of the dense peak a large GEMM on data in `math` reaches at the TDP clock.
   double gemm_fraction(DType math) const;
+  /// The half-throughput dimension of GEMMs on data in `math` (matmul_efficiency's law).
+  double matmul_half_dim(DType math) const;
   /// Fraction of the dense peak a fused attention forward reaches at the TDP clock.
   double attention_fraction() const;
   /// Fraction of the dense peak a fused attention backward reaches at the TDP clock (the

@@ -32,12 +32,16 @@ doctest::Approx rel(double value, double epsilon = 1e-6) {
 }
 
 // H100 at its boost clock (load_clock_fraction 1), so the hand figures below need no clock
-// factor; the sustained load clock is tested in tests/topologies/test_kernel_model.cpp.
+// factor, and with a GEMM half-dimension of 48 (the hand figures' shape factors); the
+// sustained load clock and the measured per-architecture half-dimensions are tested in
+// tests/topologies/test_kernel_model.cpp.
 const topo::DatasheetKernelModel& h100() {
   static const topo::DatasheetKernelModel model = [] {
     topo::GpuSpec spec = topo::find_gpu("h100-sxm");
     spec.load_clock_fraction = 1;
-    return topo::DatasheetKernelModel(spec);
+    topo::GpuEfficiency e;
+    e.matmul_half_dim = 48;
+    return topo::DatasheetKernelModel(spec, e);
   }();
   return model;
 }

@@ -169,11 +169,14 @@ TEST_CASE("strategies::StepStages: EP all-to-alls on mixtral bounded by NVLink b
   CHECK(comm(ep8, Dim::EP) < 2 * floor);
   CHECK(comm(ep8, Dim::CP) == 0);
   CHECK(ep8.exposed_comm_s[models::index(Dim::EP)] == rel(comm(ep8, Dim::EP)));
-  // EP moves experts, not work: with balanced routing each GPU runs the same expert FLOPs
-  // (in one large GEMM instead of 8 smaller ones), so pass compute stays within 5%.
+  // EP moves experts, not work: with balanced routing each GPU runs the same expert FLOPs,
+  // in one GEMM of 8192 tokens instead of 8 of 1024. Mid-size GEMMs run slower per FLOP
+  // (Hopper's measured half-dimension, 125 elements in bf16), so ep 8 computes a little
+  // faster, never slower, and by less than the experts' share of the step.
   const double c1 = ep1.compute_time_s - ep1.optimizer_time_s;
   const double c8 = ep8.compute_time_s - ep8.optimizer_time_s;
-  CHECK(c8 == rel(c1, 0.05));
+  CHECK(c8 < c1);
+  CHECK(c8 > 0.85 * c1);
   // Each GPU keeps 1/8 of the experts: the optimizer steps over far fewer parameters.
   CHECK(ep8.optimizer_time_s < 0.25 * ep1.optimizer_time_s);
 }
