@@ -115,6 +115,19 @@ GpuSpec with_gemm_fractions(GpuSpec s, double bf16, double fp8) {
   return s;
 }
 
+// HGX B200 under sustained load: back-to-back BF16 attention kernels (FlashAttention-4, batch
+// 4, 8192 tokens, 16 heads of 128) held the board at its 1000 W limit, the SM clock fell from
+// 1965 MHz to about 1580 and throughput from 1450 TFLOP/s (iterations 10-19) to 1237
+// (iterations 70-79, "fully throttled, -15%") within about 5 ms of continuous compute
+// (flashinfer-ai/flashinfer PR #2899, "bench: fix GPU power throttling in benchmark
+// utilities", March 2026): 1237 / 1450 = 0.853 of the short-benchmark rate, the B200's own
+// figure in place of the A100-derived default (gpu_catalog.hpp). The measurement is of
+// attention, the tensor-core load closest to a training step's GEMMs that was found.
+GpuSpec with_b200_load_clock(GpuSpec s) {
+  s.load_clock_fraction = 1237.0 / 1450.0;
+  return s;
+}
+
 // Blackwell Ultra's fused attention: B300 doubles the exponent (MUFU.EX2) throughput of
 // B200's SMs (NVIDIA Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025: "2X attention-
 // layer acceleration"), which bounds the forward, not the shared-memory-bound backward
@@ -180,10 +193,11 @@ std::vector<GpuSpec> build_catalog() {
                 132, GpuArch::HOPPER, ARCH_H200),
       // HGX B200 (1000 W): 80 / 1100 / 2250 / 2250 / 4500 TF dense, 180 GB usable HBM3e
       // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5; dense FP4 9,000 TF.
-      with_fp4(with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500,
-                              180, 8000, 1800, 5, 5, 1000, SRC_B200),
-                         148, GpuArch::BLACKWELL, ARCH_B200),
-               9000),
+      with_b200_load_clock(
+          with_fp4(with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250, 2250, 4500,
+                                  180, 8000, 1800, 5, 5, 1000, SRC_B200),
+                             148, GpuArch::BLACKWELL, ARCH_B200),
+                   9000)),
       // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
       // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
       // PCIe Gen5, which is what pcie_generation records.

@@ -11,8 +11,8 @@ namespace loom::topo {
 /// Sustained-to-boost clock ratio under full load at the TDP: NVIDIA's HPL Rpeak for A100
 /// uses the 1305 MHz clock the GPU sustains at its power limit, against its 1410 MHz boost
 /// (G. Lockwood, "Peak FLOPS", glennklockwood.com/garden/peak-FLOPS, on NVIDIA's Rpeak
-/// convention). The one published sustained clock found; applied to every GPU without its
-/// own figure (GpuSpec::load_clock_fraction), an extrapolation docs/defaults.md states.
+/// convention). Applied to every GPU without its own figure (GpuSpec::load_clock_fraction; the
+/// catalog's B200 has a measured one), an extrapolation docs/defaults.md states.
 inline constexpr double DEFAULT_LOAD_CLOCK_FRACTION = 1305.0 / 1410.0;
 
 /// GPU architecture (generation), from the vendor's whitepaper. Read by the kernel-time model

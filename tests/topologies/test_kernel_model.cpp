@@ -373,6 +373,22 @@ TEST_CASE("topologies::DatasheetKernelModel: Blackwell attention from cuDNN's me
         per_flop(h100, 2048) / per_flop(h100, 4096) + 0.1);
 }
 
+TEST_CASE("topologies::DatasheetKernelModel: a B200 sustains its own measured load clock") {
+  // HGX B200 at its 1000 W limit: attention throughput fell from 1450 to 1237 TFLOP/s under
+  // back-to-back kernels (flashinfer PR #2899); other GPUs keep the A100-derived 1305 / 1410.
+  CHECK(sustained_clock_fraction(find_gpu("b200")) == doctest::Approx(1237.0 / 1450));
+  CHECK(sustained_clock_fraction(find_gpu("gb200")) == doctest::Approx(1305.0 / 1410));
+  CHECK(sustained_clock_fraction(find_gpu("h100")) == doctest::Approx(1305.0 / 1410));
+  // Compute-bound kernels slow by the clock, HBM-bound ones do not.
+  GpuSpec boost = find_gpu("b200");
+  boost.load_clock_fraction = 1;
+  const DatasheetKernelModel sustained(find_gpu("b200")), unthrottled(boost);
+  const KernelOp g = gemm(8192, 8192, 8192);
+  CHECK(sustained.seconds(g, KernelPass::FORWARD, DType::FP8) - 4e-6 ==
+        doctest::Approx((unthrottled.seconds(g, KernelPass::FORWARD, DType::FP8) - 4e-6) * 1450.0 /
+                        1237));
+}
+
 TEST_CASE("topologies::DatasheetKernelModel: a 500 W H100 is slower than a 700 W one") {
   // Sustained clock (P / TDP)^(1/3) (dynamic power ∝ f·V², V ∝ f): 500 W of 700 W gives
   // (5/7)^(1/3) = 0.893904. Compute-bound kernels slow by that factor, HBM-bound ones not.
