@@ -102,12 +102,11 @@ MODELS = {
     "Nemotron-3 8B (assumed = NeMo \"Nemotron-8B\")": "bench/models/nemotron3-8b.json",
     "Nemotron-3 22B (assumed = NeMo \"Nemotron-22B\")": "bench/models/nemotron3-22b.json",
     "Nemotron-4 340B": "bench/models/nemotron4-340b.json",
+    "GPT OSS 120B": "gpt-oss-120b",
 }
 MODEL_LAYERS = {"deepseek-v3": 61, "llama3-405b": 126, "llama3-70b": 80, "llama3-8b": 32,
-                "qwen3-30b-a3b": 48}
+                "qwen3-30b-a3b": 48, "gpt-oss-120b": 36}
 UNEXPRESSIBLE_MODELS = {
-    "GPT OSS 120B": "GPT-OSS: architecture not in the reference, sliding-window attention "
-                    "and attention sinks not modelled",
     "Nemotron_3_Nano": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
     "Nemotron_3_Super": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
     "Nemotron_3_Ultra": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
@@ -193,7 +192,8 @@ def pipeline_args(layers, pp, vp):
 # MoE models whose Megatron-Bridge performance recipes set expert_tensor_parallel_size=1
 # (scripts/performance configs: BASE_DEEPSEEK_V3_CONFIG, BASE_QWEN3_235B_A22B_CONFIG,
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
-ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json"}
+ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json",
+               "gpt-oss-120b"}
 
 
 def mx_label(precision, gpu):
@@ -220,6 +220,15 @@ def deepseek_recompute_modules(gpu, precision, p):
     if g.startswith("H100"):
         return ["mla_up_proj", "mlp"]
     return ["mla_up_proj"]  # B200, B300
+
+
+def gpt_oss_recompute_modules(gpu):
+    """Megatron-Bridge GPT-OSS-120B recompute_modules: layernorm and moe_act on H100, B200 and
+    GB200, none on B300 and GB300 (which capture CUDA graphs instead; the validator passes no
+    graph scope): scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py
+    (a Megatron-Bridge fork at 67b8806b, the only revision of the file found)."""
+    g = gpu.split()[0]
+    return [] if g in ("B300", "GB300") else ["layernorm", "moe_act"]
 
 
 def moe_a2a_overlap(model, gpu, precision, p):
@@ -518,6 +527,8 @@ def mbridge_jobs(runs, families, tmp):
         if model == "deepseek-v3":
             args = with_recompute_modules(
                 args, deepseek_recompute_modules(gpu, r["precision"], p))
+        if model == "gpt-oss-120b":
+            args = with_recompute_modules(args, gpt_oss_recompute_modules(gpu))
         offload = cpu_offload_layers(model, gpu, r["precision"], p, fsdp_on)
         if offload:
             args += ["--cpu-offloading-num-layers", str(offload)]

@@ -95,17 +95,32 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
   return op;
 }
 
-// The sequence shape of one attention matmul of head dimension `d`.
-AttentionShape attention_shape(const Ctx& c, double d) {
+// The sequence shape of one attention matmul of head dimension `d` (window: the layer's
+// sliding window, 0 for full attention).
+AttentionShape attention_shape(const Ctx& c, double d, std::int64_t window) {
   return {static_cast<std::int64_t>(c.sq), static_cast<std::int64_t>(c.skv),
-          static_cast<std::int64_t>(d), c.p.cp};
+          static_cast<std::int64_t>(d), c.p.cp, window};
+}
+
+// Keys per query row the attention FLOPs count, in the causal convention (a causal kernel
+// computes half of the counted square: attention_causal_fraction). A sliding window of w
+// keys (w < s) computes sum over rows i of min(i + 1, w) = w s - w (w - 1) / 2 score
+// elements per head, which is half of a count of 2 w - w (w - 1) / s keys per row.
+double counted_keys(const Ctx& c, std::int64_t window) {
+  const double w = static_cast<double>(window);
+  if (window <= 0 || w >= c.skv) return c.skv;
+  return 2 * w - w * (w - 1) / c.skv;
 }
 
 // The attention core: scores, softmax (+ dropout), attention x V. Q, K and V themselves
-// are saved by the projection that produced them.
-void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& ops) {
+// are saved by the projection that produced them. A windowed layer counts only the scores
+// its window computes (fused kernels skip the tiles outside it); an unfused one still
+// stores the whole masked square.
+void attention_core(const Ctx& c, double d_qk, double d_v, std::int64_t window,
+                    std::vector<OpCost>& ops) {
   const double heads = c.m.heads / c.t;
-  const double square = c.b * heads * c.sq * c.skv;  // score elements per GPU
+  const double full_square = c.b * heads * c.sq * c.skv;  // score elements stored per GPU
+  const double square = c.b * heads * c.sq * counted_keys(c, window);  // counted for FLOPs
   OpCost scores;
   scores.name = "attn_scores";
   scores.kind = OpKind::ATTENTION;
@@ -114,24 +129,24 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
   scores.fwd_flops = 2 * square * d_qk;
   scores.bwd_input_flops = 2 * scores.fwd_flops;
   scores.input_bytes = c.act * c.b * heads * (c.sq + c.skv) * d_qk;
-  scores.output_bytes = c.flash ? 0 : c.act * square;
-  scores.attention = attention_shape(c, d_qk);
+  scores.output_bytes = c.flash ? 0 : c.act * full_square;
+  scores.attention = attention_shape(c, d_qk, window);
   scores.attention_core = true;
   scores.causal = true;
   ops.push_back(scores);
 
   // Flash attention keeps only the fp32 log-sum-exp per query row; otherwise the softmax
   // output (16-bit) is stored.
-  OpCost softmax =
-      elementwise("attn_softmax", c.flash ? 0 : c.act * square, c.flash ? 0 : c.act * square,
-                  c.flash ? 4 * c.b * heads * c.sq : c.act * square, 5 * square);
+  OpCost softmax = elementwise(
+      "attn_softmax", c.flash ? 0 : c.act * full_square, c.flash ? 0 : c.act * full_square,
+      c.flash ? 4 * c.b * heads * c.sq : c.act * full_square, 5 * full_square);
   softmax.attention_core = true;
   if (!c.flash) apply_softmax_fusion(softmax, c.fusion);
   ops.push_back(softmax);
   if (c.m.dropout && !c.flash) {
     // A 1-byte mask and the dropped-out probabilities that attention x V reads in backward.
-    OpCost drop = elementwise("attn_dropout", c.act * square, c.act * square,
-                              square + c.act * square, square);
+    OpCost drop = elementwise("attn_dropout", c.act * full_square, c.act * full_square,
+                              full_square + c.act * full_square, full_square);
     drop.attention_core = true;
     ops.push_back(drop);
   }
@@ -143,9 +158,9 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::vector<OpCost>& 
               static_cast<std::int64_t>(c.skv), static_cast<std::int64_t>(c.b * heads)};
   av.fwd_flops = 2 * square * d_v;
   av.bwd_input_flops = 2 * av.fwd_flops;
-  av.input_bytes = (c.flash ? 0 : c.act * square) + c.act * c.b * heads * c.skv * d_v;
+  av.input_bytes = (c.flash ? 0 : c.act * full_square) + c.act * c.b * heads * c.skv * d_v;
   av.output_bytes = c.act * c.b * heads * c.sq * d_v;
-  av.attention = attention_shape(c, d_v);
+  av.attention = attention_shape(c, d_v, window);
   av.attention_core = true;
   av.causal = true;
   ops.push_back(av);
@@ -191,7 +206,7 @@ void push_rope(const Ctx& c, std::vector<OpCost>& ops) {
   if (m.attention == AttentionKind::MLA) tag(ops.back(), RecomputeModule::MLA_UP_PROJ, true, true);
 }
 
-void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
+void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
@@ -247,7 +262,7 @@ void attention_ops(const Ctx& c, std::vector<OpCost>& ops) {
                           : static_cast<double>(m.head_dim);
   const double d_v = m.attention == AttentionKind::MLA ? static_cast<double>(m.mla.v_head_dim)
                                                        : static_cast<double>(m.head_dim);
-  attention_core(c, d_qk, d_v, ops);
+  attention_core(c, d_qk, d_v, m.attention_window(layer_index), ops);
   const double ow = static_cast<double>(m.attn_out_width());
   OpCost out =
       linear(c, "out_proj", T, ow, h, Parallel::ROW, m.linear_bias, c.act * T * ow / c.t, c.wbytes);
@@ -454,7 +469,7 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
     ops.push_back(elementwise("act", c.act * c.T * w / c.t, c.act * c.T * w / c.t,
                               c.act * c.T * w / c.t, 8 * c.T * w / c.t));
   } else {
-    attention_ops(c, ops);
+    attention_ops(c, layer_index, ops);
     for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
     mlp_ops(c, layer_index, ops);
   }

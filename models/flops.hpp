@@ -62,6 +62,7 @@ struct AttentionShape {
   std::int64_t seq_kv = 0;    ///< key/value tokens each query sequence sees (s)
   std::int64_t head_dim = 0;  ///< head dimension (d_qk for scores, d_v for attention x V)
   int cp = 1;                 ///< context-parallel ring size
+  std::int64_t window = 0;    ///< sliding window in keys (0: full causal attention)
 };
 
 /// One op of one micro-batch on one GPU. FLOPs in floating-point operations, bytes in bytes.

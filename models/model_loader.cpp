@@ -81,6 +81,10 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   m.max_position_embeddings = r.get_count_or("max_position_embeddings", m.max_position_embeddings);
   m.mtp_layers = to_int(r.get_count_or("mtp_layers", m.mtp_layers), r, "mtp_layers");
   m.default_seq = r.get_positive_int_or("seq", m.default_seq);
+  m.sliding_window = r.get_count_or("sliding_window", m.sliding_window);
+  m.sliding_window_pattern =
+      to_int(r.get_count_or("sliding_window_pattern", m.sliding_window_pattern), r,
+             "sliding_window_pattern");
   if (r.has("mla")) {
     ObjectReader a = r.child("mla");
     m.attention = AttentionKind::MLA;
@@ -158,6 +162,63 @@ class HfReader {
   ObjectReader r_;
 };
 
+// The HuggingFace sliding-window layout as loom's (sliding_window, sliding_window_pattern):
+// `layer_types` ("sliding_attention" / "full_attention" per layer) when given, else Gemma's
+// `sliding_window_pattern`, else every layer windowed (Mistral); GPT-OSS without
+// `layer_types` alternates, sliding first (transformers GptOssConfig.__post_init__). Only
+// periodic layouts (every k-th layer full) are representable.
+void read_hf_sliding_window(const nlohmann::json& j, HfReader& r, const std::string& type,
+                            const std::string& origin, ModelSpec& m) {
+  // Qwen2/Qwen3 configs carry a sliding_window that `use_sliding_window: false` disables.
+  m.sliding_window =
+      r.boolean_or("use_sliding_window", true) ? r.integer_or("sliding_window", 0) : 0;
+  if (m.sliding_window <= 0) {
+    m.sliding_window = 0;
+    return;
+  }
+  if (!j.contains("layer_types") || j.at("layer_types").is_null()) {
+    m.sliding_window_pattern = type == "gpt_oss" ? 2 : r.small_or("sliding_window_pattern", 0, 0);
+    return;
+  }
+  const nlohmann::json& types = j.at("layer_types");
+  std::vector<bool> full;
+  if (types.is_array()) {
+    for (const auto& t : types) {
+      if (!t.is_string()) break;
+      const std::string name = t.get<std::string>();
+      if (name != "sliding_attention" && name != "full_attention") break;
+      full.push_back(name == "full_attention");
+    }
+  }
+  if (!types.is_array() || full.size() != types.size() ||
+      full.size() != static_cast<size_t>(m.layers)) {
+    throw ValidationError(
+        "layer_types",
+        fmt::format("{}: /layer_types: expected one \"sliding_attention\" or \"full_attention\" "
+                    "per layer ({} layers)",
+                    origin, m.layers));
+  }
+  if (std::none_of(full.begin(), full.end(), [](bool f) { return !f; })) {
+    m.sliding_window = 0;  // no layer is windowed
+    return;
+  }
+  for (int k = 0; k <= m.layers; ++k) {
+    bool matches = true;
+    for (int i = 0; i < m.layers && matches; ++i)
+      matches = full[static_cast<size_t>(i)] == (k > 0 && (i + 1) % k == 0);
+    if (matches) {
+      m.sliding_window_pattern = k;
+      return;
+    }
+  }
+  throw ValidationError(
+      "layer_types",
+      fmt::format("{}: /layer_types: only periodic layouts are supported (every k-th layer "
+                  "\"full_attention\", the others \"sliding_attention\"); write a loom model "
+                  "JSON with sliding_window and sliding_window_pattern instead",
+                  origin));
+}
+
 // Translates a parsed HuggingFace config (see import_hf_config).
 ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
   HfReader r(j, origin);  // throws unless j is an object
@@ -187,10 +248,13 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
   if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;
   if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
   if (r.boolean_or("attention_bias", false)) m.qkv_bias = true;
-  if (type == "mixtral") {
+  if (type == "mixtral" || type == "gpt_oss") {
     m.moe.experts = r.small("num_local_experts", 1);
     m.moe.top_k = r.small("num_experts_per_tok", 1);
     m.moe.expert_ffn = m.ffn;
+    // GPT-OSS: biases on the attention projections (attention_bias) and on every expert
+    // linear (gate_up_proj_bias, down_proj_bias; transformers modeling_gpt_oss.py).
+    if (type == "gpt_oss") m.linear_bias = true;
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     m.moe.experts = r.small("num_experts", 1);
     m.moe.top_k = r.small("num_experts_per_tok", 1);
@@ -226,6 +290,7 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.moe.router_bias = r.string_or("topk_method", "") == "noaux_tc";
     m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
   }
+  read_hf_sliding_window(j, r, type, origin, m);
   validate_model(m);
   return m;
 }
@@ -233,8 +298,9 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {
-      "deepseek_v3", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
+  static const std::vector<std::string> types = {"deepseek_v3", "gpt_oss", "llama",
+                                                 "mistral",     "mixtral", "qwen2",
+                                                 "qwen2_moe",   "qwen3",   "qwen3_moe"};
   return types;
 }
 

@@ -63,6 +63,25 @@ ModelSpec qwen3_30b_a3b() {
   return m;
 }
 
+ModelSpec gpt_oss(std::string name, int layers, int experts) {
+  // OpenAI gpt-oss (transformers GptOssConfig defaults, openai/gpt-oss-120b config.json;
+  // "gpt-oss-120b & gpt-oss-20b Model Card", OpenAI 2025, Table 1): hidden 2880, 64 query /
+  // 8 KV heads of 64, every layer MoE with top-4 experts of 2880 (SwiGLU), vocab 201088,
+  // untied, biases on the attention projections and the expert linears, sliding-window
+  // attention of 128 tokens on alternate layers (sliding first), trained at 4096 tokens
+  // (YaRN's original_max_position_embeddings). The per-head attention sinks (one logit
+  // each) are not counted.
+  ModelSpec m = llama(std::move(name), layers, 2880, 64, 8, 0, 201088, 4096);
+  m.head_dim = 64;
+  m.linear_bias = true;
+  m.moe.experts = experts;
+  m.moe.top_k = 4;
+  m.moe.expert_ffn = 2880;
+  m.sliding_window = 128;
+  m.sliding_window_pattern = 2;
+  return m;
+}
+
 ModelSpec deepseek_v3() {
   // deepseek-ai/DeepSeek-V3 config.json (and DeepSeek-V3 technical report, Sec 4.2): 61
   // layers, hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v
@@ -145,6 +164,14 @@ const std::vector<Preset>& presets() {
         [] { return mixtral("mixtral-8x22b", 56, 6144, 48, 16384, 32768); });
     add("qwen3-30b-a3b", "Qwen3 30B-A3B: 48 layers, h 2048, 128 experts top-8 (Qwen config.json)",
         qwen3_30b_a3b);
+    add("gpt-oss-120b",
+        "gpt-oss-120b: 36 layers, h 2880, 128 experts top-4, 128-token sliding window on "
+        "alternate layers (OpenAI model card)",
+        [] { return gpt_oss("gpt-oss-120b", 36, 128); });
+    add("gpt-oss-20b",
+        "gpt-oss-20b: 24 layers, h 2880, 32 experts top-4, 128-token sliding window on "
+        "alternate layers (OpenAI model card)",
+        [] { return gpt_oss("gpt-oss-20b", 24, 32); });
     add("deepseek-v3", "DeepSeek-V3 671B: 61 layers, MLA, 256 experts top-8 + 1 shared (report)",
         deepseek_v3);
     add("deep-mlp", "plain deep MLP: 32 layers of 8192 x 8192 with bias, 1000 classes", deep_mlp);

@@ -100,6 +100,13 @@ void validate_model(const ModelSpec& m) {
   require_at_most(m.moe.shared_experts, MAX_MODEL_HEADS, "model.moe.shared_experts");
   require_at_most(m.moe.shared_ffn, MAX_MODEL_WIDTH, "model.moe.shared_ffn");
   require_at_most(m.mtp_layers, MAX_MODEL_LAYERS, "model.mtp_layers");
+  require_at_most(m.sliding_window, MAX_MODEL_SEQ, "model.sliding_window");
+  require_at_most(m.sliding_window_pattern, MAX_MODEL_LAYERS, "model.sliding_window_pattern");
+  if (m.sliding_window < 0)
+    throw ValidationError::not_positive("model.sliding_window", std::to_string(m.sliding_window));
+  if (m.sliding_window_pattern < 0)
+    throw ValidationError::not_positive("model.sliding_window_pattern",
+                                        std::to_string(m.sliding_window_pattern));
   if (m.mtp_layers < 0)
     throw ValidationError::not_positive("model.mtp_layers", std::to_string(m.mtp_layers));
   if (m.max_position_embeddings < 0)

@@ -64,6 +64,14 @@ struct ModelSpec {
   bool dropout = false;                      ///< dropout after attention softmax, attention and MLP
                                              ///< (stores 1-byte masks; GPT-3 style)
   AttentionKind attention = AttentionKind::MHA;
+  /// Sliding-window attention (Mistral 7B v0.1, Gemma 2/3, GPT-OSS; HF `sliding_window`): a
+  /// windowed layer's query attends to at most this many most recent keys, itself
+  /// included; 0: every layer attends to the whole (causal) sequence.
+  std::int64_t sliding_window = 0;
+  /// Which layers keep full attention when sliding_window > 0 (HF Gemma
+  /// `sliding_window_pattern`): layer i (0-based) is full when the pattern is positive and
+  /// (i + 1) % pattern == 0 (GPT-OSS alternates: 2); 0: every layer is windowed.
+  int sliding_window_pattern = 0;
   MlaSpec mla;
   MoeSpec moe;
   std::int64_t default_seq = 2048;  ///< sequence length the model was trained with, tokens
@@ -72,6 +80,13 @@ struct ModelSpec {
   int mtp_layers = 0;
 
   bool is_moe() const { return moe.experts > 0; }
+  /// Keys a query of layer `layer_index` (0-based) attends to at most: the sliding window,
+  /// or 0 for a full-attention layer.
+  std::int64_t attention_window(int layer_index) const {
+    if (sliding_window <= 0) return 0;
+    const bool full = sliding_window_pattern > 0 && (layer_index + 1) % sliding_window_pattern == 0;
+    return full ? 0 : sliding_window;
+  }
   /// True when layer `layer_index` (0-based) uses routed experts.
   bool is_moe_layer(int layer_index) const { return is_moe() && layer_index >= moe.first_k_dense; }
   /// Width of all query heads together (heads x head_dim; MLA: heads x (nope + rope)).

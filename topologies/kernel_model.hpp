@@ -75,6 +75,9 @@ struct KernelOp {
   /// ATTENTION (fused): context-parallel ring size; > 1 runs the op as `cp_ring` chunk
   /// kernels of ring attention (Megatron / Transformer Engine load-balanced chunking).
   int cp_ring = 1;
+  /// ATTENTION (fused, causal): sliding window in keys, 0 for full attention; a windowed
+  /// query tile visits about `window` keys, and two half-masked tiles (diagonal, window edge).
+  std::int64_t window = 0;
   bool fused = false;  ///< ATTENTION: one fused (flash) kernel rather than GEMMs
   /// ATTENTION (fused): which implementation runs it (AttentionKernel).
   AttentionKernel kernel = AttentionKernel::VENDOR;
@@ -196,7 +199,8 @@ struct AttentionShapeModel {
 /// dimension, d / (d + half_head_dim); causal diagonal tiles are computed whole. 1 when
 /// any length is unknown (0).
 double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim,
-                              bool causal, const AttentionShapeModel& shape = {});
+                              bool causal, const AttentionShapeModel& shape = {},
+                              std::int64_t window = 0);
 /// The attention shape constants of `arch`'s vendor kernel: Blackwell's cuDNN kernels lose
 /// more to short sequences than Hopper's (half_kv_tokens 480, not 200); others the defaults.
 AttentionShapeModel architecture_attention_shape(GpuArch arch);

@@ -127,6 +127,14 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
                     fmt::format("{} x {} x {} =", s.name("tp"), s.name("dp"), s.name("cp")));
     }
   }
+  // Ring attention's chunked causal steps (load-balanced chunks of s / 2cp) are modelled for
+  // full causal attention only; a sliding window skips chunks the ring still exchanges.
+  if (p.cp > 1 && m.sliding_window > 0) {
+    fail_field(s, "cp",
+               fmt::format("{}: context parallelism over sliding-window attention ({} has a {}-"
+                           "token window) is not modelled; use {} 1",
+                           s.where("cp"), m.name, m.sliding_window, s.name("cp")));
+  }
   if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
     fail_field(s, "cp",
                fmt::format("{}: 2 x {} (load-balanced causal chunks) does not divide {} {}; pick a "

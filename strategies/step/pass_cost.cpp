@@ -84,6 +84,7 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool gr
   k.seq_kv = op.attention.seq_kv;
   k.head_dim = op.attention.head_dim;
   k.cp_ring = op.attention.cp;
+  k.window = op.attention.window;
   k.fused = flash_attention;
   k.kernels = op.kernels;
   k.backward_bytes = op.backward_bytes;

@@ -114,6 +114,38 @@ TEST_CASE("models::Flops: matmul shapes and backward split of a GQA layer") {
   CHECK(find("mlp_up").shape.n == 3584);
 }
 
+TEST_CASE("models::Flops: a sliding-window layer counts only its window's scores, by hand") {
+  // gpt-oss-120b at s = 4096, one sequence: layer 0 windows 128 keys, layer 1 is full.
+  // Full: the counted square is 64 heads x 4096 x 4096 keys (a causal kernel computes half).
+  // Window: sum over rows of min(i + 1, 128) = 128 x 4096 - 128 x 127 / 2 = 516,160 scores
+  // per head, half of a count of 2 x 128 - 128 x 127 / 4096 = 252.03 keys per row.
+  const ModelSpec m = model_preset("gpt-oss-120b");
+  TrainingPlan plan;
+  plan.seq = 4096;
+  plan.mbs = plan.gbs = 1;
+  auto scores = [&](int layer) {
+    for (const OpCost& op : layer_ops(m, plan, layer))
+      if (op.name == "attn_scores") return op;
+    return OpCost{};
+  };
+  const OpCost full = scores(1), windowed = scores(0);
+  CHECK(full.fwd_flops == doctest::Approx(2.0 * 64 * 4096 * 4096 * 64));
+  CHECK(full.attention.window == 0);
+  CHECK(windowed.attention.window == 128);
+  CHECK(windowed.fwd_flops ==
+        doctest::Approx(2.0 * 64 * 4096 * (2 * 128 - 128.0 * 127 / 4096) * 64));
+  CHECK(windowed.fwd_flops / 2 == doctest::Approx(2.0 * 64 * 64 * (128.0 * 4096 - 128 * 127 / 2)));
+  // The projections are the same in both layers.
+  for (const char* name : {"qkv_proj", "out_proj"}) {
+    double a = 0, b = 0;
+    for (const OpCost& op : layer_ops(m, plan, 0))
+      if (op.name == name) a = op.fwd_flops;
+    for (const OpCost& op : layer_ops(m, plan, 1))
+      if (op.name == name) b = op.fwd_flops;
+    CHECK(a == b);
+  }
+}
+
 TEST_CASE("models::Flops: selective recompute repeats only the attention core") {
   const ModelSpec m = model_preset("gpt3-175b");
   TrainingPlan plan;

@@ -39,7 +39,8 @@ TEST_CASE("models::Loader: every example model file loads and validates") {
 }
 
 TEST_CASE("models::Loader: HF config.json files translate to the presets exactly") {
-  for (const char* name : {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"}) {
+  for (const char* name :
+       {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"}) {
     CAPTURE(name);
     const ModelSpec hf = load_model(example(std::string("hf/") + name + "/config.json"));
     const ModelSpec preset = model_preset(name);
@@ -48,6 +49,8 @@ TEST_CASE("models::Loader: HF config.json files translate to the presets exactly
     CHECK(count_parameters(hf).active == count_parameters(preset).active);
     CHECK(hf.kv_heads == preset.kv_heads);
     CHECK(hf.moe.experts == preset.moe.experts);
+    CHECK(hf.sliding_window == preset.sliding_window);
+    CHECK(hf.sliding_window_pattern == preset.sliding_window_pattern);
   }
   // Qwen2 technical report (arXiv:2407.10671) Table 1: Qwen2-57B-A14B, 57B total and 14B
   // activated; qwen2_moe carries a shared expert of 20480 with a sigmoid gate.
@@ -84,7 +87,7 @@ TEST_CASE("models::Loader: loom model JSON files") {
 
 TEST_CASE("models::Loader: presets are registered by name with descriptions") {
   const auto presets = model_presets();
-  CHECK(presets.size() == 22);
+  CHECK(presets.size() == 24);
   for (const auto& p : presets) {
     CAPTURE(p.name);
     CHECK(!p.description.empty());
@@ -132,7 +135,7 @@ TEST_CASE("models::Loader: input errors name the file, position or key") {
   CHECK_THROWS_WITH_AS(
       import_hf_config(R"({"model_type": "gpt2", "n_layer": 12})", "config.json"),
       "config.json: /model_type: unsupported HuggingFace model_type 'gpt2'; supported: "
-      "deepseek_v3, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe",
+      "deepseek_v3, gpt_oss, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe",
       ValidationError);
   CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
                        doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
@@ -162,6 +165,62 @@ TEST_CASE("models::Loader: dense HF model types mistral, qwen2 and qwen3") {
       "qwen3/config.json");
   CHECK(qwen3.qk_norm);
   CHECK(count_parameters(qwen3).total / 1e9 == doctest::Approx(8.2).epsilon(0.05 / 8.2));
+}
+
+TEST_CASE("models::Loader: sliding-window layouts from HF configs and loom model JSON") {
+  // Mistral-7B-v0.1's config windows every layer (4096 keys); Qwen2 carries a window its
+  // use_sliding_window false turns off.
+  const ModelSpec mistral = import_hf_config(
+      R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+          "vocab_size": 32000, "sliding_window": 4096})",
+      "mistral/config.json");
+  CHECK(mistral.sliding_window == 4096);
+  CHECK(mistral.attention_window(0) == 4096);
+  CHECK(mistral.attention_window(31) == 4096);
+  const ModelSpec qwen2 = import_hf_config(
+      R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+          "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+          "vocab_size": 151936, "sliding_window": 32768, "use_sliding_window": false})",
+      "qwen2/config.json");
+  CHECK(qwen2.sliding_window == 0);
+  // openai/gpt-oss-120b config.json: 36 layers alternating sliding (128) and full, sliding
+  // first; without layer_types transformers' GptOssConfig builds the same list.
+  const std::string oss = R"({"model_type": "gpt_oss", "hidden_size": 2880,
+      "intermediate_size": 2880, "num_attention_heads": 64, "num_hidden_layers": 36,
+      "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
+      "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128,
+      "attention_bias": true, "tie_word_embeddings": false)";
+  std::string types = "[";
+  for (int i = 0; i < 36; ++i)
+    types += std::string(i ? ", " : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  types += "]";
+  for (const std::string& text : {oss + "}", oss + ", \"layer_types\": " + types + "}"}) {
+    const ModelSpec m = import_hf_config(text, "gpt-oss-120b/config.json");
+    CHECK(m.sliding_window == 128);
+    CHECK(m.sliding_window_pattern == 2);
+    CHECK(m.attention_window(0) == 128);
+    CHECK(m.attention_window(1) == 0);
+    CHECK(m.linear_bias);
+    CHECK(count_parameters(m).total == count_parameters(model_preset("gpt-oss-120b")).total);
+  }
+  // A layout with no period is refused with the fix; so is a wrong length.
+  std::string odd = "[\"full_attention\"";
+  for (int i = 1; i < 36; ++i) odd += ", \"sliding_attention\"";
+  odd += "]";
+  CHECK_THROWS_WITH_AS(import_hf_config(oss + ", \"layer_types\": " + odd + "}", "c.json"),
+                       doctest::Contains("only periodic layouts"), ValidationError);
+  CHECK_THROWS_WITH_AS(
+      import_hf_config(oss + R"(, "layer_types": ["full_attention"]})", "c.json"),
+      doctest::Contains("one \"sliding_attention\" or \"full_attention\" per layer"),
+      ValidationError);
+  // loom model JSON: sliding_window and sliding_window_pattern; negatives are bad input.
+  const ModelSpec gemma_like = parse_model_json(
+      R"({"base": "llama3-8b", "sliding_window": 1024, "sliding_window_pattern": 6})", "g.json");
+  CHECK(gemma_like.attention_window(4) == 1024);
+  CHECK(gemma_like.attention_window(5) == 0);
+  CHECK_THROWS_AS(parse_model_json(R"({"base": "llama3-8b", "sliding_window": -1})", "g.json"),
+                  ConfigError);
 }
 
 TEST_CASE("models::Loader: absurd sizes and wrong types are bad input, never a crash") {

@@ -62,6 +62,18 @@ TEST_CASE("models::Parameters: Qwen3-30B-A3B has 30.5B total and 3.3B active") {
   CHECK(active_b("qwen3-30b-a3b") == doctest::Approx(3.3).epsilon(0.05 / 3.3));
 }
 
+TEST_CASE("models::Parameters: gpt-oss-120b and gpt-oss-20b match the OpenAI model card") {
+  // "gpt-oss-120b & gpt-oss-20b Model Card" (OpenAI, 2025), Table 1: 116.83B / 20.91B total
+  // parameters; active per token 5.13B / 3.61B, which leaves out the input embedding
+  // (201088 x 2880 = 0.58B).
+  CHECK(total_b("gpt-oss-120b") == doctest::Approx(116.83).epsilon(0.01 / 116.83));
+  CHECK(total_b("gpt-oss-20b") == doctest::Approx(20.91).epsilon(0.01 / 20.91));
+  const ParameterCounts big = count_parameters(model_preset("gpt-oss-120b"));
+  const ParameterCounts small = count_parameters(model_preset("gpt-oss-20b"));
+  CHECK((big.active - big.embedding) / 1e9 == doctest::Approx(5.13).epsilon(0.01 / 5.13));
+  CHECK((small.active - small.embedding) / 1e9 == doctest::Approx(3.61).epsilon(0.01 / 3.61));
+}
+
 TEST_CASE("models::Parameters: GPT-3 is 175B and the Narayanan models match P = 12lh^2(...)") {
   // Brown et al. 2020, Table 2.1: GPT-3 175B (96 layers, d_model 12288).
   CHECK(total_b("gpt3-175b") == doctest::Approx(175).epsilon(0.5 / 175));

@@ -572,6 +572,22 @@ TEST_CASE("topologies::attention_shape_factor: FlashAttention-3 curves by sequen
         attention_shape_factor(1024, 1024, 128, false));
 }
 
+TEST_CASE("topologies::attention_shape_factor: a sliding window visits its window, by hand") {
+  // Causal 4096 square, window 128 (GPT-OSS): a query tile visits 128 - 128 x 127 / 8192 =
+  // 126.02 keys on average and computes two half-masked tiles (diagonal, window edge), so
+  // 126.02 / (126.02 + 200) x 126.02 / (126.02 + 128) x 128 / 176 over the reference
+  // (2048 / 2248 x 2048 / 2112 x 128 / 176).
+  const double mean = 128 - 128.0 * 127 / 8192;
+  const double expected =
+      (mean / (mean + 200) * mean / (mean + 128)) / (2048.0 / 2248 * 2048.0 / 2112);
+  CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 128) == doctest::Approx(expected));
+  // A window at least the sequence is full attention.
+  CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 4096) ==
+        doctest::Approx(attention_shape_factor(4096, 4096, 128, true)));
+  CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 128) <
+        attention_shape_factor(512, 512, 128, true));
+}
+
 TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernels, by hand") {
   // s = 8192, cp = 4: each rank holds c = 2048 queries and runs 4 kernels per pass. Causal
   // forward of 1e12 counted FLOPs = 0.5e12 computed, at H100 518/989 x 989.4e12 x 1305/1410
