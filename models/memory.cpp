@@ -225,7 +225,8 @@ MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
   out.embedding = embedding_ops(m, p);
   out.head = head_ops(m, p);
   out.total_parameters = count_parameters(m).total;
-  // layer_ops depends on the layer index only through these two (flops.cpp, recompute.cpp).
+  // A layer's memory depends on its index only through these two (flops.cpp, recompute.cpp;
+  // the attention window changes FLOPs, not what is stored).
   bool filled[2][2] = {};
   for (int l = 0; l < m.layers; ++l) {
     const int moe = m.is_moe_layer(l) ? 1 : 0, rec = layer_recomputed(m, p, l) ? 1 : 0;

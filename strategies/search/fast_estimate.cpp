@@ -235,39 +235,49 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     const double host_s = pass_host_launch_s(p, options.host_launch_s);
     LayerCosts lc;
     const auto emb = models::embedding_ops(model, p);
-    if (!emb.empty()) {
-      lc.cost[static_cast<size_t>(UnitKind::EMBEDDING)] =
-          cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s);
-      lc.present[static_cast<size_t>(UnitKind::EMBEDDING)] = true;
-    }
-    // cost_stages costs the first layer of each kind (recomputed or not) and reuses it for
-    // the others; the fast tier blends the two by the share of the kind's layers recomputed.
-    std::array<int, UNIT_KINDS> layers{}, recomputed{};
-    std::array<bool, UNIT_KINDS> skipped_present{};
+    if (!emb.empty())
+      lc.variants[static_cast<size_t>(UnitKind::EMBEDDING)].push_back(
+          {cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s), 1});
+    // cost_stages costs the first layer of each variant (recomputed or not, attention
+    // window) and reuses it for the others; the fast tier blends a kind's variants by their
+    // share of its layers.
+    struct Found {
+      bool rec;
+      std::int64_t window;
+      int count;
+      PassCost cost;
+    };
+    std::array<std::vector<Found>, UNIT_KINDS> found;
+    std::array<int, UNIT_KINDS> layers{};
     for (int l = 0; l < model.layers; ++l) {
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
       const bool rec = models::layer_recomputed(model, p, l);
+      const std::int64_t window = model.attention_window(l);
       ++layers[kind];
-      if (rec) ++recomputed[kind];
-      bool& present = rec ? lc.present[kind] : skipped_present[kind];
-      if (present) continue;
-      (rec ? lc.cost[kind] : lc.skipped[kind]) =
-          cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s, rec);
-      present = true;
+      auto it = std::find_if(found[kind].begin(), found[kind].end(),
+                             [&](const Found& f) { return f.rec == rec && f.window == window; });
+      if (it != found[kind].end()) {
+        ++it->count;
+        continue;
+      }
+      found[kind].push_back(
+          {rec, window, 1,
+           cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s, rec)});
     }
     for (size_t k = 0; k < UNIT_KINDS; ++k) {
-      if (layers[k] == 0) continue;
-      lc.recomputed_share[k] = static_cast<double>(recomputed[k]) / layers[k];
-      if (!lc.present[k]) {  // no layer of this kind recomputes
-        lc.cost[k] = lc.skipped[k];
-        lc.present[k] = true;
-        lc.recomputed_share[k] = 1;
+      std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
+      double rest = 1;
+      for (size_t i = 0; i < found[k].size(); ++i) {
+        // The last share is what the others leave, so two variants split as share, 1 - share.
+        const double share =
+            i + 1 == found[k].size() ? rest : static_cast<double>(found[k][i].count) / layers[k];
+        rest -= share;
+        lc.variants[k].push_back({std::move(found[k][i].cost), share});
       }
     }
-    lc.cost[static_cast<size_t>(UnitKind::HEAD)] =
-        cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s);
-    lc.present[static_cast<size_t>(UnitKind::HEAD)] = true;
+    lc.variants[static_cast<size_t>(UnitKind::HEAD)].push_back(
+        {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s), 1});
     ct = costs_.emplace(key.first, std::move(lc)).first;
   }
   std::array<UnitTimes, UNIT_KINDS> out{};
@@ -292,14 +302,13 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     return u;
   };
   for (size_t k = 0; k < UNIT_KINDS; ++k) {
-    if (!ct->second.present[k]) continue;
+    const std::vector<LayerVariant>& variants = ct->second.variants[k];
+    if (variants.empty()) continue;
     UnitTimes& u = out[k];
-    const double share = ct->second.recomputed_share[k];
-    if (share >= 1) {
-      u = times_of(ct->second.cost[k]);
+    if (variants.size() == 1) {
+      u = times_of(variants[0].cost);
     } else {
-      u.add(times_of(ct->second.cost[k]), share);
-      u.add(times_of(ct->second.skipped[k]), 1 - share);
+      for (const LayerVariant& v : variants) u.add(times_of(v.cost), v.share);
     }
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
       // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the

@@ -72,15 +72,19 @@ struct ScheduleFacts {
   std::vector<std::vector<std::array<int, 3>>> before_first;  ///< [stage][chunk]: F, B/Bi, W
 };
 
+/// One distinct layer of a unit kind and its share of the kind's layers.
+struct LayerVariant {
+  PassCost cost;
+  double share = 1;
+};
+
 /// The pass costs of each unit kind under one LayerKey (cost_ops of the first layer of each
-/// kind, as cost_stages does).
+/// distinct variant, as cost_stages does). A kind's layers differ by whether the plan's
+/// recompute covers them (models::layer_recomputed: torchtitan's every-k-th layer) and by
+/// their attention window (sliding-window layers); recomputed variants come first. The
+/// embedding and head have one variant of share 1; an absent kind none.
 struct LayerCosts {
-  std::array<PassCost, UNIT_KINDS> cost;
-  std::array<bool, UNIT_KINDS> present{};
-  /// Layers of a kind the plan's recompute skips (models::layer_recomputed: torchtitan's
-  /// every-k-th layer) cost `skipped`; `recomputed_share` of the kind's layers cost `cost`.
-  std::array<PassCost, UNIT_KINDS> skipped;
-  std::array<double, UNIT_KINDS> recomputed_share{1, 1, 1, 1};
+  std::array<std::vector<LayerVariant>, UNIT_KINDS> variants;
 };
 
 /// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.

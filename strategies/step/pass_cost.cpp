@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
@@ -310,8 +311,9 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
                       const topo::KernelTimeModel& kernels, double host_launch_s) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
-  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed).
-  std::map<std::pair<bool, bool>, PassCost> layer_cache;
+  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed), and the
+  // attention window (sliding-window layers).
+  std::map<std::tuple<bool, bool, std::int64_t>, PassCost> layer_cache;
   int next = 0;
   for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
     std::vector<Unit> us;
@@ -321,13 +323,14 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
         us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING, host_launch_s)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
-      const std::pair<bool, bool> kind{model.is_moe_layer(next),
-                                       models::layer_recomputed(model, plan, next)};
+      const std::tuple<bool, bool, std::int64_t> kind{model.is_moe_layer(next),
+                                                      models::layer_recomputed(model, plan, next),
+                                                      model.attention_window(next)};
       auto it = layer_cache.find(kind);
       if (it == layer_cache.end())
         it = layer_cache
                  .emplace(kind, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
-                                         OpList::LAYER, host_launch_s, kind.second))
+                                         OpList::LAYER, host_launch_s, std::get<1>(kind)))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second, next});
     }

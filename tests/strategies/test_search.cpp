@@ -10,8 +10,11 @@
 #include "strategies/memory_plan.hpp"
 #include "strategies/search/fast_estimate.hpp"
 #include "strategies/search/search.hpp"
+#include "strategies/step/pass_cost.hpp"
 #include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
+#include "topologies/gpu_catalog.hpp"
+#include "topologies/kernel_model.hpp"
 
 using loom::testing::source_path;
 
@@ -195,6 +198,34 @@ TEST_CASE("strategies::FastEstimator: memory is the memory model's, time near th
     CHECK(fast.peak_memory_bytes(p) == exact.memory.peak_bytes);
     CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.02);
   }
+}
+
+TEST_CASE("strategies::FastEstimator: sliding-window and full layers each cost their own") {
+  // gpt-oss-120b alternates 128-token windowed and full attention layers: the simulator costs
+  // each kind of layer once (layer 0 windowed, layer 1 full), the fast tier blends the two
+  // half and half; a full layer's attention at 4096 tokens costs more than a windowed one's.
+  const auto model = models::load_model("gpt-oss-120b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 8, std::nullopt});
+  models::TrainingPlan p;
+  p.pp = 4;
+  p.dp = 16;
+  p.ep = 8;
+  p.etp = 1;
+  p.zero = 1;
+  p.seq = 4096;
+  p.mbs = 1;
+  p.gbs = 64;
+  const topo::DatasheetKernelModel kernels(topo::find_gpu("h100-sxm"));
+  const StageWork work = cost_stages(model, p, kernels);
+  const PassCost& windowed = work.units[0][1].cost;  // L0 (after the embedding)
+  const PassCost& full = work.units[0][2].cost;      // L1
+  REQUIRE(work.units[0][1].layer == 0);
+  REQUIRE(work.units[0][2].layer == 1);
+  CHECK(full.fwd_s > windowed.fwd_s);
+  CHECK(full.bwd_input_s > windowed.bwd_input_s);
+  FastEstimator fast(model, cluster);
+  const StepReport exact = simulate_step(model, p, cluster);
+  CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.03);
 }
 
 TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator lowers it") {
