@@ -57,9 +57,10 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
   module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
   the 25.11 "w/o MTP" rows (--mtp off); DeepSeek-V3 with Megatron's selective recompute
-  modules of the Bridge workload base configs (deepseek_recompute_modules); SFT rows scored as pre-training steps of the same shape.
-  Skipped: models
-  whose architecture the reference does not give and loom lacks (GPT-OSS, Nemotron 3
+  modules of the Bridge workload base configs (deepseek_recompute_modules), GPT-OSS-120B
+  (the gpt-oss-120b preset) with theirs (gpt_oss_recompute_modules); SFT rows scored as
+  pre-training steps of the same shape. Skipped: models
+  whose architecture the reference does not give and loom lacks (Nemotron 3
   hybrids, Kimi K2, DeepSeek-V4), LoRA rows; layouts
   with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,

@@ -171,10 +171,21 @@ void read_hf_sliding_window(const nlohmann::json& j, HfReader& r, const std::str
                             const std::string& origin, ModelSpec& m) {
   // Qwen2/Qwen3 configs carry a sliding_window that `use_sliding_window: false` disables.
   m.sliding_window =
-      r.boolean_or("use_sliding_window", true) ? r.integer_or("sliding_window", 0) : 0;
-  if (m.sliding_window <= 0) {
-    m.sliding_window = 0;
-    return;
+      r.boolean_or("use_sliding_window", true) ? r.small_or("sliding_window", 0, 0) : 0;
+  if (m.sliding_window == 0) return;
+  const bool qwen = type.starts_with("qwen");
+  if (qwen && (!j.contains("layer_types") || j.at("layer_types").is_null())) {
+    // transformers Qwen2/Qwen3: layer i slides when i >= max_window_layers (the first ones
+    // keep full attention), which is periodic only at the extremes.
+    const int full_first = r.small_or("max_window_layers", m.layers, 0);
+    if (full_first >= m.layers) m.sliding_window = 0;
+    if (full_first == 0 || full_first >= m.layers) return;
+    throw ValidationError(
+        "max_window_layers",
+        fmt::format("{}: /max_window_layers: {} full-attention layers before {} sliding ones is "
+                    "not a periodic layout; write a loom model JSON with sliding_window and "
+                    "sliding_window_pattern instead",
+                    origin, full_first, m.layers - full_first));
   }
   if (!j.contains("layer_types") || j.at("layer_types").is_null()) {
     m.sliding_window_pattern = type == "gpt_oss" ? 2 : r.small_or("sliding_window_pattern", 0, 0);

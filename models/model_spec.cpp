@@ -107,6 +107,19 @@ void validate_model(const ModelSpec& m) {
   if (m.sliding_window_pattern < 0)
     throw ValidationError::not_positive("model.sliding_window_pattern",
                                         std::to_string(m.sliding_window_pattern));
+  if (m.sliding_window_pattern > 0 && m.sliding_window == 0) {
+    throw ValidationError("model.sliding_window_pattern",
+                          fmt::format("model.sliding_window_pattern: {} needs model.sliding_window "
+                                      "(the window of the other layers); give one or drop the "
+                                      "pattern",
+                                      m.sliding_window_pattern));
+  }
+  if (m.sliding_window_pattern > m.layers) {
+    throw ValidationError("model.sliding_window_pattern",
+                          fmt::format("model.sliding_window_pattern: {} exceeds model.layers {}; "
+                                      "give 1 to {} (every k-th layer full) or 0 (all windowed)",
+                                      m.sliding_window_pattern, m.layers, m.layers));
+  }
   if (m.mtp_layers < 0)
     throw ValidationError::not_positive("model.mtp_layers", std::to_string(m.mtp_layers));
   if (m.max_position_embeddings < 0)

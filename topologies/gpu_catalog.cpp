@@ -106,7 +106,7 @@ GpuSpec with_fp4(GpuSpec s, double fp4_tflops) {
 }
 
 // Sets the measured large-GEMM fractions of a GPU whose own measurement differs from its
-// architecture's (topologies/kernel_model.cpp, architecture_gemm_fraction).
+// architecture's (topologies/kernel_coefficients.cpp, architecture_gemm_fraction).
 GpuSpec with_gemm_fractions(GpuSpec s, double bf16, double fp8) {
   s.gemm_fraction_tf32 = bf16;
   s.gemm_fraction_bf16 = bf16;
@@ -135,7 +135,7 @@ GpuSpec with_b200_load_clock(GpuSpec s) {
 // BF16, causal, head dim 128, 4096 tokens, batch 2, 64 / 8 heads) GB300 reached 1703 TFLOP/s
 // forward and 1248 backward where GB200 reached 1408 and 1148 (cudnn-frontend benchmark/
 // sdpa_benchmark_training/results/llama3.1/{gb300,gb200}/llama3.1_20260424_*.csv): x1.21
-// forward, x1.09 backward, applied to Blackwell's own figures (kernel_model.cpp,
+// forward, x1.09 backward, applied to Blackwell's own figures (kernel_coefficients.cpp,
 // architecture_attention_fraction: cuDNN 9.18 on GB200, the backward at 0.8 of it).
 GpuSpec with_blackwell_ultra_attention(GpuSpec s) {
   const double blackwell = architecture_attention_fraction(GpuArch::BLACKWELL);
@@ -299,6 +299,10 @@ namespace {
 // The measured-efficiency overrides: fractions of the dense peak in [0, 1], 0 for the
 // architecture's default.
 void read_efficiencies(ObjectReader& r, GpuSpec& s) {
+  // A new forward attention figure without a backward one drops the base GPU's backward
+  // figure, which belonged with the base's forward: the backward is then derived from it.
+  if (r.has("attention_efficiency") && !r.has("attention_backward_efficiency"))
+    s.attention_backward_fraction = 0;
   const std::pair<const char*, double*> keys[] = {
       {"gemm_efficiency_tf32", &s.gemm_fraction_tf32},
       {"gemm_efficiency_bf16", &s.gemm_fraction_bf16},

@@ -81,13 +81,13 @@ double attention_shape_raw(double seq_q, double seq_kv, double head_dim, bool ca
   // Mean keys a query tile visits: all of them, or under the bottom-right aligned causal
   // mask seq_kv - seq_q / 2; each query tile also computes one diagonal tile whole, of
   // which half is masked. A causal sliding window of w keys (w < seq_q) visits
-  // w - w (w - 1) / (2 seq_q) on average and computes a second half-masked tile at the
-  // window's far edge.
+  // w - w (w - 1) / (2 seq_q) on average and, on the (seq_q - w) / seq_q of rows whose window
+  // has a far edge, computes a second half-masked tile there.
   double mean = causal ? seq_kv - std::min(seq_q, seq_kv) / 2 : seq_kv;
   double masked_tiles = causal ? 0.5 : 0.0;
   if (causal && window > 0 && window < seq_q) {
     mean = std::min(mean, window - window * (window - 1) / (2 * seq_q));
-    masked_tiles = 1.0;
+    masked_tiles += 0.5 * (seq_q - window) / seq_q;  // rows past the window's first w
   }
   const double useful = causal ? mean / (mean + m.kv_tile * masked_tiles) : 1.0;
   return mean / (mean + m.half_kv_tokens) * useful * head_dim / (head_dim + m.half_head_dim);

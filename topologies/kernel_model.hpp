@@ -170,17 +170,17 @@ DType tensor_core_dtype(DType math);
 
 /// Fraction of the dense datasheet peak a large GEMM reaches on `arch` in tensor-core dtype
 /// `tensor` (cuBLAS maximum achievable matmul FLOPS at the GPU's TDP; sources in
-/// kernel_model.cpp and docs/defaults.md), in (0, 1].
+/// kernel_coefficients.cpp and docs/defaults.md), in (0, 1].
 double architecture_gemm_fraction(GpuArch arch, DType tensor);
 /// Dimension at which one GEMM dimension alone halves throughput on `arch` in tensor-core
-/// dtype `tensor` (fitted to a measured GEMM sweep; sources in kernel_model.cpp).
+/// dtype `tensor` (fitted to a measured GEMM sweep; sources in kernel_coefficients.cpp).
 double architecture_matmul_half_dim(GpuArch arch, DType tensor);
 /// Fraction of the dense peak a fused attention forward reaches on `arch` at the reference
 /// shape (causal, head dim 128, 4096 tokens), in (0, 1].
 double architecture_attention_fraction(GpuArch arch);
 
 /// Sequence-shape constants of fused attention (defaults: FlashAttention-3 on H100, Shah et
-/// al. 2024, Fig. 5; derivation and the per-architecture figures in kernel_model.cpp).
+/// al. 2024, Fig. 5; derivation and the per-architecture figures in kernel_coefficients.cpp).
 struct AttentionShapeModel {
   /// Key/value tokens per query tile at which the per-tile fixed work (loading Q, the
   /// final rescale, writing O and the log-sum-exp) halves throughput.
@@ -202,7 +202,7 @@ double attention_shape_factor(std::int64_t seq_q, std::int64_t seq_kv, std::int6
                               bool causal, const AttentionShapeModel& shape = {},
                               std::int64_t window = 0);
 /// The attention shape constants of `arch`'s vendor kernel: Blackwell's cuDNN kernels lose
-/// more to short sequences than Hopper's (half_kv_tokens 480, not 200); others the defaults.
+/// more to short sequences than Hopper's (half_kv_tokens 730, not 200); others the defaults.
 AttentionShapeModel architecture_attention_shape(GpuArch arch);
 /// Sustained SM clock under load relative to the boost clock the datasheet peak assumes, in
 /// (0, 1]: the GPU's load_clock_fraction (default DEFAULT_LOAD_CLOCK_FRACTION) times
@@ -252,7 +252,7 @@ struct GpuEfficiency {
   std::optional<AttentionShapeModel> attention_shape;
   /// Backward fused attention throughput relative to forward (FlashAttention-2 backward
   /// runs its 2x FLOPs at about 0.8 of the forward rate, Dao 2023, Fig. 5-6; cuDNN on GB200
-  /// 0.82, kernel_model.cpp), where the GPU has no backward figure of its own
+  /// 0.82-0.85, kernel_coefficients.cpp), where the GPU has no backward figure of its own
   /// (GpuSpec::attention_backward_fraction) and attention_fraction is not overridden here.
   double attention_backward_ratio = 0.8;
   /// Fixed per-kernel launch and tail cost, in seconds.

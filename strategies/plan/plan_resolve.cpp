@@ -376,6 +376,13 @@ void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluste
                              cluster, input.sources());
 }
 
+void check_context_window_input(const PlanInput& input, const models::ModelSpec& model) {
+  TrainingPlan p;
+  p.cp = static_cast<int>(input.integer("cp").value_or(1));
+  p.seq = input.integer("seq").value_or(model.default_seq);
+  check_context_parallel_window(model, p, input.sources());
+}
+
 void check_graph_scope_input(const PlanInput& input, const models::ModelSpec& model) {
   check_cuda_graph_scope_model(
       model, resolve_fields(input, {"cuda_graph_scope", "framework", "dp_mode"}, {"cuda_graphs"}),

@@ -47,6 +47,9 @@ void check_precision_input_on_cluster(const PlanInput& input, const topo::Cluste
 /// data-parallel fields of `input` alone (the same for every plan of a search), before a
 /// search enumerates its plans. Throws PlanError.
 void check_graph_scope_input(const PlanInput& input, const models::ModelSpec& model);
+/// check_context_parallel_window on the input's fixed cp and seq (a search checks it once,
+/// before enumerating, rather than ruling out every candidate).
+void check_context_window_input(const PlanInput& input, const models::ModelSpec& model);
 
 /// "20,20,20" as layer counts; throws PlanError on "pipeline_split" for anything else.
 std::vector<int> parse_layer_list(const std::string& text, const PlanSources& sources = {});

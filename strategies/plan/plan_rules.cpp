@@ -98,6 +98,25 @@ void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSou
   }
 }
 
+}  // namespace
+
+void check_context_parallel_window(const ModelSpec& m, const TrainingPlan& p,
+                                   const PlanSources& s) {
+  // Ring attention's chunked causal steps (load-balanced chunks of s / 2cp) are modelled for
+  // full causal attention only; a sliding window skips chunks the ring still exchanges.
+  bool windowed = false;  // some layer's window is shorter than the sequence
+  for (int l = 0; l < m.layers && !windowed; ++l)
+    windowed = m.attention_window(l) > 0 && m.attention_window(l) < p.seq;
+  if (p.cp > 1 && windowed) {
+    fail_field(s, "cp",
+               fmt::format("{}: context parallelism over sliding-window attention ({} has a {}-"
+                           "token window) is not modelled; use {} 1",
+                           s.where("cp"), m.name, m.sliding_window, s.name("cp")));
+  }
+}
+
+namespace {
+
 // Pipeline stages, experts and the sequence split.
 void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
   const int stages = p.pp * p.vpp;
@@ -127,14 +146,7 @@ void check_model_split(const ModelSpec& m, const TrainingPlan& p, const PlanSour
                     fmt::format("{} x {} x {} =", s.name("tp"), s.name("dp"), s.name("cp")));
     }
   }
-  // Ring attention's chunked causal steps (load-balanced chunks of s / 2cp) are modelled for
-  // full causal attention only; a sliding window skips chunks the ring still exchanges.
-  if (p.cp > 1 && m.sliding_window > 0) {
-    fail_field(s, "cp",
-               fmt::format("{}: context parallelism over sliding-window attention ({} has a {}-"
-                           "token window) is not modelled; use {} 1",
-                           s.where("cp"), m.name, m.sliding_window, s.name("cp")));
-  }
+  check_context_parallel_window(m, p, s);
   if (p.cp > 1 && p.seq % (2 * p.cp) != 0) {
     fail_field(s, "cp",
                fmt::format("{}: 2 x {} (load-balanced causal chunks) does not divide {} {}; pick a "

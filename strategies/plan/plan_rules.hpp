@@ -45,6 +45,11 @@ void validate_plan_on_cluster(const models::ModelSpec& model, const models::Trai
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
 
+/// Context parallelism over a model with a layer windowed below the sequence (its ring
+/// attention is not modelled): throws PlanError naming cp.
+void check_context_parallel_window(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                   const PlanSources& sources);
+
 /// The rules of a partial CUDA-graph scope (--cuda-graph-scope) that read only the model, the
 /// framework and the data-parallel design: Megatron-core's feature, on the modules the model
 /// has (moe_router / moe_preprocess need MoE layers, mlp dense ones, MLP models none). Throws

@@ -221,7 +221,8 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
   // The precision fields are the same in every plan: a GPU that cannot run them is the
   // user's error, reported once, not a failure of every candidate.
   check_precision_input_on_cluster(space.input(), cluster);
-  check_graph_scope_input(space.input(), model);  // likewise the CUDA-graph scope
+  check_graph_scope_input(space.input(), model);     // likewise the CUDA-graph scope
+  check_context_window_input(space.input(), model);  // and a fixed cp over a sliding window
   if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
     throw ValidationError("shard", fmt::format("{}/{} is not a shard; give K/N with 0 <= K < N",
                                                shard.index, shard.count));

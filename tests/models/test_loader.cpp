@@ -221,6 +221,28 @@ TEST_CASE("models::Loader: sliding-window layouts from HF configs and loom model
   CHECK(gemma_like.attention_window(5) == 0);
   CHECK_THROWS_AS(parse_model_json(R"({"base": "llama3-8b", "sliding_window": -1})", "g.json"),
                   ConfigError);
+  // A pattern needs a window, and at most one pattern period per model.
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "sliding_window_pattern": 2})", "g.json"),
+      doctest::Contains("needs model.sliding_window"), ValidationError);
+  CHECK_THROWS_WITH_AS(parse_model_json(R"({"base": "llama3-8b", "sliding_window": 512,
+                                            "sliding_window_pattern": 33})",
+                                        "g.json"),
+                       doctest::Contains("exceeds model.layers 32"), ValidationError);
+  // HF: a negative window is bad input; Qwen's max_window_layers keeps the first layers
+  // full (transformers Qwen2: layer i slides when i >= max_window_layers): all of them full
+  // means no window, none full every layer windowed, a split is not periodic.
+  CHECK_THROWS_AS(import_hf_config(oss + R"(, "sliding_window": -1})", "c.json"), ConfigError);
+  const std::string qwen = R"({"model_type": "qwen2", "hidden_size": 896,
+      "intermediate_size": 4864, "num_attention_heads": 14, "num_hidden_layers": 24,
+      "num_key_value_heads": 2, "vocab_size": 151936, "sliding_window": 4096,
+      "use_sliding_window": true)";
+  CHECK(import_hf_config(qwen + R"(, "max_window_layers": 24})", "q.json").sliding_window == 0);
+  const ModelSpec all = import_hf_config(qwen + R"(, "max_window_layers": 0})", "q.json");
+  CHECK(all.sliding_window == 4096);
+  CHECK(all.sliding_window_pattern == 0);
+  CHECK_THROWS_WITH_AS(import_hf_config(qwen + R"(, "max_window_layers": 21})", "q.json"),
+                       doctest::Contains("not a periodic layout"), ValidationError);
 }
 
 TEST_CASE("models::Loader: absurd sizes and wrong types are bad input, never a crash") {

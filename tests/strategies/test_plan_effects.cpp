@@ -380,3 +380,22 @@ TEST_CASE("strategies::PlanRules: CPU offloading needs a CPU to offload to") {
   CHECK_THROWS_WITH_AS(validate_plan_on_cluster(m, p, two, PlanSources::command_line()),
                        doctest::Contains("has no CPU vertex to offload to"), PlanError);
 }
+
+TEST_CASE("strategies::PlanRules: context parallelism is refused only over a real window") {
+  // Ring attention is modelled for full causal attention: a layer windowed below the
+  // sequence refuses cp > 1; a window at least the sequence (or only full layers) does not.
+  models::ModelSpec m = models::load_model("llama3-8b");
+  models::TrainingPlan p;
+  p.cp = 2;
+  p.dp = 4;
+  p.seq = 4096;
+  m.sliding_window = 1024;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("context parallelism over sliding-window attention"),
+                       ValidationError);
+  m.sliding_window = 8192;  // longer than the sequence: no layer is windowed
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt, PlanSources::command_line()));
+  m.sliding_window = 1024;
+  m.sliding_window_pattern = 1;  // every layer full
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt, PlanSources::command_line()));
+}

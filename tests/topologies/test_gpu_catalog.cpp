@@ -185,6 +185,21 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   CHECK(back.attention_backward_fraction == 0.375);
 }
 
+TEST_CASE("topologies::GpuCatalog: a new forward attention figure drops the base's backward") {
+  // B300's catalog entry has both figures; a JSON giving only the forward derives the
+  // backward from it again (x 0.8), a JSON giving both keeps both.
+  auto only_fwd = nlohmann::json::parse(R"({"base": "b300", "attention_efficiency": 0.6})");
+  loom::ObjectReader r1(only_fwd, "g.json", "");
+  CHECK(loom::topo::read_gpu_spec(r1).attention_backward_fraction == 0);
+  auto both = nlohmann::json::parse(
+      R"({"base": "b300", "attention_efficiency": 0.6, "attention_backward_efficiency": 0.5})");
+  loom::ObjectReader r2(both, "g.json", "");
+  CHECK(loom::topo::read_gpu_spec(r2).attention_backward_fraction == 0.5);
+  auto none = nlohmann::json::parse(R"({"base": "b300"})");
+  loom::ObjectReader r3(none, "g.json", "");
+  CHECK(loom::topo::read_gpu_spec(r3).attention_backward_fraction > 0);
+}
+
 TEST_CASE("topologies::GpuCatalog: a GPU JSON rejects a GEMM efficiency above 1") {
   auto doc = nlohmann::json::parse(R"({"base": "h100", "gemm_efficiency_bf16": 1.2})");
   loom::ObjectReader r(doc, "g.json", "");

@@ -574,18 +574,43 @@ TEST_CASE("topologies::attention_shape_factor: FlashAttention-3 curves by sequen
 
 TEST_CASE("topologies::attention_shape_factor: a sliding window visits its window, by hand") {
   // Causal 4096 square, window 128 (GPT-OSS): a query tile visits 128 - 128 x 127 / 8192 =
-  // 126.02 keys on average and computes two half-masked tiles (diagonal, window edge), so
-  // 126.02 / (126.02 + 200) x 126.02 / (126.02 + 128) x 128 / 176 over the reference
-  // (2048 / 2248 x 2048 / 2112 x 128 / 176).
+  // 126.02 keys on average and computes the half-masked diagonal tile and, on the
+  // (4096 - 128) / 4096 of rows past the first window, a half-masked tile at the window's
+  // edge: 126.02 / (126.02 + 200) x 126.02 / (126.02 + 128 x (0.5 + 0.5 x 3968 / 4096)) x
+  // 128 / 176 over the reference (2048 / 2248 x 2048 / 2112 x 128 / 176).
   const double mean = 128 - 128.0 * 127 / 8192;
+  const double tiles = 0.5 + 0.5 * 3968.0 / 4096;
   const double expected =
-      (mean / (mean + 200) * mean / (mean + 128)) / (2048.0 / 2248 * 2048.0 / 2112);
+      (mean / (mean + 200) * mean / (mean + 128 * tiles)) / (2048.0 / 2248 * 2048.0 / 2112);
   CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 128) == doctest::Approx(expected));
   // A window at least the sequence is full attention.
   CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 4096) ==
         doctest::Approx(attention_shape_factor(4096, 4096, 128, true)));
   CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 128) <
         attention_shape_factor(512, 512, 128, true));
+  // Continuous as the window approaches the sequence.
+  CHECK(attention_shape_factor(4096, 4096, 128, true, {}, 4095) ==
+        doctest::Approx(attention_shape_factor(4096, 4096, 128, true)).epsilon(1e-3));
+}
+
+TEST_CASE("topologies::DatasheetKernelModel: unfused attention computes the whole square") {
+  // Unfused (batched GEMMs, masked afterwards) attention saves nothing from a window: a
+  // 128-key window's counted FLOPs (2 x 128 - 128 x 127 / 4096 keys per row) run as 4096.
+  const DatasheetKernelModel h100(find_gpu("h100"));
+  KernelOp op;
+  op.kind = KernelKind::ATTENTION;
+  op.fused = false;
+  op.causal = true;
+  op.m = op.n = 4096;
+  op.k = 128;
+  op.batch = 64;
+  op.seq_q = op.seq_kv = 4096;
+  const double full = 2.0 * 64 * 4096 * 4096 * 128;
+  op.forward_flops = full;
+  const double square = h100.seconds(op, KernelPass::FORWARD, DType::BF16);
+  op.window = 128;
+  op.forward_flops = full * (2 * 128 - 128.0 * 127 / 4096) / 4096;
+  CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) == doctest::Approx(square));
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernels, by hand") {
