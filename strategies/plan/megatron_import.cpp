@@ -91,6 +91,8 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--untie-embeddings-and-output-weights", MegatronArg::MODEL_SHAPE},
       {"--normalization", MegatronArg::MODEL_SHAPE},
       {"--vocab-size", MegatronArg::MODEL_SHAPE},
+      {"--window-size", MegatronArg::MODEL_SHAPE},  // sliding window: model.sliding_window
+      {"--window-attn-skip-freq", MegatronArg::MODEL_SHAPE},
       {"--lr", MegatronArg::IGNORED_VALUE},
       {"--min-lr", MegatronArg::IGNORED_VALUE},
       {"--train-iters", MegatronArg::IGNORED_VALUE},

@@ -93,6 +93,15 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK_THROWS_AS(import_megatron_args("--cuda-graph-impl cudagraph"), ValidationError);
 }
 
+TEST_CASE("strategies::PlanImport: Megatron model-shape flags point to --model") {
+  // The sliding window is the model's (model.sliding_window), as the layer count is.
+  for (const char* args : {"--num-layers 32", "--window-size 128,0", "--window-attn-skip-freq 2"}) {
+    CAPTURE(args);
+    CHECK_THROWS_WITH_AS(import_megatron_args(args),
+                         doctest::Contains("give the model with --model"), ValidationError);
+  }
+}
+
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {
   CHECK_THROWS_WITH_AS(import_megatron_args("--tensor-model-paralel-size 2"),
                        doctest::Contains("did you mean '--tensor-model-parallel-size'"),
