@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/sliding_window.hpp"
 #include "models/fused_ops.hpp"
 #include "models/plan_dtypes.hpp"
 
@@ -102,16 +103,6 @@ AttentionShape attention_shape(const Ctx& c, double d, std::int64_t window) {
           static_cast<std::int64_t>(d), c.p.cp, window};
 }
 
-// Keys per query row the attention FLOPs count, in the causal convention (a causal kernel
-// computes half of the counted square: attention_causal_fraction). A sliding window of w
-// keys (w < s) computes sum over rows i of min(i + 1, w) = w s - w (w - 1) / 2 score
-// elements per head, which is half of a count of 2 w - w (w - 1) / s keys per row.
-double counted_keys(const Ctx& c, std::int64_t window) {
-  const double w = static_cast<double>(window);
-  if (window <= 0 || w >= c.skv) return c.skv;
-  return 2 * w - w * (w - 1) / c.skv;
-}
-
 // The attention core: scores, softmax (+ dropout), attention x V. Q, K and V themselves
 // are saved by the projection that produced them. A windowed layer counts only the scores
 // its window computes (fused kernels skip the tiles outside it); an unfused one still
@@ -120,7 +111,8 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::int64_t window,
                     std::vector<OpCost>& ops) {
   const double heads = c.m.heads / c.t;
   const double full_square = c.b * heads * c.sq * c.skv;  // score elements stored per GPU
-  const double square = c.b * heads * c.sq * counted_keys(c, window);  // counted for FLOPs
+  const double square =  // counted for FLOPs (loom::windowed_causal_keys)
+      c.b * heads * c.sq * windowed_causal_keys(c.skv, static_cast<double>(window));
   OpCost scores;
   scores.name = "attn_scores";
   scores.kind = OpKind::ATTENTION;

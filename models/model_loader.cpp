@@ -112,7 +112,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m.moe.shared_expert_gate = e.get_bool_or("shared_expert_gate", false);
     e.finish();
   }
-  const bool needs_ffn = !m.is_moe() || m.moe.first_k_dense > 0;
+  const bool needs_ffn = m.has_dense_layers();
   if (needs_ffn)
     m.ffn = size("ffn", m.ffn);
   else

@@ -143,8 +143,7 @@ void validate_model(const ModelSpec& m) {
                                         m.kv_heads, m.heads));
     }
   }
-  const bool has_dense_layer = !m.is_moe() || m.moe.first_k_dense > 0;
-  if (has_dense_layer) require_positive(m.ffn, "model.ffn");
+  if (m.has_dense_layers()) require_positive(m.ffn, "model.ffn");
   if (m.moe.experts < 0)
     throw ValidationError::not_positive("model.moe.experts", std::to_string(m.moe.experts));
   if (m.is_moe()) {

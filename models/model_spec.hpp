@@ -80,6 +80,14 @@ struct ModelSpec {
   int mtp_layers = 0;
 
   bool is_moe() const { return moe.experts > 0; }
+  /// True when some layer uses the dense MLP (no experts, or first_k_dense of them).
+  bool has_dense_layers() const { return !is_moe() || moe.first_k_dense > 0; }
+  /// True when some layer attends through a window shorter than `seq` tokens: a window
+  /// below the sequence on the layers sliding_window_pattern leaves windowed (all but
+  /// pattern 1, which keeps every layer full; patterns above the layer count are refused).
+  bool has_window_below(std::int64_t seq) const {
+    return sliding_window > 0 && sliding_window < seq && sliding_window_pattern != 1;
+  }
   /// Keys a query of layer `layer_index` (0-based) attends to at most: the sliding window,
   /// or 0 for a full-attention layer.
   std::int64_t attention_window(int layer_index) const {

@@ -24,6 +24,7 @@
 #include "sim/engine.hpp"
 #include "sim/network.hpp"
 #include "strategies/schedule.hpp"
+#include "strategies/step/host_launch.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/kernel_model.hpp"
 
@@ -74,8 +75,10 @@ struct SimulateOptions {
   std::map<int, double> stragglers;
   /// Random stragglers, drawn per step and rank on top of `stragglers`.
   RandomStragglers random_stragglers;
-  /// Single-process DataParallel: host seconds per kernel launch under Python's GIL.
-  double host_launch_s = 10e-6;
+  /// Host seconds per eager kernel launch (--host-launch): a layer's pass takes at least its
+  /// launches (pass_cost host_bound_passes); single-process DataParallel runs them under
+  /// Python's GIL.
+  double host_launch_s = REFERENCE_HOST_LAUNCH_S;
 };
 
 /// Per-step times of a run of SimulateOptions::steps steps.

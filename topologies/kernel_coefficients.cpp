@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "common/sliding_window.hpp"
+
 namespace loom::topo {
 
 // Large-GEMM fractions of the dense datasheet peak: the "Maximum Achievable Matmul FLOPS"
@@ -85,8 +87,8 @@ double attention_shape_raw(double seq_q, double seq_kv, double head_dim, bool ca
   // has a far edge, computes a second half-masked tile there.
   double mean = causal ? seq_kv - std::min(seq_q, seq_kv) / 2 : seq_kv;
   double masked_tiles = causal ? 0.5 : 0.0;
-  if (causal && window > 0 && window < seq_q) {
-    mean = std::min(mean, window - window * (window - 1) / (2 * seq_q));
+  if (causal && windowed(seq_q, window)) {
+    mean = std::min(mean, windowed_causal_keys(seq_q, window) / 2);
     masked_tiles += 0.5 * (seq_q - window) / seq_q;  // rows past the window's first w
   }
   const double useful = causal ? mean / (mean + m.kv_tile * masked_tiles) : 1.0;

@@ -303,14 +303,14 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
   const double backward_flops = op.backward_input_flops + op.backward_weight_flops;
   if (!op.fused) {
     // Unfused: scores and context are batched GEMMs over the whole square, masked afterwards,
-    // so a sliding window saves nothing: its counted 2w - w(w - 1)/s keys per row (the
-    // model's FLOPs) run as all s. The backward runs at the transposed (dA) shape, as one
-    // GEMM of the whole backward's FLOPs.
-    const double s = static_cast<double>(op.seq_kv), w = static_cast<double>(op.window);
-    const double square = op.window > 0 && w < s ? s / (2 * w - w * (w - 1) / s) : 1.0;
+    // so a sliding window saves nothing: the GEMMs' own shape gives the FLOPs they run, not
+    // the window's counted ones (the model's). The backward (twice the forward) runs at the
+    // transposed (dA) shape, as one GEMM of the whole backward's FLOPs.
+    const bool square = op.window > 0 && op.window < op.seq_kv;
+    const double full = 2.0 * op.m * op.n * op.k * op.batch;
     if (pass == KernelPass::FORWARD)
-      return gemm_time_s(op.forward_flops * square, op.m, op.n, op.k, op.batch, math);
-    return gemm_time_s(backward_flops * square, op.m, op.k, op.n, op.batch, math);
+      return gemm_time_s(square ? full : op.forward_flops, op.m, op.n, op.k, op.batch, math);
+    return gemm_time_s(square ? 2 * full : backward_flops, op.m, op.k, op.n, op.batch, math);
   }
   // Fused attention skips the masked part of a causal square.
   const double scale = op.causal ? efficiency_.attention_causal_fraction : 1.0;

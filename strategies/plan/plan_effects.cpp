@@ -6,6 +6,7 @@
 
 #include "models/plan_dtypes.hpp"
 #include "strategies/plan/framework_profile.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
@@ -182,18 +183,16 @@ class EffectChecker {
                              "moe_preprocess",
                              s_.where("cuda_graph_scope")));
     if (p_.graphs(models::GraphModule::FULL) && p_.cuda_graph_scope != d.cuda_graph_scope)
-      fail_field(
-          s_, "cuda_graph_scope",
-          fmt::format("{} {}: full already captures every module; give full alone or "
-                      "the modules alone",
-                      s_.where("cuda_graph_scope"), models::graph_scope_text(p_.cuda_graph_scope)));
+      fail_field(s_, "cuda_graph_scope",
+                 fmt::format("{}: full already captures every module; give full alone or "
+                             "the modules alone",
+                             cuda_graph_scope_text(p_, s_)));
     if (p_.graphs(models::GraphModule::MOE_PREPROCESS) &&
         !p_.graphs(models::GraphModule::MOE_ROUTER))
-      fail_field(
-          s_, "cuda_graph_scope",
-          fmt::format("{} {}: Megatron captures moe_preprocess only with moe_router; "
-                      "add moe_router",
-                      s_.where("cuda_graph_scope"), models::graph_scope_text(p_.cuda_graph_scope)));
+      fail_field(s_, "cuda_graph_scope",
+                 fmt::format("{}: Megatron captures moe_preprocess only with moe_router; "
+                             "add moe_router",
+                             cuda_graph_scope_text(p_, s_)));
   }
 
   void check_model_parallel() const {

@@ -77,7 +77,7 @@ void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSou
   check_divides(s, "tp", p.tp, m.heads, "model.heads");
   if (m.attention == models::AttentionKind::MHA)
     check_divides(s, "tp", p.tp, m.kv_heads, "model.kv_heads");
-  if (!m.is_moe() || m.moe.first_k_dense > 0) check_divides(s, "tp", p.tp, m.ffn, "model.ffn");
+  if (m.has_dense_layers()) check_divides(s, "tp", p.tp, m.ffn, "model.ffn");
   if (m.is_moe()) check_divides(s, "etp", p.expert_tp(), m.moe.expert_ffn, "model.moe.expert_ffn");
   // loom splits routed experts over the whole TP group or not at all (the recipes' etp 1):
   // an expert-TP group inside the TP group would need its own collective group.
@@ -100,14 +100,16 @@ void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSou
 
 }  // namespace
 
+std::string cuda_graph_scope_text(const TrainingPlan& p, const PlanSources& s) {
+  return fmt::format("{} {}", s.where("cuda_graph_scope"),
+                     models::graph_scope_text(p.cuda_graph_scope));
+}
+
 void check_context_parallel_window(const ModelSpec& m, const TrainingPlan& p,
                                    const PlanSources& s) {
   // Ring attention's chunked causal steps (load-balanced chunks of s / 2cp) are modelled for
   // full causal attention only; a sliding window skips chunks the ring still exchanges.
-  bool windowed = false;  // some layer's window is shorter than the sequence
-  for (int l = 0; l < m.layers && !windowed; ++l)
-    windowed = m.attention_window(l) > 0 && m.attention_window(l) < p.seq;
-  if (p.cp > 1 && windowed) {
+  if (p.cp > 1 && m.has_window_below(p.seq)) {
     fail_field(s, "cp",
                fmt::format("{}: context parallelism over sliding-window attention ({} has a {}-"
                            "token window) is not modelled; use {} 1",
@@ -172,15 +174,10 @@ bool partial_scope(const TrainingPlan& p) {
   return p.cuda_graphs && !p.graphs(models::GraphModule::FULL);
 }
 
-std::string scope_text(const TrainingPlan& p, const PlanSources& s) {
-  return fmt::format("{} {}", s.where("cuda_graph_scope"),
-                     models::graph_scope_text(p.cuda_graph_scope));
-}
-
 void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
   check_cuda_graph_scope_model(m, p, s);
   if (!partial_scope(p)) return;
-  const std::string scope = scope_text(p, s);
+  const std::string scope = cuda_graph_scope_text(p, s);
   const bool selective = p.recompute == models::Recompute::SELECTIVE &&
                          p.selective_recompute == models::SelectiveRecompute::ATTENTION;
   const auto recomputes = [&](models::RecomputeModule r) {
@@ -419,7 +416,7 @@ void check_precision_on_cluster(const TrainingPlan& p, const topo::Cluster& clus
 
 void check_cuda_graph_scope_model(const ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
   if (!partial_scope(p)) return;
-  const std::string scope = scope_text(p, s);
+  const std::string scope = cuda_graph_scope_text(p, s);
   // Partial graphs are Megatron-core's (Transformer Engine make_graphed_callables per layer).
   if (p.framework == models::Framework::TORCHTITAN || p.framework == models::Framework::DEEPSPEED) {
     fail_field(s, "cuda_graph_scope",
@@ -438,7 +435,7 @@ void check_cuda_graph_scope_model(const ModelSpec& m, const TrainingPlan& p, con
                fmt::format("{}: {} has no transformer layers to capture in parts; use full", scope,
                            m.name));
   }
-  const bool moe_layers = m.is_moe(), dense_layers = !m.is_moe() || m.moe.first_k_dense > 0;
+  const bool moe_layers = m.is_moe(), dense_layers = m.has_dense_layers();
   if ((p.graphs(models::GraphModule::MOE_ROUTER) ||
        p.graphs(models::GraphModule::MOE_PREPROCESS)) &&
       !moe_layers) {

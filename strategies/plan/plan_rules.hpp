@@ -45,6 +45,9 @@ void validate_plan_on_cluster(const models::ModelSpec& model, const models::Trai
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
 
+/// "--cuda-graph-scope attn,moe_router" as the plan's source spells the field: for messages.
+std::string cuda_graph_scope_text(const models::TrainingPlan& plan, const PlanSources& sources);
+
 /// Context parallelism over a model with a layer windowed below the sequence (its ring
 /// attention is not modelled): throws PlanError naming cp.
 void check_context_parallel_window(const models::ModelSpec& model, const models::TrainingPlan& plan,

@@ -165,7 +165,7 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   // everywhere (ep 1, whole-layer CUDA graphs, full recompute, fp32: moe_a2a_overlap_block;
   // a graph holding a dense layer's whole MLP: plan_rules check_cuda_graph_scope).
   const models::TrainingPlan graphs = resolve_fields(input_, {"cuda_graph_scope"}, {"cuda_graphs"});
-  const bool dense_layers = !model.is_moe() || model.moe.first_k_dense > 0;
+  const bool dense_layers = model.has_dense_layers();
   const bool graphs_block = graphs.graphs(models::GraphModule::FULL) ||
                             (dense_layers && graphs.graphs(models::GraphModule::MLP));
   const bool moe_overlap_possible = model.is_moe() && input_.integer("ep").value_or(0) != 1 &&

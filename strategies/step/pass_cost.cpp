@@ -119,7 +119,8 @@ struct OpPasses {
   topo::PassSeconds t;
   double fwd_launches = 0;  ///< kernels the forward launches
   double bwd_launches = 0;  ///< kernels the backward (input and weight gradients) launches
-  /// Of those, the block-scale swizzle kernels (KernelOp::swizzle_scales) of its casts.
+  /// Of those, the block-scale swizzle kernels (KernelOp::swizzle_scales) of its casts;
+  /// counted only for a routed-expert block's linears (op_seconds' `expert_block`).
   double fwd_swizzles = 0;
   double bwd_swizzles = 0;  ///< see fwd_swizzles
 };
@@ -132,7 +133,7 @@ void add_launches(OpPasses& o, const topo::KernelOp& k, topo::DType math) {
 }
 
 OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
-                    const topo::KernelTimeModel& kernels, bool graphed) {
+                    const topo::KernelTimeModel& kernels, bool graphed, bool expert_block) {
   const topo::DType dt = compute_dtype(plan.precision);
   topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
   k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
@@ -165,10 +166,13 @@ OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
   t.backward_input += c.backward_input;
   t.backward_weight += c.backward_weight;
   add_launches(o, cast, dt);
-  const topo::Fp8Recipe unset = kernels.default_fp8_recipe();
-  o.fwd_swizzles = topo::block_scale_swizzles(cast, topo::KernelPass::FORWARD, dt, unset);
-  o.bwd_swizzles = topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_INPUT, dt, unset) +
-                   topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_WEIGHT, dt, unset);
+  if (expert_block) {
+    const topo::Fp8Recipe recipe = *cast.fp8_recipe;  // set above
+    o.fwd_swizzles = topo::block_scale_swizzles(cast, topo::KernelPass::FORWARD, dt, recipe);
+    o.bwd_swizzles =
+        topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_INPUT, dt, recipe) +
+        topo::block_scale_swizzles(cast, topo::KernelPass::BACKWARD_WEIGHT, dt, recipe);
+  }
   return o;
 }
 
@@ -252,7 +256,8 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   for (const auto& op : ops) {
     const bool graphed = layer && !op.dynamic_shape &&
                          (full_scope || (op.graph_module && plan.graphs(*op.graph_module)));
-    const OpPasses o = op_seconds(op, plan, kernels, graphed);
+    const bool expert_block = !graphed && te_expert_block(op, plan);
+    const OpPasses o = op_seconds(op, plan, kernels, graphed, expert_block);
     const topo::PassSeconds& t = o.t;
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
@@ -279,7 +284,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
           o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
       if (rerun) c.recompute_launches += fwd_launches;
     }
-    if (!graphed && te_expert_block(op, plan)) {
+    if (expert_block) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (not the per-group scale swizzles of containers before
       // GEMM-ready scales, kernels it did not launch): what the block takes beyond them, at

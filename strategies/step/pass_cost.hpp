@@ -13,6 +13,7 @@
 #include "models/plan_dtypes.hpp"  // compute_dtype: the dtype matmuls run in
 #include "models/training_plan.hpp"
 #include "sim/collectives.hpp"
+#include "strategies/step/host_launch.hpp"
 #include "topologies/kernel_model.hpp"
 
 namespace loom::strategies {
@@ -67,10 +68,6 @@ struct StageWork {
   std::vector<std::vector<Unit>> units;  ///< by virtual stage: its units in forward order
   std::vector<PassCost> chunk_cost;      ///< by virtual stage: the sum of its units
 };
-
-/// The host seconds per eager kernel launch loom assumes by default (SimulateOptions::
-/// host_launch_s): the host speed at which the framework host costs below are quoted.
-inline constexpr double REFERENCE_HOST_LAUNCH_S = 10e-6;
 
 /// Host seconds of one pass of a routed-expert MLP block (fc1, activation, fc2) in
 /// Transformer Engine's grouped linears with `local_experts` experts, at the reference host

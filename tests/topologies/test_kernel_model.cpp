@@ -25,6 +25,16 @@ KernelOp gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
   return op;
 }
 
+// A fused or unfused attention op of `forward_flops` counted FLOPs, causal or not.
+KernelOp attention(bool fused, bool causal, double forward_flops) {
+  KernelOp op;
+  op.kind = KernelKind::ATTENTION;
+  op.fused = fused;
+  op.causal = causal;
+  op.forward_flops = forward_flops;
+  return op;
+}
+
 }  // namespace
 
 TEST_CASE("topologies::DatasheetKernelModel: a 2048x1024x4096 bf16 GEMM on A100, by hand") {
@@ -107,11 +117,7 @@ TEST_CASE("topologies::DatasheetKernelModel: fused causal attention runs half it
   // = 0.5e12 / 518.21e12 = 964.86 us at the boost clock, / (1305/1410) sustained load clock
   // = 1042.49 us, + 4 us.
   DatasheetKernelModel h100(find_gpu("h100"));
-  KernelOp op;
-  op.kind = KernelKind::ATTENTION;
-  op.fused = true;
-  op.causal = true;
-  op.forward_flops = 1e12;
+  KernelOp op = attention(true, true, 1e12);
   op.backward_input_flops = 1e12;
   op.backward_weight_flops = 1e12;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
@@ -298,12 +304,7 @@ TEST_CASE("topologies::DatasheetKernelModel: mid-size GEMMs follow XLA's measure
     GpuSpec spec = find_gpu(gpu);
     spec.load_clock_fraction = 1;
     const DatasheetKernelModel model(spec);
-    KernelOp op;
-    op.kind = KernelKind::GEMM;
-    op.m = m;
-    op.n = n;
-    op.k = k;
-    op.forward_flops = 2.0 * m * n * k;
+    const KernelOp op = gemm(m, n, k);
     return op.forward_flops / model.seconds(op, KernelPass::FORWARD, math) / 1e12;
   };
   CHECK(tflops("h100", 4096, 4096, 4096, DType::BF16) == doctest::Approx(780).epsilon(0.15));
@@ -358,12 +359,8 @@ TEST_CASE("topologies::DatasheetKernelModel: Blackwell attention from cuDNN's me
         doctest::Approx(1563.0 / 1297).epsilon(0.08));
   // The model uses it: a 2k causal forward on GB200 takes 1297/1022-ish longer per FLOP
   // than at 4k, more than on H100 (FA3: 579/521).
-  KernelOp op;
-  op.kind = KernelKind::ATTENTION;
-  op.fused = true;
-  op.causal = true;
+  KernelOp op = attention(true, true, 1e12);
   op.head_dim = 128;
-  op.forward_flops = 1e12;
   auto per_flop = [&](const DatasheetKernelModel& k, std::int64_t s) {
     op.seq_q = op.seq_kv = s;
     return k.seconds(op, KernelPass::FORWARD, DType::BF16);
@@ -597,10 +594,7 @@ TEST_CASE("topologies::DatasheetKernelModel: unfused attention computes the whol
   // Unfused (batched GEMMs, masked afterwards) attention saves nothing from a window: a
   // 128-key window's counted FLOPs (2 x 128 - 128 x 127 / 4096 keys per row) run as 4096.
   const DatasheetKernelModel h100(find_gpu("h100"));
-  KernelOp op;
-  op.kind = KernelKind::ATTENTION;
-  op.fused = false;
-  op.causal = true;
+  KernelOp op = attention(false, true, 0);
   op.m = op.n = 4096;
   op.k = 128;
   op.batch = 64;
@@ -623,11 +617,7 @@ TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernel
   //     2112 x 2048)... = 0.946998), half with 2048 keys (1.03125): 0.1875e12 each ->
   //     412.81 + 379.09 us; plus 4 kernel overheads of 4 us: 1100.31 us.
   DatasheetKernelModel h100(find_gpu("h100"));
-  KernelOp op;
-  op.kind = KernelKind::ATTENTION;
-  op.fused = true;
-  op.causal = true;
-  op.forward_flops = 1e12;
+  KernelOp op = attention(true, true, 1e12);
   op.seq_q = 2048;
   op.seq_kv = 8192;
   op.head_dim = 128;
@@ -654,10 +644,7 @@ TEST_CASE(
   // abstract): FA2 runs at 579/1.75 TFLOP/s against the vendor (cuDNN) kernel's 518 at the
   // reference shape (Fig. 5), 518 x 1.75 / 579 = 1.566x slower; on A100 FA2 is the
   // reference kernel (Dao 2023), so nothing changes there.
-  KernelOp op;
-  op.kind = KernelKind::ATTENTION;
-  op.fused = true;
-  op.forward_flops = 1e12;
+  KernelOp op = attention(true, false, 1e12);
   for (const char* name : {"h100", "a100"}) {
     const DatasheetKernelModel gpu(find_gpu(name));
     const double vendor = gpu.seconds(op, KernelPass::FORWARD, DType::BF16) - 4e-6;
