@@ -254,6 +254,24 @@ def moe_a2a_overlap(model, gpu, precision, p):
     return False
 
 
+def flex_dispatcher(model, gpu):
+    """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
+    (DeepEP or HybridEP; the performance layer's apply_flex_dispatcher_backend then sets
+    moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
+    (@042641823051ce167c52b0ae289941a227c11535) on every GPU (hybridep; deepep for the B200
+    V2 MX / NVFP4 configs); qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2)
+    for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (alltoall on B200,
+    B300 and H100); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
+    sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
+    rows."""
+    g = gpu.split()[0]
+    if model in ("deepseek-v3", "qwen3-30b-a3b"):
+        return True
+    if model == "bench/models/qwen3-235b-a22b.json":
+        return g in ("GB200", "GB300")
+    return False
+
+
 def cpu_offload_layers(model, gpu, precision, p, fsdp_on):
     """Megatron-Bridge Llama-3-70B FSDP recipes' cpu_offloading_num_layers
     (scripts/performance/configs/llama/llama3_workload_base_configs.py,
@@ -535,6 +553,8 @@ def mbridge_jobs(runs, families, tmp):
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
+        if flex_dispatcher(model, gpu) and (p.get("ep") or 1) > 1:
+            args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],

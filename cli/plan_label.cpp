@@ -26,6 +26,7 @@ std::string plan_label(const models::TrainingPlan& p) {
   if (p.overlap_param_gather) s += " opg";
   if (p.tp_comm_overlap) s += " tpo";
   if (p.overlap_moe_expert_parallel_comm) s += " a2ao";
+  if (p.moe_dispatcher == models::MoeDispatcher::FLEX) s += " flex";
   if (p.cpu_offloading_num_layers > 0) s += fmt::format(" off{}", p.cpu_offloading_num_layers);
   return s;
 }

@@ -349,11 +349,17 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || etp > 1));
     ops.back().graph_module = GraphModule::MOE_PREPROCESS;
     const size_t routed = ops.size();
+    // The all-to-all dispatcher sends every routed copy; a flex one (DeepEP, HybridEP) each
+    // token once per GPU and node its experts are on (pass_cost.cpp expands that).
+    const bool flex = c.p.moe_dispatcher == MoeDispatcher::FLEX;
+    const auto exchange = [&](OpCost& op) {
+      if (c.p.ep <= 1) return;
+      op.comm = flex ? CommKind::EP_TOKEN_EXCHANGE : CommKind::EP_ALL_TO_ALL;
+      op.comm_bytes = flex ? c.act * local_tokens * h : c.act * R * h;
+      op.routing = m.moe;
+    };
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
-    if (c.p.ep > 1) {
-      dispatch.comm = CommKind::EP_ALL_TO_ALL;
-      dispatch.comm_bytes = c.act * R * h;
-    }
+    exchange(dispatch);
     ops.push_back(dispatch);
     mlp_block(ec, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
               true, local_experts, ops);
@@ -364,10 +370,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // combine_postprocess) and keeps only its index map, not the expert outputs.
     OpCost combine =
         elementwise("moe_combine", c.act * R * h, c.act * T * h * etp / c.t, 4 * R, 2 * R * h);
-    if (c.p.ep > 1) {
-      combine.comm = CommKind::EP_ALL_TO_ALL;
-      combine.comm_bytes = c.act * R * h;
-    }
+    exchange(combine);
     ops.push_back(combine);
     for (size_t i = routed; i < ops.size(); ++i) ops[i].dynamic_shape = true;
     const size_t shared = ops.size();

@@ -42,7 +42,11 @@ enum class CommKind {
   TP_ALL_GATHER,      ///< gathers sequence-parallel activations before a column-parallel op
   TP_REDUCE_SCATTER,  ///< row-parallel output with sequence parallelism
   EP_ALL_TO_ALL,      ///< MoE token dispatch or combine
-  CP_KV_EXCHANGE,     ///< context parallelism: keys and values passed around the CP ring
+  /// MoE dispatch or combine by a flex dispatcher (DeepEP, HybridEP): comm_bytes is the
+  /// tokens' bytes once; a token goes once to each GPU and node its experts are on
+  /// (OpCost::routing, models/moe_routing.hpp).
+  EP_TOKEN_EXCHANGE,
+  CP_KV_EXCHANGE,  ///< context parallelism: keys and values passed around the CP ring
 };
 
 /// Matmul shape: `batch` independent products C[m x n] = A[m x k] B[k x n].
@@ -111,6 +115,7 @@ struct OpCost {
   bool dynamic_shape = false;
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
+  MoeSpec routing;                 ///< EP_TOKEN_EXCHANGE: the experts the tokens are routed to
 
   bool is_matmul() const { return kind == OpKind::MATMUL || kind == OpKind::ATTENTION; }
   /// Forward + both backward FLOPs (no recompute).

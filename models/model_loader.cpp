@@ -110,6 +110,9 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
       e.fail("capacity_factor", fmt::format("{}", m.moe.capacity_factor), "a positive number");
     m.moe.router_bias = e.get_bool_or("router_bias", false);
     m.moe.shared_expert_gate = e.get_bool_or("shared_expert_gate", false);
+    m.moe.routing_groups = to_int(e.get_count_or("routing_groups", 0), e, "routing_groups");
+    m.moe.routing_group_top_k =
+        to_int(e.get_count_or("routing_group_top_k", 0), e, "routing_group_top_k");
     e.finish();
   }
   const bool needs_ffn = m.has_dense_layers();
@@ -299,6 +302,9 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.moe.shared_experts = r.small_or("n_shared_experts", 0, 0);
     m.moe.first_k_dense = r.small_or("first_k_dense_replace", 0, 0);
     m.moe.router_bias = r.string_or("topk_method", "") == "noaux_tc";
+    m.moe.routing_groups = r.small_or("n_group", 0, 0);
+    m.moe.routing_group_top_k = r.small_or("topk_group", 0, 0);
+    if (m.moe.routing_groups <= 1) m.moe.routing_groups = m.moe.routing_group_top_k = 0;
     m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
   }
   read_hf_sliding_window(j, r, type, origin, m);

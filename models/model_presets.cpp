@@ -97,6 +97,10 @@ ModelSpec deepseek_v3() {
   m.moe.shared_experts = 1;
   m.moe.first_k_dense = 3;
   m.moe.router_bias = true;
+  // Node-limited routing: config.json n_group 8, topk_group 4 (report Sec 2.1.2: "each token
+  // will be sent to at most M = 4 nodes", the 256 experts in 8 groups).
+  m.moe.routing_groups = 8;
+  m.moe.routing_group_top_k = 4;
   // One MTP module: HF config num_nextn_predict_layers 1; DeepSeek-V3 report Sec 2.2 (D = 1).
   m.mtp_layers = 1;
   return m;

@@ -66,6 +66,26 @@ void require_at_most(std::int64_t value, std::int64_t max, const char* field) {
   }
 }
 
+// Group-limited routing: none (both 0), or groups that split the experts evenly, at least
+// one chosen per token and enough chosen experts for top_k.
+void validate_routing_groups(const MoeSpec& moe) {
+  const int g = moe.routing_groups, k = moe.routing_group_top_k;
+  if (g == 0 && k == 0) return;
+  if (g <= 0 || moe.experts % g != 0) {
+    throw ValidationError("model.moe.routing_groups",
+                          fmt::format("model.moe.routing_groups: {} must divide model.moe.experts "
+                                      "{} evenly; give a divisor, or 0 for no group limit",
+                                      g, moe.experts));
+  }
+  if (k <= 0 || k > g || static_cast<std::int64_t>(k) * (moe.experts / g) < moe.top_k) {
+    throw ValidationError(
+        "model.moe.routing_group_top_k",
+        fmt::format("model.moe.routing_group_top_k: {} must lie in [1, routing_groups {}] and "
+                    "its groups hold at least top_k {} experts ({} per group)",
+                    k, g, moe.top_k, moe.experts / g));
+  }
+}
+
 // One MLP block of intermediate size f: SwiGLU has gate, up and down; GELU has up and down.
 double mlp_params(const ModelSpec& m, std::int64_t f) {
   const double h = static_cast<double>(m.hidden);
@@ -163,6 +183,7 @@ void validate_model(const ModelSpec& m) {
                             fmt::format("model.moe.first_k_dense: {} must lie in [0, layers {}]",
                                         m.moe.first_k_dense, m.layers));
     }
+    validate_routing_groups(m.moe);
     if (!(m.moe.capacity_factor > 0))
       throw ValidationError::not_positive("model.moe.capacity_factor",
                                           fmt::format("{}", m.moe.capacity_factor));

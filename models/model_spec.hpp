@@ -30,6 +30,12 @@ struct MoeSpec {
   bool router_bias = false;         ///< a per-expert bias in the router (DeepSeek-V3's
                                     ///< e_score_correction_bias)
   bool shared_expert_gate = false;  ///< a hidden -> 1 gate on the shared experts (Qwen2-MoE)
+  /// Group-limited routing (DeepSeek-V3 n_group / topk_group, Megatron
+  /// --moe-router-num-groups / --moe-router-group-topk): the experts form `routing_groups`
+  /// equal groups and a token's top_k experts come from its best `routing_group_top_k`
+  /// groups. 0: no limit.
+  int routing_groups = 0;
+  int routing_group_top_k = 0;  ///< see routing_groups
 };
 
 /// DeepSeek multi-head latent attention sizes (used when attention == MLA).

@@ -33,6 +33,8 @@ std::string to_string(CommKind value) {
       return "tp_reduce_scatter";
     case CommKind::EP_ALL_TO_ALL:
       return "ep_all_to_all";
+    case CommKind::EP_TOKEN_EXCHANGE:
+      return "ep_token_exchange";
     case CommKind::CP_KV_EXCHANGE:
       return "cp_kv_exchange";
   }
@@ -46,6 +48,7 @@ Dim comm_dim(CommKind value) {
     case CommKind::TP_REDUCE_SCATTER:
       return Dim::TP;
     case CommKind::EP_ALL_TO_ALL:
+    case CommKind::EP_TOKEN_EXCHANGE:
       return Dim::EP;
     case CommKind::CP_KV_EXCHANGE:
       return Dim::CP;

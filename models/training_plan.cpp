@@ -103,6 +103,14 @@ std::string to_string(AttentionKernel v) {
   return attention_kernel_names()[static_cast<size_t>(v)];
 }
 
+const std::vector<std::string>& moe_dispatcher_names() {
+  static const std::vector<std::string> names = {"alltoall", "flex"};
+  return names;
+}
+std::string to_string(MoeDispatcher v) {
+  return moe_dispatcher_names()[static_cast<size_t>(v)];
+}
+
 const std::vector<std::string>& fusion_names() {
   static const std::vector<std::string> names = {"none", "megatron", "compile"};
   return names;

@@ -64,6 +64,10 @@ enum class Fusion { NONE, MEGATRON, COMPILE };
 /// Transformer Engine (Megatron, NeMo); FA2 = FlashAttention-2 (PyTorch SDPA's flash backend,
 /// torchtitan), which does not use Hopper's asynchronous tensor-core instructions.
 enum class AttentionKernel { VENDOR, FA2 };
+/// How routed tokens reach their experts' GPUs (Megatron --moe-token-dispatcher-type):
+/// ALLTOALL, NCCL all-to-all of every routed copy; FLEX, DeepEP / HybridEP, one copy per
+/// destination GPU inside a node and one per destination node across nodes.
+enum class MoeDispatcher { ALLTOALL, FLEX };
 
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
@@ -146,6 +150,7 @@ struct TrainingPlan {
   /// combined 1F1B schedule pairs one micro-batch's forward with another's backward and
   /// hides each one's dispatch and combine behind the other's compute).
   bool overlap_moe_expert_parallel_comm = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::ALLTOALL;  ///< MoE token dispatch (ep > 1)
   Framework framework = Framework::NONE;         ///< whose defaults fill unset choices (plan/)
   FsdpImpl fsdp_impl = FsdpImpl::FSDP2;          ///< the ZeRO-3 design (zero 3 only)
   bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward
@@ -187,6 +192,7 @@ std::string to_string(CrossEntropy value);
 std::string to_string(Framework value);
 std::string to_string(Fusion value);
 std::string to_string(AttentionKernel value);
+std::string to_string(MoeDispatcher value);
 std::string to_string(FsdpImpl value);
 std::string to_string(DpMode value);
 std::string to_string(PsShard value);
@@ -221,6 +227,7 @@ std::string fp8_recipe_text(const std::optional<Fp8Recipe>& recipe);
 const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
 const std::vector<std::string>& attention_kernel_names();
+const std::vector<std::string>& moe_dispatcher_names();
 const std::vector<std::string>& fsdp_impl_names();
 const std::vector<std::string>& dp_mode_names();
 const std::vector<std::string>& ps_shard_names();

@@ -23,6 +23,8 @@ const std::vector<std::pair<CollectiveOp, std::string>>& op_table() {
       {CollectiveOp::ALL_REDUCE, "all_reduce"},
       {CollectiveOp::ALL_TO_ALL, "all_to_all"},
       {CollectiveOp::BARRIER, "barrier"},
+      {CollectiveOp::NODE_ALL_TO_ALL, "node_all_to_all"},
+      {CollectiveOp::RAIL_ALL_TO_ALL, "rail_all_to_all"},
   };
   return table;
 }
@@ -71,7 +73,8 @@ const std::vector<AlgorithmInfo>& collective_algorithms() {
        "ops), "
        "protocol LL/LL128/Simple chosen likewise, as NCCL's tuner does",
        {Op::SEND_RECV, Op::BROADCAST, Op::SCATTER, Op::GATHER, Op::REDUCE, Op::ALL_GATHER,
-        Op::REDUCE_SCATTER, Op::ALL_REDUCE, Op::ALL_TO_ALL, Op::BARRIER}},
+        Op::REDUCE_SCATTER, Op::ALL_REDUCE, Op::ALL_TO_ALL, Op::BARRIER, Op::NODE_ALL_TO_ALL,
+        Op::RAIL_ALL_TO_ALL}},
       {Algorithm::RING,
        "ring",
        "ring over the group (one ring per local GPU, i.e. per rail, across nodes); broadcast "
@@ -87,7 +90,8 @@ const std::vector<AlgorithmInfo>& collective_algorithms() {
        "direct",
        "naive: every rank sends its share straight to every rank that needs it",
        {Op::SEND_RECV, Op::BROADCAST, Op::SCATTER, Op::GATHER, Op::REDUCE, Op::ALL_GATHER,
-        Op::REDUCE_SCATTER, Op::ALL_REDUCE, Op::ALL_TO_ALL, Op::BARRIER}},
+        Op::REDUCE_SCATTER, Op::ALL_REDUCE, Op::ALL_TO_ALL, Op::BARRIER, Op::NODE_ALL_TO_ALL,
+        Op::RAIL_ALL_TO_ALL}},
       {Algorithm::MASTER_WORKER,
        "master_worker",
        "gather everything to the root, reduce there, broadcast from the root",

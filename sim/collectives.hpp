@@ -32,7 +32,15 @@ enum class CollectiveOp {
   REDUCE_SCATTER,
   ALL_REDUCE,
   ALL_TO_ALL,
-  BARRIER
+  BARRIER,
+  /// All-to-all inside each node only: every rank exchanges with the group's ranks on its
+  /// own node (`bytes` / their count each, itself included), nodes independently.
+  NODE_ALL_TO_ALL,
+  /// All-to-all across nodes along rails: every rank exchanges with the group's rank at its
+  /// own position on every node (`bytes` / nodes each, its own node included). With
+  /// NODE_ALL_TO_ALL after it, the two-level exchange of expert-parallel dispatchers that
+  /// send a token once per node and fan it out over NVLink there (DeepEP, HybridEP).
+  RAIL_ALL_TO_ALL
 };
 /// "all_reduce" etc.
 std::string to_string(CollectiveOp op);
@@ -41,7 +49,8 @@ CollectiveOp parse_collective_op(std::string_view name, std::string_view field =
 /// Every op name, in DESIGN.md order.
 std::vector<std::string> collective_op_names();
 /// nccl-tests' bus-bandwidth factor: 2(n-1)/n all_reduce; (n-1)/n all_gather,
-/// reduce_scatter, all_to_all; 1 otherwise.
+/// reduce_scatter, all_to_all; 1 otherwise (node and rail all-to-alls included: their peers
+/// are a subset of the group).
 double bus_bandwidth_factor(CollectiveOp op, int n);
 
 /// Collective algorithms.

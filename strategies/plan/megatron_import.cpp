@@ -53,6 +53,12 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--recompute-granularity", MegatronArg::RECOMPUTE_GRANULARITY},
       {"--recompute-activations", MegatronArg::RECOMPUTE_ACTIVATIONS},
       {"--recompute-method", MegatronArg::RECOMPUTE_METHOD},
+      {"--moe-token-dispatcher-type", MegatronArg::FIELD},
+      // DeepEP and HybridEP move the same copies (loom models their traffic, not kernels).
+      {"--moe-flex-dispatcher-backend", MegatronArg::IGNORED_VALUE},
+      {"--moe-enable-deepep", MegatronArg::IGNORED_FLAG},
+      {"--moe-router-num-groups", MegatronArg::MODEL_SHAPE},
+      {"--moe-router-group-topk", MegatronArg::MODEL_SHAPE},
       {"--recompute-num-layers", MegatronArg::RECOMPUTE_NUM_LAYERS},
       {"--use-distributed-optimizer", MegatronArg::DIST_OPT},
       {"--bf16", MegatronArg::BF16},
@@ -256,6 +262,8 @@ class MegatronReader {
         const PlanField& field = megatron_field(flag);
         if (field.type == FieldType::SWITCH)
           input_.set(field.key, true);
+        else if (field.type == FieldType::CHOICE)
+          input_.set(field.key, value(flag));  // the name, checked where the field resolves
         else
           input_.set(field.key, integer(flag));
         break;

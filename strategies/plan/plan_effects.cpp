@@ -310,6 +310,20 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                fmt::format("{} has no effect: {} has no experts; drop it",
                            s.where("overlap_moe_expert_parallel_comm"), m.name));
   }
+  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && !m.is_moe()) {
+    fail_field(s, "moe_token_dispatcher",
+               fmt::format("{} flex has no effect: {} has no experts; drop it",
+                           s.where("moe_token_dispatcher"), m.name));
+  }
+  // DeepEP / HybridEP exchange whole tokens within the EP group; loom models them with the
+  // routed experts unsplit (the Megatron-Bridge recipes that use them set etp 1).
+  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && p.expert_tp() > 1) {
+    fail_field(
+        s, "moe_token_dispatcher",
+        fmt::format("{} flex is modelled with {} 1 only (got {}); give {} 1 or use the "
+                    "alltoall dispatcher",
+                    s.where("moe_token_dispatcher"), s.name("etp"), p.expert_tp(), s.name("etp")));
+  }
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",
                fmt::format("{} off has no effect: {} has no multi-token-prediction modules; drop "

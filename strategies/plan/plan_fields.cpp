@@ -297,6 +297,14 @@ void add_moe_rows(std::vector<PlanField>& t) {
           "off", 73,
           [](const TrainingPlan& p) -> PlanValue { return p.overlap_moe_expert_parallel_comm; }));
   t.back().megatron = "--overlap-moe-expert-parallel-comm";
+  t.push_back(choice_row(
+      "moe_token_dispatcher", "--moe-token-dispatcher",
+      "how routed tokens reach the experts (Megatron --moe-token-dispatcher-type): alltoall "
+      "(NCCL, every routed copy) or flex (DeepEP / HybridEP: a token once per destination "
+      "GPU, once per destination node across nodes)",
+      "alltoall", 74, models::moe_dispatcher_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.moe_dispatcher); }));
+  t.back().megatron = "--moe-token-dispatcher-type";
 }
 
 // Data-parallel designs beyond DDP (issue 13; one block).

@@ -208,6 +208,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
   p.tp_comm_overlap = in.flag("tp_comm_overlap", profile.tp_comm_overlap);
   p.overlap_moe_expert_parallel_comm =
       in.flag("overlap_moe_expert_parallel_comm", p.overlap_moe_expert_parallel_comm);
+  p.moe_dispatcher = choice(in, "moe_token_dispatcher", p.moe_dispatcher);
   p.fsdp_impl = choice(in, "fsdp_impl", profile.fsdp_impl);
   p.attention_kernel = choice(in, "attention_kernel", profile.attention_kernel);
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);

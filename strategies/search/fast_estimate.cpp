@@ -230,7 +230,11 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
   const auto key = std::make_pair(layer_key(p), g.id);
   auto it = unit_times_.find(key);
   if (it != unit_times_.end()) return it->second;
-  auto ct = costs_.find(key.first);
+  const int ep_nodes = p.moe_dispatcher == models::MoeDispatcher::FLEX && p.ep > 1
+                           ? cluster.nodes_spanned(g.groups[static_cast<size_t>(GroupKind::EP)])
+                           : 1;
+  const auto cost_key = std::make_pair(key.first, ep_nodes);
+  auto ct = costs_.find(cost_key);
   if (ct == costs_.end()) {
     const double host_s = pass_host_launch_s(p, options.host_launch_s);
     LayerCosts lc;
@@ -261,9 +265,9 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
         ++it->count;
         continue;
       }
-      found[kind].push_back(
-          {rec, window, 1,
-           cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER, host_s, rec)});
+      found[kind].push_back({rec, window, 1,
+                             cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER,
+                                      host_s, rec, ep_nodes)});
     }
     for (size_t k = 0; k < UNIT_KINDS; ++k) {
       std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
@@ -278,7 +282,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     }
     lc.variants[static_cast<size_t>(UnitKind::HEAD)].push_back(
         {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s), 1});
-    ct = costs_.emplace(key.first, std::move(lc)).first;
+    ct = costs_.emplace(cost_key, std::move(lc)).first;
   }
   std::array<UnitTimes, UNIT_KINDS> out{};
   const models::ModelSpec& m = model;

@@ -136,7 +136,8 @@ struct FastCaches {
 
  private:
   std::map<LayerKey, models::MemoryOps> memory_ops_;
-  std::map<LayerKey, LayerCosts> costs_;
+  /// By LayerKey and the nodes an EP group spans (a flex dispatcher's exchange; 1 otherwise).
+  std::map<std::pair<LayerKey, int>, LayerCosts> costs_;
   std::map<ScheduleKey, ScheduleFacts> schedules_;
   std::map<LayoutKey, LayoutGroups> layouts_;
   std::map<std::pair<LayerKey, int>, std::array<UnitTimes, UNIT_KINDS>> unit_times_;

@@ -9,6 +9,7 @@
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
 #include "models/memory.hpp"
+#include "models/moe_routing.hpp"
 
 namespace loom::strategies {
 
@@ -34,11 +35,33 @@ void PassCost::add(const PassCost& o) {
 
 namespace {
 
-// The forward collective after an op and its backward mirror.
+// A flex dispatcher's dispatch or combine (DeepEP, HybridEP), `bytes` the tokens' bytes once.
+// Inside one node it sends each token once to each GPU its experts are on: an all-to-all of
+// bytes x (GPUs reached) per rank. Across nodes it sends each token once per node over the
+// rail to the GPU at its own position there, which forwards it over NVLink to the GPUs
+// holding its experts (DeepSeek-V3 technical report, arXiv:2412.19437, Sec 3.2.2; DeepEP
+// csrc/kernels/internode.cu: one RDMA copy per token and node, with a bitmask of its NVLink
+// ranks): a rail all-to-all of bytes x (nodes reached), then a node all-to-all that carries,
+// for each node peer, what arrived for it from every node, bytes x (GPUs reached) per rank
+// in all. The two run one after the other (DeepEP pipelines them; the NVLink part is the
+// smaller). The combine moves the same amounts back (reduced in the node before the rail).
+std::vector<CommItem> token_exchange(const models::OpCost& op, int ep, int ep_nodes) {
+  const auto& moe = op.routing;
+  const double gpus = models::expected_blocks_reached(moe, ep);
+  const bool two_level = ep_nodes > 1 && ep % ep_nodes == 0 && moe.experts % ep_nodes == 0;
+  if (!two_level) return {{models::Dim::EP, sim::CollectiveOp::ALL_TO_ALL, op.comm_bytes * gpus}};
+  const double nodes = models::expected_blocks_reached(moe, ep_nodes);
+  return {{models::Dim::EP, sim::CollectiveOp::RAIL_ALL_TO_ALL, op.comm_bytes * nodes},
+          {models::Dim::EP, sim::CollectiveOp::NODE_ALL_TO_ALL, op.comm_bytes * gpus}};
+}
+
+// The forward collective after an op and its backward mirror (not EP_TOKEN_EXCHANGE).
 std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
   using sim::CollectiveOp;
   const models::Dim dim = models::comm_dim(op.comm);
   switch (op.comm) {
+    case CommKind::EP_TOKEN_EXCHANGE:
+      throw InternalError("op_collectives: a token exchange is token_exchange's");
     case CommKind::TP_ALL_GATHER:
       // comm_bytes is the gathered (full) tensor: nccl-tests' size for all_gather.
       return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes},
@@ -232,7 +255,7 @@ void host_bound_passes(PassCost& c, double host_launch_s) {
 
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list, double host_launch_s,
-                  bool recomputed) {
+                  bool recomputed, int ep_nodes) {
   const bool full =
       plan.recompute == models::Recompute::FULL && list == OpList::LAYER && recomputed;
   PassCost c;
@@ -301,10 +324,18 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       if (rerun) c.recompute_host_s += fwd_extra;
     }
     if (comm) {
-      const auto [fwd, bwd] = op_collectives(op, plan.cp);
-      c.fwd_comm.push_back(fwd);
-      c.bwd_comm.push_back(bwd);
-      if (rerun) c.recompute_comm.push_back(fwd);  // e.g. the MoE all-to-alls under "moe"
+      std::vector<CommItem> fwd, bwd;
+      if (op.comm == CommKind::EP_TOKEN_EXCHANGE) {
+        fwd = bwd = token_exchange(op, plan.ep, ep_nodes);
+      } else {
+        const auto items = op_collectives(op, plan.cp);
+        fwd = {items.first};
+        bwd = {items.second};
+      }
+      c.fwd_comm.insert(c.fwd_comm.end(), fwd.begin(), fwd.end());
+      c.bwd_comm.insert(c.bwd_comm.end(), bwd.begin(), bwd.end());
+      // e.g. the MoE all-to-alls under "moe"
+      if (rerun) c.recompute_comm.insert(c.recompute_comm.end(), fwd.begin(), fwd.end());
     }
   }
   // A whole-layer graph is one launch per pass: never host-bound.
@@ -313,7 +344,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
 }
 
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::KernelTimeModel& kernels, double host_launch_s) {
+                      const topo::KernelTimeModel& kernels, double host_launch_s, int ep_nodes) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
   // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed), and the
@@ -335,7 +366,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
       if (it == layer_cache.end())
         it = layer_cache
                  .emplace(kind, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
-                                         OpList::LAYER, host_launch_s, std::get<1>(kind)))
+                                         OpList::LAYER, host_launch_s, std::get<1>(kind), ep_nodes))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second, next});
     }

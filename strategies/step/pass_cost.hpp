@@ -100,9 +100,11 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// REFERENCE_HOST_LAUNCH_S (a slower host is slower at both).
 /// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
 /// torchtitan's every-k-th layer): nothing of it re-runs.
+/// `ep_nodes`: the nodes one expert-parallel group spans, which a flex dispatcher's
+/// exchange depends on (models::CommKind::EP_TOKEN_EXCHANGE; 1 keeps it inside nodes).
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER,
-                  double host_launch_s = 0, bool recomputed = true);
+                  double host_launch_s = 0, bool recomputed = true, int ep_nodes = 1);
 
 /// A pass's seconds raised to its host time, `launches` x `host_launch_s` plus the framework's
 /// host seconds (fwd_host_s ..., scaled by host_launch_s / REFERENCE_HOST_LAUNCH_S): the
@@ -116,8 +118,9 @@ void host_bound_passes(PassCost& c, double host_launch_s);
 double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s);
 
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last
-/// (`host_launch_s` as cost_ops).
+/// (`host_launch_s` and `ep_nodes` as cost_ops).
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                      const topo::KernelTimeModel& kernels, double host_launch_s = 0);
+                      const topo::KernelTimeModel& kernels, double host_launch_s = 0,
+                      int ep_nodes = 1);
 
 }  // namespace loom::strategies

@@ -90,9 +90,10 @@ std::vector<std::shared_ptr<const topo::KernelTimeModel>> extra_type_models(
 
 std::vector<StageWork> extra_type_work(
     const models::ModelSpec& m, const models::TrainingPlan& p,
-    const std::vector<std::shared_ptr<const topo::KernelTimeModel>>& models, double host_s) {
+    const std::vector<std::shared_ptr<const topo::KernelTimeModel>>& models, double host_s,
+    int ep_nodes) {
   std::vector<StageWork> out;
-  for (const auto& k : models) out.push_back(cost_stages(m, p, *k, host_s));
+  for (const auto& k : models) out.push_back(cost_stages(m, p, *k, host_s, ep_nodes));
   return out;
 }
 
@@ -158,8 +159,10 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       index(RankLayout(p, o.order), p),
       engine(c, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
-      work(cost_stages(m, p, *kernels, pass_host_launch_s(p, o.host_launch_s))),
-      extra_work(extra_type_work(m, p, extra_kernels, pass_host_launch_s(p, o.host_launch_s))),
+      work(cost_stages(m, p, *kernels, pass_host_launch_s(p, o.host_launch_s),
+                       c.nodes_spanned(index.group(0, models::Dim::EP)))),
+      extra_work(extra_type_work(m, p, extra_kernels, pass_host_launch_s(p, o.host_launch_s),
+                                 c.nodes_spanned(index.group(0, models::Dim::EP)))),
       unit_expert_params(expert_params(m, p, work)),
       edp(p.expert_dp()),
       roles(find_roles(schedule, p.vpp)),

@@ -416,3 +416,28 @@ TEST_CASE("sim::Collectives: PXN relays cross-rail p2p over NVLink to the destin
   CHECK(t >= nic_bound * (1 - 1e-6));
   CHECK(t < 1.15 * nic_bound);
 }
+
+TEST_CASE("sim::Collectives: node and rail all-to-alls exchange only within a node / a rail") {
+  // 2 nodes x 4 GPUs, intra-node links Bi, one NIC per GPU at Bn (one rail per local GPU).
+  // Node all-to-all: each rank sends S/m to each of its m - 1 node peers, over its own
+  // uplink to the node switch: (m - 1) S/m at Bi, one hop pair. Rail all-to-all: each rank
+  // sends S/N to its rail peer on the one other node: S/N at Bn, nothing over the intra-node
+  // links. Together they move what a two-level dispatcher moves.
+  const double Bi = 400e9, Bn = 50e9;
+  const int m = 4, N = 2;
+  auto c = testing::rails(N, m, Bi, Bn, h);
+  const double node = time_of(c, CollectiveOp::NODE_ALL_TO_ALL, Algorithm::DIRECT, S, iota(8));
+  CHECK(node == doctest::Approx(2 * h + (m - 1) * S / m / Bi).epsilon(1e-6));
+  const double rail = time_of(c, CollectiveOp::RAIL_ALL_TO_ALL, Algorithm::DIRECT, S, iota(8));
+  CHECK(rail >= S / N / Bn);
+  CHECK(rail < 1.01 * S / N / Bn + 10 * h);
+  // A group on one node has no rail peer: nothing to send.
+  CHECK(time_of(c, CollectiveOp::RAIL_ALL_TO_ALL, Algorithm::DIRECT, S, iota(4)) < 10 * h);
+  // Auto picks direct for both.
+  Engine e(c, raw());
+  CollectiveSpec spec;
+  spec.request = {CollectiveOp::NODE_ALL_TO_ALL, iota(8), S};
+  const auto t = e.add_collective(spec);
+  e.run();
+  CHECK(to_seconds(e.finish(t) - e.start(t)) == doctest::Approx(node).epsilon(1e-9));
+}

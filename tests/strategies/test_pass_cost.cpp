@@ -558,6 +558,51 @@ TEST_CASE("strategies::PassCost: EP all-to-alls dispatch and combine in every Mo
   CHECK(no_ep.fwd_s == rel(layer.fwd_s, 0.05));
 }
 
+TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU and node") {
+  // Qwen3-30B-A3B (128 experts, top 8, h 2048), mbs 1, s 4096, bf16: the tokens' bytes once
+  // are B = 2 x 4096 x 2048. The all-to-all dispatcher sends all 8 copies (8 B); DeepEP /
+  // HybridEP send one per GPU reached: ep 8 in one node, 8 (1 - C(112, 8) / C(128, 8)) =
+  // 5.3394 GPUs (models/moe_routing.hpp). Over 2 nodes at ep 16: one copy per node reached
+  // on the rail, 2 (1 - C(64, 8) / C(128, 8)) = 1.9938, then 16 (1 - C(120, 8) / C(128, 8))
+  // = 6.5965 per rank inside the nodes.
+  const auto model = models::load_model("qwen3-30b-a3b");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.dp = 8;
+  p.ep = 8;
+  const double B = 2.0 * 4096 * 2048;
+  const auto ops = models::layer_ops(model, p, 0);
+  const PassCost a2a = cost_ops(ops, p, h100());
+  REQUIRE(a2a.fwd_comm.size() == 2);
+  CHECK(a2a.fwd_comm[0].bytes == 8 * B);
+  p.moe_dispatcher = models::MoeDispatcher::FLEX;
+  const PassCost flex = cost_ops(models::layer_ops(model, p, 0), p, h100());
+  REQUIRE(flex.fwd_comm.size() == 2);  // dispatch, combine
+  REQUIRE(flex.bwd_comm.size() == 2);
+  for (const CommItem& c : flex.fwd_comm) {
+    CHECK(c.dim == Dim::EP);
+    CHECK(c.op == CollectiveOp::ALL_TO_ALL);
+    CHECK(c.bytes == rel(5.3394 * B, 1e-4));
+  }
+  CHECK(flex.fwd_s == a2a.fwd_s);  // the same kernels; only the traffic changes
+  p.dp = p.ep = 16;
+  const PassCost two =
+      cost_ops(models::layer_ops(model, p, 0), p, h100(), OpList::LAYER, 0, true, 2);
+  REQUIRE(two.fwd_comm.size() == 4);
+  REQUIRE(two.bwd_comm.size() == 4);
+  CHECK(two.fwd_comm[0].op == CollectiveOp::RAIL_ALL_TO_ALL);
+  CHECK(two.fwd_comm[0].bytes == rel(1.9938 * B, 1e-4));
+  CHECK(two.fwd_comm[1].op == CollectiveOp::NODE_ALL_TO_ALL);
+  CHECK(two.fwd_comm[1].bytes == rel(6.5965 * B, 1e-4));
+  CHECK(two.bwd_comm[2].op == CollectiveOp::RAIL_ALL_TO_ALL);
+  // Under the "moe" recompute module the dispatch and combine re-run, both levels.
+  p.recompute = models::Recompute::SELECTIVE;
+  p.recompute_modules = models::module_bit(models::RecomputeModule::MOE);
+  auto rec_ops = models::layer_ops(model, p, 0);
+  models::apply_recompute(model, p, 0, rec_ops);
+  CHECK(cost_ops(rec_ops, p, h100(), OpList::LAYER, 0, true, 2).recompute_comm.size() == 4);
+}
+
 TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its measured time") {
   // TE issue #2897 (GB200, 64 experts, host-bound): forward ~1.2 ms, backward ~2.1 ms; per
   // expert, by hand from its itemisation: (90 + 50) / 64 = 2.1875 us forward, (350 + 200 + 50)

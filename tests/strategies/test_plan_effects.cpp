@@ -270,6 +270,24 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--overlap-moe-expert-parallel-comm has no effect"),
                        PlanError);
+  p.overlap_moe_expert_parallel_comm = false;
+  p.moe_dispatcher = models::MoeDispatcher::FLEX;
+  CHECK_THROWS_WITH_AS(validate_plan(dense, p, std::nullopt, PlanSources::command_line()),
+                       "--moe-token-dispatcher flex has no effect: llama3-8b has no experts; "
+                       "drop it",
+                       PlanError);
+  // The flex dispatcher is modelled for unsplit routed experts (the recipes' etp 1).
+  const models::ModelSpec moe = models::model_preset("qwen3-30b-a3b");
+  p.tp = 2;
+  p.sp = true;
+  p.ep = 1;
+  p.etp = 2;
+  CHECK_THROWS_WITH_AS(validate_plan(moe, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("--moe-token-dispatcher flex is modelled with --etp 1 "
+                                         "only (got 2)"),
+                       PlanError);
+  p.etp = 1;
+  CHECK_NOTHROW(validate_plan(moe, p, std::nullopt, PlanSources::command_line()));
 }
 
 TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pipelines") {

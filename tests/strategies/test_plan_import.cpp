@@ -45,6 +45,16 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
       "--overlap-moe-expert-parallel-comm");
   CHECK(overlaps.flag("tp_comm_overlap"));
   CHECK(overlaps.flag("overlap_moe_expert_parallel_comm"));
+  // The token dispatcher (Megatron --moe-token-dispatcher-type); DeepEP and HybridEP, the
+  // flex backends, move the same copies, so the backend is read and set aside.
+  const PlanInput flex = import_megatron_args(
+      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep");
+  CHECK(resolve_plan(flex, 8).moe_dispatcher == models::MoeDispatcher::FLEX);
+  CHECK_THROWS_WITH_AS(
+      resolve_plan(import_megatron_args("--moe-token-dispatcher-type allgather"), 8),
+      doctest::Contains("valid: alltoall, flex"), PlanError);
+  CHECK_THROWS_WITH_AS(import_megatron_args("--moe-router-num-groups 8"),
+                       doctest::Contains("--model"), ValidationError);
   // Full recompute of the first 5 layers of each chunk (the block method) is kept as such.
   const models::TrainingPlan block =
       resolve_plan(import_megatron_args("--recompute-granularity full --recompute-method block "
