@@ -124,30 +124,6 @@ void lower_master_worker(ScheduleBuilder& b, Op op, double S, int root) {
     case Op::REDUCE:
       to_root(b, root, S);
       return;
-    case Op::NODE_ALL_TO_ALL: {
-      // Each node's group ranks among themselves, over NVLink (no PXN: same node).
-      int p = b.begin_pattern();
-      for (const auto& node : b.nodes()) {
-        const double share = S / static_cast<double>(node.size());
-        for (int i : node)
-          for (int j : node) b.flow(b.v(i), b.v(j), share);
-      }
-      b.phase(p);
-      return;
-    }
-    case Op::RAIL_ALL_TO_ALL: {
-      // Position k of each node with position k of every other node (on a node with fewer
-      // group ranks, position k modulo its count): one rail per position.
-      const auto nodes = b.nodes();
-      const double share = S / static_cast<double>(nodes.size());
-      int p = b.begin_pattern();
-      for (size_t x = 0; x < nodes.size(); ++x)
-        for (size_t k = 0; k < nodes[x].size(); ++k)
-          for (size_t y = 0; y < nodes.size(); ++y)
-            if (y != x) p2p_flow(b, b.v(nodes[x][k]), b.v(nodes[y][k % nodes[y].size()]), share);
-      b.phase(p);
-      return;
-    }
     case Op::BROADCAST:
       from_root(b, root, S);
       return;

@@ -411,13 +411,6 @@ int Cluster::nvlink_domain(int rank) const {
   return index().domain_of_rank[static_cast<size_t>(rank)];
 }
 
-int Cluster::nodes_spanned(const std::vector<int>& ranks) const {
-  std::vector<int> nodes;
-  for (int r : ranks) nodes.push_back(node_of_rank(r));
-  std::sort(nodes.begin(), nodes.end());
-  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
-}
-
 int Cluster::nvlink_domain_size(int rank) const {
   return static_cast<int>(index().domain_ranks[static_cast<size_t>(nvlink_domain(rank))].size());
 }

@@ -112,8 +112,6 @@ class Cluster {
   int gpus_per_node() const { return num_nodes_ > 0 ? num_gpus() / num_nodes_ : num_gpus(); }
   /// Node of global rank `rank`; throws ValidationError when out of range.
   int node_of_rank(int rank) const { return vertex(gpu_vertex(rank)).node; }
-  /// Number of distinct nodes holding `ranks` (each checked as node_of_rank).
-  int nodes_spanned(const std::vector<int>& ranks) const;
   /// Index of `rank` among the GPUs of its node; throws ValidationError when out of range.
   int local_rank(int rank) const { return vertex(gpu_vertex(rank)).local_index; }
   /// The vertex of global rank `rank`; throws ValidationError when out of range.

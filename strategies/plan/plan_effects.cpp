@@ -315,6 +315,14 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                fmt::format("{} flex has no effect: {} has no experts; drop it",
                            s.where("moe_token_dispatcher"), m.name));
   }
+  // Megatron's MoEFlexTokenDispatcher asserts an expert group of 2+ ("Flex token dispatcher
+  // requires TPxEP > 1"; with etp 1 that group is the EP group).
+  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && m.is_moe() && p.ep == 1) {
+    fail_field(s, "moe_token_dispatcher",
+               fmt::format("{} flex has no effect with {} 1: no token leaves its GPU; give {} 2 "
+                           "or more, or drop it",
+                           s.where("moe_token_dispatcher"), s.name("ep"), s.name("ep")));
+  }
   // DeepEP / HybridEP exchange whole tokens within the EP group; loom models them with the
   // routed experts unsplit (the Megatron-Bridge recipes that use them set etp 1).
   if (p.moe_dispatcher == models::MoeDispatcher::FLEX && p.expert_tp() > 1) {

@@ -231,7 +231,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
   auto it = unit_times_.find(key);
   if (it != unit_times_.end()) return it->second;
   const int ep_nodes = p.moe_dispatcher == models::MoeDispatcher::FLEX && p.ep > 1
-                           ? cluster.nodes_spanned(g.groups[static_cast<size_t>(GroupKind::EP)])
+                           ? exchange_nodes(cluster, g.groups[static_cast<size_t>(GroupKind::EP)])
                            : 1;
   const auto cost_key = std::make_pair(key.first, ep_nodes);
   auto ct = costs_.find(cost_key);
@@ -281,7 +281,8 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
       }
     }
     lc.variants[static_cast<size_t>(UnitKind::HEAD)].push_back(
-        {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s), 1});
+        {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s, true, ep_nodes),
+         1});
     ct = costs_.emplace(cost_key, std::move(lc)).first;
   }
   std::array<UnitTimes, UNIT_KINDS> out{};

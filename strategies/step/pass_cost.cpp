@@ -10,6 +10,7 @@
 #include "models/fused_ops.hpp"
 #include "models/memory.hpp"
 #include "models/moe_routing.hpp"
+#include "topologies/cluster.hpp"
 
 namespace loom::strategies {
 
@@ -48,6 +49,7 @@ namespace {
 std::vector<CommItem> token_exchange(const models::OpCost& op, int ep, int ep_nodes) {
   const auto& moe = op.routing;
   const double gpus = models::expected_blocks_reached(moe, ep);
+  // Each node holds ep / ep_nodes of the group (exchange_nodes) and as many experts.
   const bool two_level = ep_nodes > 1 && ep % ep_nodes == 0 && moe.experts % ep_nodes == 0;
   if (!two_level) return {{models::Dim::EP, sim::CollectiveOp::ALL_TO_ALL, op.comm_bytes * gpus}};
   const double nodes = models::expected_blocks_reached(moe, ep_nodes);
@@ -343,6 +345,14 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   return c;
 }
 
+int exchange_nodes(const topo::Cluster& cluster, const std::vector<int>& ep_group) {
+  std::map<int, int> per_node;
+  for (int r : ep_group) ++per_node[cluster.node_of_rank(r)];
+  for (const auto& [node, n] : per_node)
+    if (n != per_node.begin()->second) return 1;
+  return std::max(1, static_cast<int>(per_node.size()));
+}
+
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
                       const topo::KernelTimeModel& kernels, double host_launch_s, int ep_nodes) {
   StageWork work;
@@ -372,7 +382,7 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
     }
     if (vs + 1 == vs_layers.size())
       us.push_back({"head", cost_ops(models::head_ops(model, plan), plan, kernels, OpList::HEAD,
-                                     host_launch_s)});
+                                     host_launch_s, true, ep_nodes)});  // MTP's MoE layer
     PassCost c;
     for (const auto& u : us) c.add(u.cost);
     work.chunk_cost.push_back(std::move(c));

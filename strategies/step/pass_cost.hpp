@@ -16,6 +16,10 @@
 #include "strategies/step/host_launch.hpp"
 #include "topologies/kernel_model.hpp"
 
+namespace loom::topo {
+class Cluster;
+}
+
 namespace loom::strategies {
 
 /// One collective a pass performs on a model-parallel group (tp, cp or ep).
@@ -79,6 +83,10 @@ struct ExpertBlockHost {
 };
 ExpertBlockHost expert_block_host_s(double local_experts, bool quantised = true);
 
+/// The `ep_nodes` of cost_ops for an expert-parallel group: the nodes it spans when each
+/// holds the same number of its ranks, else 1 (an uneven group's flex exchange is costed as
+/// one all-to-all over the group, without the per-node step).
+int exchange_nodes(const topo::Cluster& cluster, const std::vector<int>& ep_group);
 /// Which part of the model an op list is. Megatron's full recompute
 /// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
 /// LM head run once.

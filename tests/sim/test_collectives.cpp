@@ -434,10 +434,13 @@ TEST_CASE("sim::Collectives: node and rail all-to-alls exchange only within a no
   // A group on one node has no rail peer: nothing to send.
   CHECK(time_of(c, CollectiveOp::RAIL_ALL_TO_ALL, Algorithm::DIRECT, S, iota(4)) < 10 * h);
   // Auto picks direct for both.
-  Engine e(c, raw());
-  CollectiveSpec spec;
-  spec.request = {CollectiveOp::NODE_ALL_TO_ALL, iota(8), S};
-  const auto t = e.add_collective(spec);
-  e.run();
-  CHECK(to_seconds(e.finish(t) - e.start(t)) == doctest::Approx(node).epsilon(1e-9));
+  for (const auto& [op, want] : {std::pair{CollectiveOp::NODE_ALL_TO_ALL, node},
+                                 std::pair{CollectiveOp::RAIL_ALL_TO_ALL, rail}}) {
+    Engine e(c, raw());
+    CollectiveSpec spec;
+    spec.request = {op, iota(8), S};
+    const auto t = e.add_collective(spec);
+    e.run();
+    CHECK(to_seconds(e.finish(t) - e.start(t)) == doctest::Approx(want).epsilon(1e-9));
+  }
 }

@@ -15,6 +15,7 @@
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/step/pass_cost.hpp"
+#include "topologies/cluster_presets.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "topologies/kernel_model.hpp"
 
@@ -601,6 +602,31 @@ TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU an
   auto rec_ops = models::layer_ops(model, p, 0);
   models::apply_recompute(model, p, 0, rec_ops);
   CHECK(cost_ops(rec_ops, p, h100(), OpList::LAYER, 0, true, 2).recompute_comm.size() == 4);
+}
+
+TEST_CASE("strategies::PassCost: the flex exchange's node count, and the MTP layer's exchange") {
+  // Two DGX H100 nodes: ranks 0-7 and 8-15. An EP group of 16 spans both evenly; 0-7 plus
+  // 8-11 is uneven (its exchange stays one all-to-all); one node is one.
+  const auto c = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
+  std::vector<int> all(16), uneven(12), one(8);
+  for (int i = 0; i < 16; ++i) all[static_cast<size_t>(i)] = i;
+  for (int i = 0; i < 12; ++i) uneven[static_cast<size_t>(i)] = i;
+  for (int i = 0; i < 8; ++i) one[static_cast<size_t>(i)] = i;
+  CHECK(exchange_nodes(c, all) == 2);
+  CHECK(exchange_nodes(c, uneven) == 1);
+  CHECK(exchange_nodes(c, one) == 1);
+  // DeepSeek-V3's MTP module is a MoE layer costed with the head: its exchange is two-level
+  // too (rail, node for dispatch and combine), like the main layers'.
+  const auto model = models::load_model("deepseek-v3");
+  models::TrainingPlan p;
+  p.seq = 4096;
+  p.dp = p.ep = 16;
+  p.moe_dispatcher = models::MoeDispatcher::FLEX;
+  const PassCost head = cost_ops(models::head_ops(model, p), p, h100(), OpList::HEAD, 0, true, 2);
+  CHECK(only(head.fwd_comm, Dim::EP, CollectiveOp::RAIL_ALL_TO_ALL).size() == 2);
+  const StageWork work = cost_stages(model, p, h100(), 0, 2);
+  CHECK(only(work.units[0].back().cost.fwd_comm, Dim::EP, CollectiveOp::RAIL_ALL_TO_ALL).size() ==
+        2);
 }
 
 TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its measured time") {

@@ -280,7 +280,8 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   const models::ModelSpec moe = models::model_preset("qwen3-30b-a3b");
   p.tp = 2;
   p.sp = true;
-  p.ep = 1;
+  p.dp = 2;
+  p.ep = 2;
   p.etp = 2;
   CHECK_THROWS_WITH_AS(validate_plan(moe, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("--moe-token-dispatcher flex is modelled with --etp 1 "
@@ -288,6 +289,9 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
                        PlanError);
   p.etp = 1;
   CHECK_NOTHROW(validate_plan(moe, p, std::nullopt, PlanSources::command_line()));
+  p.ep = 1;
+  CHECK_THROWS_WITH_AS(validate_plan(moe, p, std::nullopt, PlanSources::command_line()),
+                       doctest::Contains("flex has no effect with --ep 1"), PlanError);
 }
 
 TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pipelines") {
