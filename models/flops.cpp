@@ -361,8 +361,22 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
+    // The all-to-all arrives grouped by source rank; with several local experts the
+    // dispatcher sorts it by expert for the grouped GEMM and unsorts the outputs before the
+    // combine, each a copy of the R x h copies, the backward the inverse copy (Megatron-core
+    // MoEAlltoAllTokenDispatcher "Permutation 2" / "Unpermutation 2": sort_chunks_by_idxs;
+    // torchtitan ExpertParallel _permute / _unpermute). A flex dispatcher's permute after
+    // its exchange already groups by expert.
+    const bool sorted = !flex && c.p.ep > 1 && local_experts > 1;
+    const auto sort = [&](const char* name) {
+      OpCost op = elementwise(name, c.act * R * h, c.act * R * h, 0, 0);
+      op.backward_bytes = 2 * c.act * R * h;
+      ops.push_back(op);
+    };
+    if (sorted) sort("moe_sort");
     mlp_block(ec, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
               true, local_experts, ops);
+    if (sorted) sort("moe_unsort");
     // Megatron-core weights the routed tokens by the router probabilities inside the experts'
     // fused activation (experts.py, TEGroupedMLP: weighted_bias_swiglu_impl(..., permuted_probs)),
     // which keeps the fp32 probability of each routed token; the unpermute after the combine
@@ -545,43 +559,6 @@ std::vector<OpCost> head_ops(const ModelSpec& model, const TrainingPlan& plan) {
   push_lm_head(c, !mlp && model.tied_embeddings && plan.pp == 1, ops);  // shares the embedding
   if (!mlp && plan.mtp) push_mtp(c, ops);
   return ops;
-}
-
-StepFlops step_flops(const ModelSpec& model, const TrainingPlan& plan, FlopConvention convention) {
-  // One "GPU" holding everything and the whole global batch as one micro-batch: the sums
-  // are then the whole step's FLOPs, independent of how the plan splits them.
-  TrainingPlan whole = plan;
-  whole.tp = whole.cp = whole.ep = whole.dp = whole.pp = 1;
-  whole.etp = 0;
-  whole.vpp = 1;
-  whole.sp = false;
-  whole.pipeline_split.clear();
-  whole.mbs = plan.global_batch();
-  whole.gbs = whole.mbs;
-  StepFlops total;
-  auto add = [&](const std::vector<OpCost>& ops) {
-    for (const OpCost& op : ops) {
-      if (!op.is_matmul() && !convention.include_memory_bound) continue;
-      double scale = (convention.causal_halving && op.causal) ? 0.5 : 1.0;
-      total.forward += scale * op.fwd_flops;
-      total.backward += scale * (op.bwd_input_flops + op.bwd_weight_flops);
-      total.recompute += scale * op.recompute_flops;
-    }
-  };
-  add(embedding_ops(model, whole));
-  for (int l = 0; l < model.layers; ++l) add(layer_ops(model, whole, l));
-  add(head_ops(model, whole));
-  return total;
-}
-
-double model_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
-                            FlopConvention convention) {
-  return step_flops(model, plan, convention).model();
-}
-
-double hardware_flops_per_step(const ModelSpec& model, const TrainingPlan& plan,
-                               FlopConvention convention) {
-  return step_flops(model, plan, convention).hardware();
 }
 
 }  // namespace loom::models
