@@ -59,15 +59,15 @@ TEST_CASE("strategies::StepStages: selective recompute adds the attention-core f
   // 518/989 x 989.4 TFLOP/s (H100 datasheet; Hopper cuDNN attention fraction,
   // docs/defaults.md) plus 4 us: 22.648 us each at the boost clock and the reference shape;
   // at this shape (causal 2048, head dim 96: attention_shape_factor 0.817017,
-  // kernel_model.cpp) and the sustained load clock (1305/1410 of boost, docs/defaults.md)
-  // 18.648 / 0.817017 x 1410/1305 + 4 = 28.661 us each, x 2 x 24 layers x 2 micro-batches
-  // = 2.7515 ms.
+  // kernel_model.cpp) and the sustained load clock (0.888052 of boost: the H200 SXM's MSMF /
+  // MAMF, docs/defaults.md) 18.648 / 0.817017 / 0.888052 + 4 = 29.702 us each, x 2 x 24
+  // layers x 2 micro-batches = 2.8514 ms.
   const auto model = models::load_model("gpt-1.7b");
   auto plan = gpt_plan();
   const StepReport none = simulate_step(model, plan, dgx_h100());
   plan.recompute = models::Recompute::SELECTIVE;
   const StepReport sel = simulate_step(model, plan, dgx_h100());
-  const double expected = 2 * 24 * 2 * (18.6482e-6 / 0.817017 * 1410 / 1305 + 4e-6);
+  const double expected = 2 * 24 * 2 * (18.6482e-6 / 0.817017 / 0.888052 + 4e-6);
   CHECK(sel.compute_time_s - none.compute_time_s == rel(expected, 1e-3));
   CHECK(sel.step_time_s - none.step_time_s == rel(expected, 0.02));
   // Model FLOPs do not change; hardware FLOPs grow by the recomputed attention matmuls.
