@@ -11,9 +11,9 @@ TEST_CASE("harness::Stats: median and spread are robust to one slow run") {
   std::vector<double> s(9, 10e-6);
   s.push_back(100e-6);
   const Timing t = summarize(s);
-  CHECK(t.median == doctest::Approx(10e-6));
-  CHECK(t.min == doctest::Approx(10e-6));
-  CHECK(t.max == doctest::Approx(100e-6));
+  CHECK(t.median == doctest::Approx(10e-6).scale(0));
+  CHECK(t.min == doctest::Approx(10e-6).scale(0));
+  CHECK(t.max == doctest::Approx(100e-6).scale(0));
   CHECK(t.spread == doctest::Approx(0));
   CHECK(t.samples == 10);
 }

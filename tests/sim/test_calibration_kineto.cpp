@@ -60,12 +60,12 @@ void check_two_steps(const TraceSummary& s) {
   CHECK(s.steps[0].name == "ProfilerStep#2");
   CHECK(s.steps[1].name == "ProfilerStep#3");
   // CPU annotations: dur 5000.000 and 4990.000.
-  CHECK(s.steps[0].wall_seconds == doctest::Approx(5000e-6));
-  CHECK(s.steps[1].wall_seconds == doctest::Approx(4990e-6));
+  CHECK(s.steps[0].wall_seconds == doctest::Approx(5000e-6).scale(0));
+  CHECK(s.steps[1].wall_seconds == doctest::Approx(4990e-6).scale(0));
   // Stream 7 runs 1100..2380 back to back, the all-reduce on stream 21 2380..2880, the
   // all-gather (1150..1600) lies inside: 1780 busy. Step 3: 6100..7396, 7396..7896: 1796.
-  CHECK(s.steps[0].busy_seconds == doctest::Approx(1780e-6));
-  CHECK(s.steps[1].busy_seconds == doctest::Approx(1796e-6));
+  CHECK(s.steps[0].busy_seconds == doctest::Approx(1780e-6).scale(0));
+  CHECK(s.steps[1].busy_seconds == doctest::Approx(1796e-6).scale(0));
   // Per step: addmm (sm90_xmma ... cublas) 640/650 + mm (nvjet) 220/222; flash 300/304;
   // layer norm 40; add 25 + gelu 35; all-gather 450; all-reduce 500; DtoD copy 20.
   const struct {
@@ -109,7 +109,7 @@ TEST_CASE("calibration::Kineto: a two-step training trace by class, step and sha
   const auto means = s.per_step();
   REQUIRE(means.size() == 7);
   CHECK(means[0].name == "gemm");
-  CHECK(means[0].seconds == doctest::Approx(866e-6));  // (860 + 872) / 2
+  CHECK(means[0].seconds == doctest::Approx(866e-6).scale(0));  // (860 + 872) / 2
   CHECK(means[0].kernels == doctest::Approx(2));
 
   // Shapes from "Input Dims" of the op the kernel's External id names: addmm (bias, mat1
@@ -120,13 +120,13 @@ TEST_CASE("calibration::Kineto: a two-step training trace by class, step and sha
   CHECK(addmm.dtype == "bf16");
   CHECK((addmm.batch == 1 && addmm.m == 4096 && addmm.n == 12288 && addmm.k == 4096));
   CHECK(addmm.calls == 2);
-  CHECK(addmm.seconds == doctest::Approx(1290e-6));  // 640 + 650
+  CHECK(addmm.seconds == doctest::Approx(1290e-6).scale(0));  // 640 + 650
   // 2 * 4096 * 12288 * 4096 = 412.3e9 FLOP per call, 645 us mean: 639.3 TFLOP/s.
   CHECK(addmm.flops_per_second() == doctest::Approx(2.0 * 4096 * 12288 * 4096 / 645e-6));
   const GemmFigure& mm = s.gemms[1];
   CHECK(mm.op == "aten::mm");
   CHECK((mm.m == 4096 && mm.n == 4096 && mm.k == 4096 && mm.calls == 2));
-  CHECK(mm.seconds == doctest::Approx(442e-6));  // 220 + 222
+  CHECK(mm.seconds == doctest::Approx(442e-6).scale(0));  // 220 + 222
 
   // Sizes: all-gather from record_param_comms (an enclosing op of the launch): max(8388608,
   // 67108864) BFloat16 elements = 128 MiB; all-reduce from the kernel's own args: 16777216

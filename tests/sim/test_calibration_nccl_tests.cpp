@@ -33,9 +33,9 @@ TEST_CASE("calibration::NcclTests: a noisy single-node all_reduce log") {
   CHECK(t.points.front().bytes == 8);
   CHECK(t.points.back().bytes == 134217728);
   // First row (line 27 of the file): out-of-place 14.03 us, in-place 13.97 us.
-  CHECK(t.points.front().out_of_place_seconds.value() == doctest::Approx(14.03e-6));
-  CHECK(t.points.front().in_place_seconds.value() == doctest::Approx(13.97e-6));
-  CHECK(t.points.front().seconds == doctest::Approx(14.0e-6));
+  CHECK(t.points.front().out_of_place_seconds.value() == doctest::Approx(14.03e-6).scale(0));
+  CHECK(t.points.front().in_place_seconds.value() == doctest::Approx(13.97e-6).scale(0));
+  CHECK(t.points.front().seconds == doctest::Approx(14.0e-6).scale(0));
   CHECK(t.points.front().source == data("all_reduce_1node_noisy.txt") + ":27");
   CHECK(r.notes.empty());
 }
@@ -94,7 +94,7 @@ TEST_CASE("calibration::NcclTests: a table needs its program and device lines") 
       parse_nccl_tests("$ ./all_reduce_perf -g 2\n" + device + header, "ok.log");
   REQUIRE(ok.tables.size() == 1);
   CHECK(ok.tables[0].group_size == 2);
-  CHECK(ok.tables[0].points[0].seconds == doctest::Approx(10e-6));
+  CHECK(ok.tables[0].points[0].seconds == doctest::Approx(10e-6).scale(0));
 }
 
 TEST_CASE("calibration::NcclTests: a short row in the middle of a table is malformed") {

@@ -45,11 +45,12 @@ TEST_CASE("topologies::DatasheetKernelModel: a 2048x1024x4096 bf16 GEMM on A100,
   // Waves: (2048/128)(1024/128) = 128 tiles on 108 SMs = 2 waves, 128/216 = 0.592593 busy.
   // Large-GEMM fraction 0.869 (A100 SXM MAMF 271.2 / 312, docs/defaults.md).
   // Efficiency 0.869 * 0.938849 * 0.592593 = 0.483473; FLOPs 2*2048*1024*4096 = 1.71799e10;
-  // time = 1.71799e10 / (312e12 * 0.483473) + 4e-6 = 113.892 us + 4 us = 117.892 us.
+  // time = 1.71799e10 / (312e12 * 0.483473) = 113.892 us at the boost clock, / (1305/1410)
+  // at the sustained load clock (gpu_catalog.hpp) = 123.056 us, + 4 us = 127.056 us.
   DatasheetKernelModel a100(find_gpu("a100"));
   CHECK(a100.matmul_efficiency(2048, 1024, 4096) == doctest::Approx(0.483473).epsilon(1e-5));
   CHECK(a100.seconds(gemm(2048, 1024, 4096), KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(117.892e-6).epsilon(1e-5));
+        doctest::Approx(127.056e-6).epsilon(1e-4).scale(0));
   // The same GEMM on a GPU with 128 SMs fills one wave exactly: efficiency 0.869 * 0.938849.
   GpuSpec spec = find_gpu("a100");
   spec.sm_count = 128;
@@ -106,9 +107,10 @@ TEST_CASE("topologies::DatasheetKernelModel: backward GEMMs run at their transpo
   const double wgrad = a100.seconds(op, KernelPass::BACKWARD_WEIGHT, DType::BF16);
   CHECK(wgrad == doctest::Approx(fwd));
   CHECK(dgrad - overhead == doctest::Approx((fwd - overhead) * 324.0 / 256.0));
-  // Forward by hand: shape 0.549059, efficiency 0.80 * 0.549059 = 0.439247;
-  // 2*4096*64*1024 = 5.36871e8 FLOPs / (312e12 * 0.439247) = 3.9175 us, + 4 us.
-  CHECK(fwd == doctest::Approx(7.9175e-6).epsilon(1e-4));
+  // Forward by hand: shape 0.549059, efficiency 0.869 * 0.549059 = 0.477132;
+  // 2*4096*64*1024 = 5.36871e8 FLOPs / (312e12 * 0.477132) = 3.6064 us, / (1305/1410)
+  // sustained = 3.8966 us, + 4 us.
+  CHECK(fwd == doctest::Approx(7.8966e-6).epsilon(1e-4).scale(0));
   const PassSeconds all = a100.pass_seconds(op, DType::BF16);
   CHECK(all.forward == fwd);
   CHECK(all.backward_input == dgrad);
@@ -125,17 +127,17 @@ TEST_CASE("topologies::DatasheetKernelModel: fused causal attention runs half it
   op.backward_input_flops = 1e12;
   op.backward_weight_flops = 1e12;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(1090.49e-6).epsilon(1e-5));
+        doctest::Approx(1090.49e-6).epsilon(1e-4).scale(0));
   // Backward: 2e12 FLOPs, half skipped, at 0.8 of the forward rate, as one kernel:
   // (1e12 / 518.21e12 / 0.888052 + 4e-6) / 0.8 = (2172.98 + 4) us / 0.8 = 2721.23 us; no
   // weight pass.
   CHECK(h100.seconds(op, KernelPass::BACKWARD_INPUT, DType::BF16) ==
-        doctest::Approx(2721.23e-6).epsilon(1e-5));
+        doctest::Approx(2721.23e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(op, KernelPass::BACKWARD_WEIGHT, DType::BF16) == 0);
   // Not causal: all 1e12 FLOPs = 2172.98 us + 4 us.
   op.causal = false;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(2176.98e-6).epsilon(1e-5));
+        doctest::Approx(2176.98e-6).epsilon(1e-4).scale(0));
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: unfused attention runs as GEMMs, backward as one") {
@@ -163,9 +165,10 @@ TEST_CASE("topologies::DatasheetKernelModel: unfused attention runs as GEMMs, ba
   CHECK(a100.seconds(attn, KernelPass::BACKWARD_WEIGHT, DType::BF16) == 0);
   // By hand: 16 x 16 x 32 = 8192 tiles = 76 waves of 108 (8192/8208 busy); shape
   // (2048/2096)^2 (128/176) / (8192/8240)^3 = 0.706621; efficiency 0.869 x 0.706621 x
-  // 0.998051 = 0.612857; 3.43597e10 FLOPs / (312e12 x 0.612857) = 179.69 us, + 4 us.
+  // 0.998051 = 0.612857; 3.43597e10 FLOPs / (312e12 x 0.612857) = 179.69 us, / (1305/1410)
+  // sustained = 194.15 us, + 4 us.
   CHECK(a100.seconds(attn, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(183.69e-6).epsilon(1e-4));
+        doctest::Approx(198.15e-6).epsilon(1e-4).scale(0));
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: memory-bound ops move twice their bytes backward") {
@@ -176,16 +179,16 @@ TEST_CASE("topologies::DatasheetKernelModel: memory-bound ops move twice their b
   op.kind = KernelKind::MEMORY_BOUND;
   op.bytes = 1e9;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(377.134e-6).epsilon(1e-5));
+        doctest::Approx(377.134e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(op, KernelPass::BACKWARD_INPUT, DType::BF16) ==
-        doctest::Approx(750.269e-6).epsilon(1e-5));
+        doctest::Approx(750.269e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(op, KernelPass::BACKWARD_WEIGHT, DType::BF16) == 0);
   GpuEfficiency e;
   e.memory_bandwidth_fraction = 0.5;
   DatasheetKernelModel slow(find_gpu("h100"), e);
   // 1 GB at 1.675e12 B/s = 597.01 us + 4 us.
   CHECK(slow.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(601.01e-6).epsilon(1e-5));
+        doctest::Approx(601.01e-6).epsilon(1e-4).scale(0));
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: an unfused chain pays each kernel's overhead") {
@@ -198,13 +201,13 @@ TEST_CASE("topologies::DatasheetKernelModel: an unfused chain pays each kernel's
   op.kernels = 3;
   op.backward_bytes = 0.5e9;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(385.134e-6).epsilon(1e-5));
+        doctest::Approx(385.134e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(op, KernelPass::BACKWARD_INPUT, DType::BF16) ==
-        doctest::Approx(198.567e-6).epsilon(1e-5));
+        doctest::Approx(198.567e-6).epsilon(1e-4).scale(0));
   // From a CUDA graph each of the three launches saves 0.4 us (Gray 2019, NVIDIA blog).
   op.graphed = true;
   CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(383.934e-6).epsilon(1e-5));
+        doctest::Approx(383.934e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(op, KernelPass::BACKWARD_WEIGHT, DType::BF16) == 0);
 }
 
@@ -251,7 +254,7 @@ TEST_CASE("topologies::DatasheetKernelModel: an Adam step over 1e9 parameters, b
   step.kind = KernelKind::OPTIMIZER;
   step.bytes = 1e9 * 30;
   CHECK(h100.seconds(step, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(11.19803e-3).epsilon(1e-6));
+        doctest::Approx(11.19803e-3).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(step, KernelPass::BACKWARD_INPUT, DType::BF16) == 0);
   // No work, no kernel: zero FLOPs or bytes cost no overhead.
   KernelOp none;
@@ -467,9 +470,9 @@ TEST_CASE("topologies::DatasheetKernelModel: FP8 casts per recipe, by hand") {
   KernelOp cast = gemm(4096, 8192, 4096);
   cast.kind = KernelKind::FP8_CAST;
   CHECK(h100.seconds(cast, KernelPass::FORWARD, DType::FP8) ==
-        doctest::Approx(83.122e-6).epsilon(1e-4));
+        doctest::Approx(83.122e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
-        doctest::Approx(54.081e-6).epsilon(1e-4));
+        doctest::Approx(54.081e-6).epsilon(1e-4).scale(0));
   CHECK(h100.seconds(cast, KernelPass::BACKWARD_WEIGHT, DType::FP8) == 0);
   // Current (tensorwise) scaling reads each tensor once more for its amax: 6 B per element.
   cast.fp8_recipe = Fp8Recipe::TENSORWISE;
