@@ -365,9 +365,9 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // dispatcher sorts it by expert for the grouped GEMM and unsorts the outputs before the
     // combine, each a copy of the R x h copies, the backward the inverse copy (Megatron-core
     // MoEAlltoAllTokenDispatcher "Permutation 2" / "Unpermutation 2": sort_chunks_by_idxs;
-    // torchtitan ExpertParallel _permute / _unpermute). A flex dispatcher's permute after
-    // its exchange already groups by expert.
-    const bool sorted = !flex && c.p.ep > 1 && local_experts > 1;
+    // torchtitan ExpertParallel _permute / _unpermute), as do the chunks an expert-TP
+    // all-gather brings. A flex dispatcher's permute after its exchange groups by expert.
+    const bool sorted = !flex && (c.p.ep > 1 || etp > 1) && local_experts > 1;
     const auto sort = [&](const char* name) {
       OpCost op = elementwise(name, c.act * R * h, c.act * R * h, 0, 0);
       op.backward_bytes = 2 * c.act * R * h;

@@ -590,6 +590,9 @@ TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU an
   // experts): each moves the 8 B copies in and out, 2 x 8 B / (3.35 TB/s x 0.80) + 4 us =
   // 104.17 us; a flex dispatcher's exchange arrives grouped by expert.
   CHECK(a2a.fwd_s - flex.fwd_s == rel(2 * (2 * 8 * B / (3.35e12 * 0.80) + 4e-6), 1e-4));
+  // The backward runs the inverse copies: the same bytes.
+  CHECK(a2a.bwd_input_s + a2a.bwd_weight_s - flex.bwd_input_s - flex.bwd_weight_s ==
+        rel(2 * (2 * 8 * B / (3.35e12 * 0.80) + 4e-6), 1e-4));
   p.dp = p.ep = 16;
   const PassCost two =
       cost_ops(models::layer_ops(model, p, 0), p, h100(), OpList::LAYER, 0, true, 2);

@@ -105,8 +105,8 @@ TEST_CASE("topologies::DatasheetKernelModel: backward GEMMs run at their transpo
   const double fwd = a100.seconds(op, KernelPass::FORWARD, DType::BF16);
   const double dgrad = a100.seconds(op, KernelPass::BACKWARD_INPUT, DType::BF16);
   const double wgrad = a100.seconds(op, KernelPass::BACKWARD_WEIGHT, DType::BF16);
-  CHECK(wgrad == doctest::Approx(fwd));
-  CHECK(dgrad - overhead == doctest::Approx((fwd - overhead) * 324.0 / 256.0));
+  CHECK(wgrad == doctest::Approx(fwd).scale(0));
+  CHECK(dgrad - overhead == doctest::Approx((fwd - overhead) * 324.0 / 256.0).scale(0));
   // Forward by hand: shape 0.549059, efficiency 0.869 * 0.549059 = 0.477132;
   // 2*4096*64*1024 = 5.36871e8 FLOPs / (312e12 * 0.477132) = 3.6064 us, / (1305/1410)
   // sustained = 3.8966 us, + 4 us.
@@ -221,7 +221,7 @@ TEST_CASE("topologies::DatasheetKernelModel: fp32 math runs at the TF32 tensor-c
   const KernelOp op = gemm(2048, 1024, 4096);
   const double bf16 = a100.seconds(op, KernelPass::FORWARD, DType::BF16);
   const double fp32 = a100.seconds(op, KernelPass::FORWARD, DType::FP32);
-  CHECK(fp32 - 4e-6 == doctest::Approx(2 * (bf16 - 4e-6)));
+  CHECK(fp32 - 4e-6 == doctest::Approx(2 * (bf16 - 4e-6)).scale(0));
   // A100 has no FP8 tensor cores: fp8 math runs at the bf16 peak. H100 SXM datasheet: fp8
   // 1,978.9 TFLOP/s dense.
   CHECK(a100.peak_flops(DType::FP8) == doctest::Approx(312e12));
@@ -394,7 +394,8 @@ TEST_CASE("topologies::DatasheetKernelModel: GPUs sustain their measured share o
   CHECK(sustained_clock_fraction(find_gpu("a100")) == doctest::Approx(1305.0 / 1410));
   // The B200's figure agrees with flashinfer PR #2899's attention kernels under the same
   // throttling (1450 -> 1237 TFLOP/s: 0.853) within 3 %.
-  CHECK(sustained_clock_fraction(find_gpu("b200")) == doctest::Approx(1237.0 / 1450).epsilon(0.03));
+  CHECK(sustained_clock_fraction(find_gpu("b200")) ==
+        doctest::Approx(1237.0 / 1450).epsilon(0.03).scale(0));
   // Compute-bound kernels slow by the fraction, HBM-bound ones do not.
   GpuSpec boost = find_gpu("b200");
   boost.load_clock_fraction = 1;
@@ -402,6 +403,7 @@ TEST_CASE("topologies::DatasheetKernelModel: GPUs sustain their measured share o
   const KernelOp g = gemm(8192, 8192, 8192);
   CHECK(sustained.seconds(g, KernelPass::FORWARD, DType::FP8) - 4e-6 ==
         doctest::Approx((unthrottled.seconds(g, KernelPass::FORWARD, DType::FP8) - 4e-6) / 0.830339)
+            .scale(0)
             .epsilon(1e-5));
 }
 
@@ -477,7 +479,7 @@ TEST_CASE("topologies::DatasheetKernelModel: FP8 casts per recipe, by hand") {
   // Current (tensorwise) scaling reads each tensor once more for its amax: 6 B per element.
   cast.fp8_recipe = Fp8Recipe::TENSORWISE;
   CHECK(h100.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP8) ==
-        doctest::Approx(6 * 33554432 / 2.68e12 + 4e-6).epsilon(1e-6));
+        doctest::Approx(6 * 33554432 / 2.68e12 + 4e-6).epsilon(1e-6).scale(0));
   CHECK(fp8_cast_bytes_per_element(Fp8Recipe::MXFP8, false) == 4 + 2.0 / 32);
 }
 
@@ -624,7 +626,7 @@ TEST_CASE("topologies::DatasheetKernelModel: unfused attention computes the whol
   const double square = h100.seconds(op, KernelPass::FORWARD, DType::BF16);
   op.window = 128;
   op.forward_flops = full * (2 * 128 - 128.0 * 127 / 4096) / 4096;
-  CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) == doctest::Approx(square));
+  CHECK(h100.seconds(op, KernelPass::FORWARD, DType::BF16) == doctest::Approx(square).scale(0));
 }
 
 TEST_CASE("topologies::DatasheetKernelModel: ring attention runs cp chunk kernels, by hand") {
@@ -757,5 +759,5 @@ TEST_CASE("topologies::DatasheetKernelModel: NVFP4 GEMMs at the FP4 peak, casts 
   KernelOp cast = gemm(4096, 8192, 4096);
   cast.kind = KernelKind::FP8_CAST;
   CHECK(b200.seconds(cast, KernelPass::BACKWARD_INPUT, DType::FP4) ==
-        doctest::Approx(5.125 * 33554432 / 6.4e12 + 4e-6).epsilon(1e-6));
+        doctest::Approx(5.125 * 33554432 / 6.4e12 + 4e-6).epsilon(1e-6).scale(0));
 }

@@ -52,7 +52,7 @@ TEST_CASE("topologies::MeasuredKernelModel: a GEMM measured at 2x the datasheet"
   batched.batch = 4;
   batched.forward_flops *= 4;
   CHECK(model.seconds(batched, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(2 * datasheet.seconds(batched, KernelPass::FORWARD, DType::BF16)));
+        doctest::Approx(2 * datasheet.seconds(batched, KernelPass::FORWARD, DType::BF16)).scale(0));
   CHECK(model.peak_flops(DType::BF16) == datasheet.peak_flops(DType::BF16));
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("topologies::MeasuredKernelModel: backward passes are looked up by the
   const double ratio = 123e-6 / datasheet_s(datasheet, 2048, 4096, 8192);
   CHECK(model.gemm_ratio(2048, 8192, 4096, DType::BF16).value() == doctest::Approx(ratio));
   CHECK(model.seconds(gemm(2048, 8192, 4096), KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(datasheet_s(datasheet, 2048, 8192, 4096) * ratio));
+        doctest::Approx(datasheet_s(datasheet, 2048, 8192, 4096) * ratio).scale(0));
 }
 
 TEST_CASE(
@@ -126,19 +126,19 @@ TEST_CASE(
   elementwise.bytes = 1e9;
   const double overhead = GpuEfficiency{}.kernel_overhead_s;
   CHECK(model.seconds(elementwise, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(1e9 / 2.9e12 + overhead));
+        doctest::Approx(1e9 / 2.9e12 + overhead).scale(0));
   // The backward moves twice the bytes (GpuEfficiency::memory_backward_factor).
   CHECK(model.seconds(elementwise, KernelPass::BACKWARD_INPUT, DType::BF16) ==
-        doctest::Approx(2e9 / 2.9e12 + overhead));
+        doctest::Approx(2e9 / 2.9e12 + overhead).scale(0));
   KernelOp optimizer;
   optimizer.kind = KernelKind::OPTIMIZER;
   optimizer.bytes = 4e9;
   CHECK(model.seconds(optimizer, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(4e9 / 2.9e12 + overhead));
+        doctest::Approx(4e9 / 2.9e12 + overhead).scale(0));
   // Without a bandwidth: the datasheet's HBM x 0.8.
   const MeasuredKernelModel plain(h100, {}, {});
   CHECK(plain.seconds(elementwise, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(1e9 / (h100.hbm_bandwidth_Bps * 0.8) + overhead));
+        doctest::Approx(1e9 / (h100.hbm_bandwidth_Bps * 0.8) + overhead).scale(0));
 }
 
 TEST_CASE("topologies::MeasuredKernelModel: a non-positive measurement is an internal error") {

@@ -21,17 +21,18 @@ TEST_CASE("topologies::ScaledKernelModel: GEMMs by the dtype's efficiency, memor
   gemm.m = gemm.n = gemm.k = 4096;
   gemm.forward_flops = 2.0 * 4096 * 4096 * 4096;
   CHECK(scaled.seconds(gemm, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::BF16) / 0.8));
+        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::BF16) / 0.8).scale(0));
   // fp32 math runs on TF32 tensor cores: the TF32 factor applies.
   CHECK(scaled.seconds(gemm, KernelPass::FORWARD, DType::FP32) ==
-        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::FP32) / 0.5));
+        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::FP32) / 0.5).scale(0));
   CHECK(scaled.seconds(gemm, KernelPass::FORWARD, DType::FP16) ==
-        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::FP16)));
+        doctest::Approx(inner->seconds(gemm, KernelPass::FORWARD, DType::FP16)).scale(0));
   KernelOp elementwise;
   elementwise.kind = KernelKind::MEMORY_BOUND;
   elementwise.bytes = 1e9;
   CHECK(scaled.seconds(elementwise, KernelPass::FORWARD, DType::BF16) ==
-        doctest::Approx(inner->seconds(elementwise, KernelPass::FORWARD, DType::BF16) * 1.25));
+        doctest::Approx(inner->seconds(elementwise, KernelPass::FORWARD, DType::BF16) * 1.25)
+            .scale(0));
   CHECK(scaled.peak_flops(DType::BF16) == inner->peak_flops(DType::BF16));
   // Every dtype has its slot, FP4 (the last) included: with no FP4 factor an FP4 GEMM is the
   // inner model's, whatever the other scales are.
