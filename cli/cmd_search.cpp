@@ -4,6 +4,7 @@
 // is the same, byte for byte, for any --threads.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <thread>
@@ -109,8 +110,11 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                      format_grouped(t.fitting));
   if (!t.invalid_by_field.empty()) {
     out += "invalid by the field whose rule they break:\n";
+    size_t width = 16;  // the field column fits the longest name
+    for (const auto& entry : t.invalid_by_field) width = std::max(width, entry.first.size());
     for (const auto& [field, c] : t.invalid_by_field)
-      out += fmt::format("  {:<16} {:>14}  e.g. {}\n", field, format_grouped(c.count), c.example);
+      out += fmt::format("  {:<{}} {:>14}  e.g. {}\n", field, width, format_grouped(c.count),
+                         c.example);
   }
   out += fmt::format(
       "fast tier ranked the {} fitting plans; the best {} re-simulated by the step simulator\n\n",
