@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -140,6 +141,19 @@ constexpr double B200_SUSTAINED = (1439.0 / 1737 + 2788.0 / 3350) / 2;
 constexpr double B300_SUSTAINED = (1519.0 / 1892 + 2969.0 / 3608) / 2;
 constexpr double MI300X_SUSTAINED = (616.0 / 634 + 1182.0 / 1230) / 2;
 
+// A board of the same die at a higher power limit and no sustained measurement of its own
+// (GB200 at 1200 W, GB300 at 1400 W): the measured board's sustained BF16 and FP8 rates (MSMF
+// above: HGX B200 at 1000 W, HGX B300 at 1100 W) raised by the cube-root DVFS law loom applies
+// to power limits (sustained_clock_fraction: clock ∝ P^(1/3)), over the board's own burst
+// rates, mean of the two dtypes, at most 1 (no clock past boost). The GB200's bursts are its
+// MAMF (1822 / 3615.6 TFLOP/s, below); the GB300 has none and takes Blackwell's large-GEMM
+// fractions of its datasheet peaks, as its GEMMs do.
+double sustained_at_higher_limit(double bf16_tflops, double fp8_tflops, double watts,
+                                 double board_watts, double burst_bf16, double burst_fp8) {
+  const double raise = std::cbrt(board_watts / watts);
+  return std::min(1.0, (bf16_tflops * raise / burst_bf16 + fp8_tflops * raise / burst_fp8) / 2);
+}
+
 // Blackwell Ultra's fused attention: B300 doubles the exponent (MUFU.EX2) throughput of
 // B200's SMs (NVIDIA Technical Blog, "Inside NVIDIA Blackwell Ultra", 2025: "2X attention-
 // layer acceleration"), which bounds the forward, not the shared-memory-bound backward
@@ -218,12 +232,14 @@ std::vector<GpuSpec> build_catalog() {
       // Its own MAMF (S. Bekman, ml-engineering compute/accelerator/README.md): bf16
       // 1822 / 2500 = 72.9%, fp8 3615.6 / 5000 = 72.3% of the 1200 W datasheet peaks.
       // Dense FP4 10,000 TF (reference gpus.json, the GB200 NVL72 product page).
-      with_fp4(with_gemm_fractions(
-                   with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500, 2500,
-                                  5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
-                             148, GpuArch::BLACKWELL, ARCH_B200),
-                   0.729, 0.723),
-               10000),
+      with_load_clock(
+          with_fp4(with_gemm_fractions(
+                       with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500,
+                                      2500, 5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
+                                 148, GpuArch::BLACKWELL, ARCH_B200),
+                       0.729, 0.723),
+                   10000),
+          sustained_at_higher_limit(1439, 2788, 1000, 1200, 1822, 3615.6)),
       // HGX B300 (1100 W): 75 / 1100 / 2250 / 2250 / 4500 TF dense (the B200's rates; Blackwell
       // Ultra adds dense FP4 — 14,000 TF, Verda's per-GPU table — and exponent throughput,
       // its attention fractions: with_blackwell_ultra_attention), 270 GB usable HBM3e at
@@ -238,11 +254,15 @@ std::vector<GpuSpec> build_catalog() {
       // BF16, 360 PF FP8 / 72), 279 GB (20 TB / 72) at 8 TB/s (576 TB/s / 72), NVLink5
       // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6. Dense FP4 15,000 TF (rack 1,080 PF
       // dense FP4 / 72; Verda's per-GPU table).
-      with_blackwell_ultra_attention(
-          with_fp4(with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500, 2500,
-                                  5000, 279, 8000, 1800, 5, 6, 1400, SRC_GB300),
-                             160, GpuArch::BLACKWELL, ARCH_B300),
-                   15000)),
+      with_load_clock(with_blackwell_ultra_attention(with_fp4(
+                          with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500,
+                                         2500, 5000, 279, 8000, 1800, 5, 6, 1400, SRC_GB300),
+                                    160, GpuArch::BLACKWELL, ARCH_B300),
+                          15000)),
+                      sustained_at_higher_limit(
+                          1519, 2969, 1100, 1400,
+                          2500 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::BF16),
+                          5000 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::FP8))),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,

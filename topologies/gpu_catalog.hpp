@@ -12,8 +12,8 @@ namespace loom::topo {
 /// uses the 1305 MHz clock the GPU sustains at its power limit, against its 1410 MHz boost
 /// (G. Lockwood, "Peak FLOPS", glennklockwood.com/garden/peak-FLOPS, on NVIDIA's Rpeak
 /// convention). Applied to every GPU without its own figure (GpuSpec::load_clock_fraction; the
-/// catalog's H100 SXM, H200, B200, B300 and MI300X have measured ones, gpu_catalog.cpp), an
-/// extrapolation docs/defaults.md states.
+/// catalog's H100 SXM, H200, B200, B300 and MI300X have measured ones and GB200 and GB300
+/// ones derived from them, gpu_catalog.cpp), an extrapolation docs/defaults.md states.
 inline constexpr double DEFAULT_LOAD_CLOCK_FRACTION = 1305.0 / 1410.0;
 
 /// GPU architecture (generation), from the vendor's whitepaper. Read by the kernel-time model

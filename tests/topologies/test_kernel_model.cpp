@@ -381,8 +381,8 @@ TEST_CASE("topologies::DatasheetKernelModel: GPUs sustain their measured share o
   // S. Bekman's MSMF (a matmul held 2 s at the power limit) over MAMF (the boost burst) of
   // the same run, mean of the BF16 and FP8 rows (ml-engineering compute/accelerator/README.md
   // @fe12f4e4): H200 SXM 755/850 and 1354/1525 (the H100 SXM takes it), HGX B200 1439/1737
-  // and 2788/3350, HGX B300 1519/1892 and 2969/3608, MI300X 616/634 and 1182/1230. GPUs
-  // without a figure keep the A100-derived 1305 / 1410.
+  // and 2788/3350, HGX B300 1519/1892 and 2969/3608, MI300X 616/634 and 1182/1230. Other
+  // GPUs without a figure keep the A100-derived 1305 / 1410.
   CHECK(sustained_clock_fraction(find_gpu("h100")) == doctest::Approx(0.888052).epsilon(1e-6));
   CHECK(sustained_clock_fraction(find_gpu("h200")) == doctest::Approx(0.888052).epsilon(1e-6));
   CHECK(sustained_clock_fraction(find_gpu("b200")) == doctest::Approx(0.830339).epsilon(1e-6));
@@ -390,8 +390,18 @@ TEST_CASE("topologies::DatasheetKernelModel: GPUs sustain their measured share o
         doctest::Approx((1519.0 / 1892 + 2969.0 / 3608) / 2));
   CHECK(sustained_clock_fraction(find_gpu("mi300x")) ==
         doctest::Approx((616.0 / 634 + 1182.0 / 1230) / 2));
-  CHECK(sustained_clock_fraction(find_gpu("gb200")) == doctest::Approx(1305.0 / 1410));
   CHECK(sustained_clock_fraction(find_gpu("a100")) == doctest::Approx(1305.0 / 1410));
+  CHECK(sustained_clock_fraction(find_gpu("h100-pcie")) == doctest::Approx(1305.0 / 1410));
+  // The same die at a higher limit, no MSMF of its own: the measured board's sustained rates
+  // x (P / P_measured)^(1/3) (the DVFS law of power caps) over the board's bursts. GB200
+  // (1200 W) from the HGX B200 (1000 W): (1439 / 1822 + 2788 / 3615.6) / 2 x 1.062659 =
+  // 0.829349; GB300 (1400 W) from the HGX B300 (1100 W), its bursts Blackwell's 0.776 / 0.763
+  // of 2500 / 5000: (1519 / 1940 + 2969 / 3815) / 2 x 1.083725 = 0.845960.
+  CHECK(sustained_clock_fraction(find_gpu("gb200")) ==
+        doctest::Approx(0.829349).epsilon(1e-5).scale(0));
+  CHECK(sustained_clock_fraction(find_gpu("gb300")) ==
+        doctest::Approx(0.845960).epsilon(1e-5).scale(0));
+  CHECK(sustained_clock_fraction(find_gpu("gb200")) < 1305.0 / 1410);
   // The B200's figure agrees with flashinfer PR #2899's attention kernels under the same
   // throttling (1450 -> 1237 TFLOP/s: 0.853) within 3 %.
   CHECK(sustained_clock_fraction(find_gpu("b200")) ==
