@@ -152,6 +152,8 @@ class HfReader {
   bool boolean_or(const char* key, bool fallback) {
     return has(key) ? r_.get_bool_or(key, fallback) : fallback;
   }
+  /// The value of `key` as it stands (check has() first).
+  const nlohmann::json& raw(const char* key) { return r_.raw(key); }
 
  private:
   int narrow(const char* key, std::int64_t v, std::int64_t min) const {
@@ -170,14 +172,15 @@ class HfReader {
 // `sliding_window_pattern`, else every layer windowed (Mistral); GPT-OSS without
 // `layer_types` alternates, sliding first (transformers GptOssConfig.__post_init__). Only
 // periodic layouts (every k-th layer full) are representable.
-void read_hf_sliding_window(const nlohmann::json& j, HfReader& r, const std::string& type,
-                            const std::string& origin, ModelSpec& m) {
+void read_hf_sliding_window(HfReader& r, const std::string& type, const std::string& origin,
+                            ModelSpec& m) {
   // Qwen2/Qwen3 configs carry a sliding_window that `use_sliding_window: false` disables.
   m.sliding_window =
       r.boolean_or("use_sliding_window", true) ? r.small_or("sliding_window", 0, 0) : 0;
   if (m.sliding_window == 0) return;
   const bool qwen = type.starts_with("qwen");
-  if (qwen && (!j.contains("layer_types") || j.at("layer_types").is_null())) {
+  const bool has_types = r.has("layer_types");
+  if (qwen && !has_types) {
     // transformers Qwen2/Qwen3: layer i slides when i >= max_window_layers (the first ones
     // keep full attention), which is periodic only at the extremes.
     const int full_first = r.small_or("max_window_layers", m.layers, 0);
@@ -190,11 +193,11 @@ void read_hf_sliding_window(const nlohmann::json& j, HfReader& r, const std::str
                     "sliding_window_pattern instead",
                     origin, full_first, m.layers - full_first));
   }
-  if (!j.contains("layer_types") || j.at("layer_types").is_null()) {
+  if (!has_types) {
     m.sliding_window_pattern = type == "gpt_oss" ? 2 : r.small_or("sliding_window_pattern", 0, 0);
     return;
   }
-  const nlohmann::json& types = j.at("layer_types");
+  const nlohmann::json& types = r.raw("layer_types");
   std::vector<bool> full;
   if (types.is_array()) {
     for (const auto& t : types) {
@@ -212,14 +215,14 @@ void read_hf_sliding_window(const nlohmann::json& j, HfReader& r, const std::str
                     "per layer ({} layers)",
                     origin, m.layers));
   }
-  if (std::none_of(full.begin(), full.end(), [](bool f) { return !f; })) {
+  if (std::all_of(full.begin(), full.end(), [](bool f) { return f; })) {
     m.sliding_window = 0;  // no layer is windowed
     return;
   }
   for (int k = 0; k <= m.layers; ++k) {
     bool matches = true;
     for (int i = 0; i < m.layers && matches; ++i)
-      matches = full[static_cast<size_t>(i)] == (k > 0 && (i + 1) % k == 0);
+      matches = full[static_cast<size_t>(i)] == ModelSpec::full_attention_layer(k, i);
     if (matches) {
       m.sliding_window_pattern = k;
       return;
@@ -307,7 +310,7 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     if (m.moe.routing_groups <= 1) m.moe.routing_groups = m.moe.routing_group_top_k = 0;
     m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
   }
-  read_hf_sliding_window(j, r, type, origin, m);
+  read_hf_sliding_window(r, type, origin, m);
   validate_model(m);
   return m;
 }

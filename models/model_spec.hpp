@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/sliding_window.hpp"
+
 namespace loom::models {
 
 /// What family of network the spec describes.
@@ -92,14 +94,19 @@ struct ModelSpec {
   /// below the sequence on the layers sliding_window_pattern leaves windowed (all but
   /// pattern 1, which keeps every layer full; patterns above the layer count are refused).
   bool has_window_below(std::int64_t seq) const {
-    return sliding_window > 0 && sliding_window < seq && sliding_window_pattern != 1;
+    return sliding_window_pattern != 1 &&
+           windowed(static_cast<double>(seq), static_cast<double>(sliding_window));
   }
   /// Keys a query of layer `layer_index` (0-based) attends to at most: the sliding window,
   /// or 0 for a full-attention layer.
   std::int64_t attention_window(int layer_index) const {
     if (sliding_window <= 0) return 0;
-    const bool full = sliding_window_pattern > 0 && (layer_index + 1) % sliding_window_pattern == 0;
-    return full ? 0 : sliding_window;
+    return full_attention_layer(sliding_window_pattern, layer_index) ? 0 : sliding_window;
+  }
+  /// Whether layer `layer_index` keeps full attention under a sliding-window `pattern`
+  /// (every pattern-th layer; 0: none).
+  static bool full_attention_layer(int pattern, int layer_index) {
+    return pattern > 0 && (layer_index + 1) % pattern == 0;
   }
   /// True when layer `layer_index` (0-based) uses routed experts.
   bool is_moe_layer(int layer_index) const { return is_moe() && layer_index >= moe.first_k_dense; }

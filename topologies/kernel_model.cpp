@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/sliding_window.hpp"
 
 namespace loom::topo {
 
@@ -306,7 +307,7 @@ double DatasheetKernelModel::attention_seconds(const KernelOp& op, KernelPass pa
     // so a sliding window saves nothing: the GEMMs' own shape gives the FLOPs they run, not
     // the window's counted ones (the model's). The backward (twice the forward) runs at the
     // transposed (dA) shape, as one GEMM of the whole backward's FLOPs.
-    const bool square = op.window > 0 && op.window < op.seq_kv;
+    const bool square = windowed(static_cast<double>(op.seq_kv), static_cast<double>(op.window));
     const double full = 2.0 * op.m * op.n * op.k * op.batch;
     if (pass == KernelPass::FORWARD)
       return gemm_time_s(square ? full : op.forward_flops, op.m, op.n, op.k, op.batch, math);

@@ -282,6 +282,36 @@ void check_effective(const PlanInput& input, const TrainingPlan& plan) {
   EffectChecker(input, plan).run();
 }
 
+namespace {
+
+// The flex dispatcher (DeepEP / HybridEP): a model with experts, an expert group of 2+
+// (Megatron's MoEFlexTokenDispatcher asserts "Flex token dispatcher requires TPxEP > 1"; with
+// etp 1 that group is the EP group), and the routed experts unsplit, as loom models them
+// (the Megatron-Bridge recipes that use it set etp 1).
+void check_flex_dispatcher(const models::ModelSpec& m, const TrainingPlan& p,
+                           const PlanSources& s) {
+  if (p.moe_dispatcher != models::MoeDispatcher::FLEX) return;
+  const std::string where = s.where("moe_token_dispatcher");
+  if (!m.is_moe()) {
+    fail_field(s, "moe_token_dispatcher",
+               fmt::format("{} flex has no effect: {} has no experts; drop it", where, m.name));
+  }
+  if (p.ep == 1) {
+    fail_field(s, "moe_token_dispatcher",
+               fmt::format("{} flex has no effect with {} 1: no token leaves its GPU; give {} 2 "
+                           "or more, or drop it",
+                           where, s.name("ep"), s.name("ep")));
+  }
+  if (p.expert_tp() > 1) {
+    fail_field(s, "moe_token_dispatcher",
+               fmt::format("{} flex is modelled with {} 1 only (got {}); give {} 1 or use the "
+                           "alltoall dispatcher",
+                           where, s.name("etp"), p.expert_tp(), s.name("etp")));
+  }
+}
+
+}  // namespace
+
 void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p,
                                const PlanSources& s) {
   if (!m.is_moe() && p.etp > 0 && p.etp != p.tp) {
@@ -310,28 +340,7 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                fmt::format("{} has no effect: {} has no experts; drop it",
                            s.where("overlap_moe_expert_parallel_comm"), m.name));
   }
-  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && !m.is_moe()) {
-    fail_field(s, "moe_token_dispatcher",
-               fmt::format("{} flex has no effect: {} has no experts; drop it",
-                           s.where("moe_token_dispatcher"), m.name));
-  }
-  // Megatron's MoEFlexTokenDispatcher asserts an expert group of 2+ ("Flex token dispatcher
-  // requires TPxEP > 1"; with etp 1 that group is the EP group).
-  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && m.is_moe() && p.ep == 1) {
-    fail_field(s, "moe_token_dispatcher",
-               fmt::format("{} flex has no effect with {} 1: no token leaves its GPU; give {} 2 "
-                           "or more, or drop it",
-                           s.where("moe_token_dispatcher"), s.name("ep"), s.name("ep")));
-  }
-  // DeepEP / HybridEP exchange whole tokens within the EP group; loom models them with the
-  // routed experts unsplit (the Megatron-Bridge recipes that use them set etp 1).
-  if (p.moe_dispatcher == models::MoeDispatcher::FLEX && p.expert_tp() > 1) {
-    fail_field(
-        s, "moe_token_dispatcher",
-        fmt::format("{} flex is modelled with {} 1 only (got {}); give {} 1 or use the "
-                    "alltoall dispatcher",
-                    s.where("moe_token_dispatcher"), s.name("etp"), p.expert_tp(), s.name("etp")));
-  }
+  check_flex_dispatcher(m, p, s);
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",
                fmt::format("{} off has no effect: {} has no multi-token-prediction modules; drop "
