@@ -230,9 +230,8 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
   const auto key = std::make_pair(layer_key(p), g.id);
   auto it = unit_times_.find(key);
   if (it != unit_times_.end()) return it->second;
-  const int ep_nodes = p.moe_dispatcher == models::MoeDispatcher::FLEX && p.ep > 1
-                           ? exchange_nodes(cluster, g.groups[static_cast<size_t>(GroupKind::EP)])
-                           : 1;
+  const int ep_nodes =
+      flex_exchange_nodes(p, cluster, g.groups[static_cast<size_t>(GroupKind::EP)]);
   const auto cost_key = std::make_pair(key.first, ep_nodes);
   auto ct = costs_.find(cost_key);
   if (ct == costs_.end()) {
@@ -310,11 +309,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     const std::vector<LayerVariant>& variants = ct->second.variants[k];
     if (variants.empty()) continue;
     UnitTimes& u = out[k];
-    if (variants.size() == 1) {
-      u = times_of(variants[0].cost);
-    } else {
-      for (const LayerVariant& v : variants) u.add(times_of(v.cost), v.share);
-    }
+    for (const LayerVariant& v : variants) u.add(times_of(v.cost), v.share);  // one: share 1
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
       // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
       // first MoE layer's, which the memory model's inputs already hold.

@@ -346,11 +346,22 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
 }
 
 int exchange_nodes(const topo::Cluster& cluster, const std::vector<int>& ep_group) {
-  std::map<int, int> per_node;
-  for (int r : ep_group) ++per_node[cluster.node_of_rank(r)];
-  for (const auto& [node, n] : per_node)
-    if (n != per_node.begin()->second) return 1;
-  return std::max(1, static_cast<int>(per_node.size()));
+  std::vector<int> per_node(static_cast<size_t>(cluster.num_nodes()), 0);
+  for (int r : ep_group) ++per_node[static_cast<size_t>(cluster.node_of_rank(r))];
+  int nodes = 0, ranks = 0;
+  for (int n : per_node) {
+    if (n == 0) continue;
+    if (ranks > 0 && n != ranks) return 1;
+    ranks = n;
+    ++nodes;
+  }
+  return std::max(1, nodes);
+}
+
+int flex_exchange_nodes(const models::TrainingPlan& plan, const topo::Cluster& cluster,
+                        const std::vector<int>& ep_group) {
+  const bool flex = plan.moe_dispatcher == models::MoeDispatcher::FLEX && plan.ep > 1;
+  return flex ? exchange_nodes(cluster, ep_group) : 1;
 }
 
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,

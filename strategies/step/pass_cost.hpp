@@ -87,6 +87,10 @@ ExpertBlockHost expert_block_host_s(double local_experts, bool quantised = true)
 /// holds the same number of its ranks, else 1 (an uneven group's flex exchange is costed as
 /// one all-to-all over the group, without the per-node step).
 int exchange_nodes(const topo::Cluster& cluster, const std::vector<int>& ep_group);
+/// The `ep_nodes` of cost_ops for `plan`: exchange_nodes of its EP group under the flex
+/// dispatcher with ep > 1, else 1 (no other exchange depends on it).
+int flex_exchange_nodes(const models::TrainingPlan& plan, const topo::Cluster& cluster,
+                        const std::vector<int>& ep_group);
 /// Which part of the model an op list is. Megatron's full recompute
 /// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
 /// LM head run once.

@@ -135,6 +135,7 @@ struct StepGraph {
   /// The datasheet models of GPU types 1.. (heterogeneous clusters), by type - 1.
   std::vector<std::shared_ptr<const topo::KernelTimeModel>> extra_kernels;
   RankIndex index;
+  int ep_nodes;  ///< flex_exchange_nodes of rank 0's EP group (cost_ops)
   sim::Engine engine;
   PipelineSchedule schedule;
   StageWork work;                     ///< costed on GPU type 0
