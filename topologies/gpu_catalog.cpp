@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <utility>
 
@@ -144,13 +143,13 @@ constexpr double MI300X_SUSTAINED = (616.0 / 634 + 1182.0 / 1230) / 2;
 // A board of the same die at a higher power limit and no sustained measurement of its own
 // (GB200 at 1200 W, GB300 at 1400 W): the measured board's sustained BF16 and FP8 rates (MSMF
 // above: HGX B200 at 1000 W, HGX B300 at 1100 W) raised by the cube-root DVFS law loom applies
-// to power limits (sustained_clock_fraction: clock ∝ P^(1/3)), over the board's own burst
-// rates, mean of the two dtypes, at most 1 (no clock past boost). The GB200's bursts are its
-// MAMF (1822 / 3615.6 TFLOP/s, below); the GB300 has none and takes Blackwell's large-GEMM
-// fractions of its datasheet peaks, as its GEMMs do.
+// to power limits (dvfs_clock_ratio, as sustained_clock_fraction: clock ∝ P^(1/3)), over the
+// board's own burst rates, mean of the two dtypes, at most 1 (no clock past boost). The GB200's
+// bursts are its MAMF (1822 / 3615.6 TFLOP/s, below); the GB300 has none and takes Blackwell's
+// large-GEMM fractions of its datasheet peaks, as its GEMMs do.
 double sustained_at_higher_limit(double bf16_tflops, double fp8_tflops, double watts,
                                  double board_watts, double burst_bf16, double burst_fp8) {
-  const double raise = std::cbrt(board_watts / watts);
+  const double raise = dvfs_clock_ratio(board_watts, watts);
   return std::min(1.0, (bf16_tflops * raise / burst_bf16 + fp8_tflops * raise / burst_fp8) / 2);
 }
 

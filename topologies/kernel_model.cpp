@@ -32,7 +32,11 @@ double sustained_clock_fraction(const GpuSpec& gpu) {
   const double at_tdp =
       gpu.load_clock_fraction > 0 ? gpu.load_clock_fraction : DEFAULT_LOAD_CLOCK_FRACTION;
   if (gpu.power_limit_watts <= 0 || gpu.tdp_watts <= 0) return at_tdp;
-  return at_tdp * std::min(1.0, std::cbrt(gpu.power_limit_watts / gpu.tdp_watts));
+  return at_tdp * std::min(1.0, dvfs_clock_ratio(gpu.power_limit_watts, gpu.tdp_watts));
+}
+
+double dvfs_clock_ratio(double watts, double reference_watts) {
+  return std::cbrt(watts / reference_watts);
 }
 
 Fp8Recipe default_fp8_recipe(GpuArch arch) {

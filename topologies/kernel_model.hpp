@@ -208,6 +208,9 @@ AttentionShapeModel architecture_attention_shape(GpuArch arch);
 /// (0, 1]: the GPU's load_clock_fraction (default DEFAULT_LOAD_CLOCK_FRACTION) times
 /// (power_limit / TDP)^(1/3) below the TDP (1 at or above it, or when either is unknown).
 double sustained_clock_fraction(const GpuSpec& gpu);
+/// The sustained clock at `watts` relative to the clock at `reference_watts` under the
+/// cube-root DVFS law sustained_clock_fraction applies (dynamic power ∝ f·V², V ∝ f).
+double dvfs_clock_ratio(double watts, double reference_watts);
 /// The FP8 recipe frameworks run by default on `arch`: MXFP8 on Blackwell, delayed
 /// per-tensor scaling elsewhere.
 Fp8Recipe default_fp8_recipe(GpuArch arch);
