@@ -193,8 +193,15 @@ def pipeline_args(layers, pp, vp):
 # MoE models whose Megatron-Bridge performance recipes set expert_tensor_parallel_size=1
 # (scripts/performance configs: BASE_DEEPSEEK_V3_CONFIG, BASE_QWEN3_235B_A22B_CONFIG,
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
-ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", "bench/models/qwen3-235b-a22b.json",
+QWEN3_235B = MODELS["Qwen3-235B-A22B"]
+ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
                "gpt-oss-120b"}
+
+
+def recipe_gpu(gpu):
+    """The GPU as the recipe files name it: the first word of the row's GPU ("B200",
+    "H100-SXM5-80GB", "GB300")."""
+    return gpu.split()[0]
 
 
 def mx_label(precision, gpu):
@@ -211,7 +218,7 @@ def deepseek_recompute_modules(gpu, precision, p):
     (NVIDIA-NeMo/Megatron-Bridge@042641823051ce167c52b0ae289941a227c11535). An empty list
     means no recompute. Precision: BF16, MX (FP8-MX / MXFP8 / MX granularity), else FP8-CS."""
     prec = "bf16" if precision.startswith("BF16") else "mx" if mx_label(precision, gpu) else "cs"
-    g = gpu.split()[0]
+    g = recipe_gpu(gpu)
     if g == "GB300":
         return {"bf16": ["moe_act"], "mx": [], "cs": ["mla_up_proj"]}[prec]
     if g == "GB200":
@@ -228,7 +235,7 @@ def gpt_oss_recompute_modules(gpu):
     GB200, none on B300 and GB300 (which capture CUDA graphs instead; the validator passes no
     graph scope): scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py
     (a Megatron-Bridge fork at 67b8806b, the only revision of the file found)."""
-    g = gpu.split()[0]
+    g = recipe_gpu(gpu)
     return [] if g in ("B300", "GB300") else ["layernorm", "moe_act"]
 
 
@@ -243,18 +250,18 @@ def moe_a2a_overlap(model, gpu, precision, p):
     pp, vp = p.get("pp") or 1, p.get("vp") or 1
     if pp > 1 and vp <= 1:
         return False
-    g = gpu.split()[0]
+    g = recipe_gpu(gpu)
     mx = mx_label(precision, gpu)
     if model == "deepseek-v3":
         if g in ("GB300", "GB200", "B300"):
             return mx
         return g.startswith("B200") and pp == 8 and (mx or "NVFP4" in precision)
-    if model == "bench/models/qwen3-235b-a22b.json":
+    if model == QWEN3_235B:
         return g.startswith("H100")
     return False
 
 
-def flex_dispatcher(model, gpu):
+def flex_dispatcher(model, gpu, p):
     """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
     (DeepEP or HybridEP; the performance layer's apply_flex_dispatcher_backend then sets
     moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
@@ -263,11 +270,13 @@ def flex_dispatcher(model, gpu):
     for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (alltoall on B200,
     B300 and H100); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
     sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
-    rows."""
-    g = gpu.split()[0]
+    rows. Only with ep > 1: Megatron refuses flex without an expert group."""
+    if (p.get("ep") or 1) <= 1:
+        return False
+    g = recipe_gpu(gpu)
     if model in ("deepseek-v3", "qwen3-30b-a3b"):
         return True
-    if model == "bench/models/qwen3-235b-a22b.json":
+    if model == QWEN3_235B:
         return g in ("GB200", "GB300")
     return False
 
@@ -279,7 +288,7 @@ def cpu_offload_layers(model, gpu, precision, p, fsdp_on):
     BF16 20, GB300 FP8_CS 20 and BF16 30, B200 FP8_CS 5; Megatron-core offloads only at pp 1."""
     if model != "llama3-70b" or not fsdp_on or (p.get("pp") or 1) > 1:
         return 0
-    g = gpu.split()[0]
+    g = recipe_gpu(gpu)
     bf16 = precision.startswith("BF16")
     if g == "GB200":
         return 20 if bf16 else 40
@@ -553,7 +562,7 @@ def mbridge_jobs(runs, families, tmp):
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
-        if flex_dispatcher(model, gpu) and (p.get("ep") or 1) > 1:
+        if flex_dispatcher(model, gpu, p):
             args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
