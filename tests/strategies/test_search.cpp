@@ -228,12 +228,10 @@ TEST_CASE("strategies::FastEstimator: sliding-window and full layers each cost t
   CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.03);
 }
 
-TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator lowers it") {
-  // Qwen3-30B-A3B on 16 H100 with ep 16: the all-to-alls block the compute, or run beside it
-  // (--overlap-moe-expert-parallel-comm); the fast tier's closed form follows both within 3%.
-  const auto model = models::load_model("qwen3-30b-a3b");
-  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
-  FastEstimator fast(model, cluster);
+namespace {
+
+// Qwen3-30B-A3B at ep 16 over two DGX H100 nodes, one micro-batch of 4096 tokens per GPU.
+models::TrainingPlan qwen3_ep16_plan() {
   models::TrainingPlan p;
   p.dp = 16;
   p.ep = 16;
@@ -241,6 +239,18 @@ TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator low
   p.seq = 4096;
   p.mbs = 1;
   p.gbs = 64;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator lowers it") {
+  // Qwen3-30B-A3B on 16 H100 with ep 16: the all-to-alls block the compute, or run beside it
+  // (--overlap-moe-expert-parallel-comm); the fast tier's closed form follows both within 3%.
+  const auto model = models::load_model("qwen3-30b-a3b");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
+  FastEstimator fast(model, cluster);
+  models::TrainingPlan p = qwen3_ep16_plan();
   p.precision = models::Precision::FP8;
   for (const bool overlap : {false, true}) {
     p.overlap_moe_expert_parallel_comm = overlap;
@@ -251,19 +261,13 @@ TEST_CASE("strategies::FastEstimator: EP all-to-all overlap as the simulator low
 }
 
 TEST_CASE("strategies::FastEstimator: the flex dispatcher's two-level exchange as simulated") {
-  // Qwen3-30B-A3B at ep 16 over two DGX H100 nodes with the flex dispatcher: rail and node
-  // all-to-alls per dispatch and combine (flex_exchange_nodes = 2 in both tiers); the fast
-  // tier's closed form follows the simulator within 3%, as it does for the all-to-all one.
+  // The same layout with the flex dispatcher: rail and node all-to-alls per dispatch and
+  // combine (flex_exchange_nodes = 2 in both tiers); the fast tier's closed form follows the
+  // simulator within 3%, as it does for the all-to-all one.
   const auto model = models::load_model("qwen3-30b-a3b");
   const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
   FastEstimator fast(model, cluster);
-  models::TrainingPlan p;
-  p.dp = 16;
-  p.ep = 16;
-  p.etp = 1;
-  p.seq = 4096;
-  p.mbs = 1;
-  p.gbs = 64;
+  models::TrainingPlan p = qwen3_ep16_plan();
   p.moe_dispatcher = models::MoeDispatcher::FLEX;
   const StepReport exact = simulate_step(model, p, cluster);
   CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.03);
