@@ -69,6 +69,14 @@ torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   --selective-recompute op (its llama3 configs' selective_ac_option = "op"); "full" -> full;
   --cross-entropy eager (torchtitan's uncompiled F.cross_entropy on fp32 logits); Float8 linears -> --precision fp8; torch.compile not
   modelled; gbs not stated -> one micro-batch per rank.
+torchtitan_tps -- torchtitan's published throughput of the same benchmark file (Tables 1-4:
+  Llama 3.1 8B FSDP on 8 and 128 GPUs, 8B FSDP + CP, 70B FSDP + TP), kept in
+  bench/torchtitan_throughput.json with its citation; not in the reference folder, so
+  scored for the report with a guard. Metric: tokens/s per GPU. --framework torchtitan
+  (its profile: FSDP2, FlashAttention-2, op-level selective recompute, eager loss, sequence
+  parallel with TP), one micro-batch of the local batch, torch.compile -> --fusion compile,
+  Float8 -> --precision fp8 --fp8-recipe tensorwise (torchao's dynamic per-tensor scaling),
+  AsyncTP -> --tp-comm-overlap, on bench/clusters/h100-96gb-500w.json.
 
 Usage: bench/validate_runs.py [--loom build/loom] [--reference tests/validation/reference]
          [--only FAMILY ...] [--quick] [--verbose] [--json FILE|-]
@@ -89,6 +97,7 @@ BENCH = os.path.join(ROOT, "bench")
 VTRAIN_CLUSTER = os.path.join(BENCH, "vtrain-a100.json")
 DGX_B200 = os.path.join(BENCH, "clusters", "dgx-b200.json")
 H100_96GB = os.path.join(BENCH, "clusters", "h100-96gb-500w.json")
+TORCHTITAN_TPS = os.path.join(BENCH, "torchtitan_throughput.json")
 GIB = 2.0 ** 30
 
 # Reference model name -> loom preset or bench/models file.
@@ -596,10 +605,34 @@ def torchtitan_jobs(mem_rows, fam):
     return jobs
 
 
+def torchtitan_tps_jobs(fam):
+    """torchtitan's published Llama 3.1 throughput (bench/torchtitan_throughput.json cites
+    the tables): --framework torchtitan (FSDP2 over every DP rank, SDPA FlashAttention-2,
+    op-level selective recompute, eager loss on fp32 logits, sequence parallel with TP),
+    torch.compile -> --fusion compile, Float8 (torchao Float8Linear, dynamic per-tensor
+    scaling) -> --precision fp8 --fp8-recipe tensorwise, AsyncTP -> --tp-comm-overlap."""
+    jobs = []
+    for r in json.load(open(TORCHTITAN_TPS))["rows"]:
+        gbs = r["local_batch"] * r["dp"]
+        args = ["--model", r["model"], "--cluster", H100_96GB, "--gpus", str(r["gpus"]),
+                "--framework", "torchtitan", "--dp", str(r["dp"]), "--tp", str(r["tp"]),
+                "--cp", str(r["cp"]), "--zero", "3", "--mbs", str(r["local_batch"]),
+                "--gbs", str(gbs), "--seq", str(r["seq"]), "--recompute", r["recompute"]]
+        if r["compile"]:
+            args += ["--fusion", "compile"]
+        if r["float8"]:
+            args += ["--precision", "fp8", "--fp8-recipe", "tensorwise"]
+        if r["async_tp"]:
+            args.append("--tp-comm-overlap")
+        jobs.append((fam, "torchtitan_" + r["id"], "simulate", args, r["tps"],
+                     tokens_metric(gbs, r["seq"], r["gpus"])))
+    return jobs
+
+
 # ---- driver ---------------------------------------------------------------------------
 
 FAMILY_ORDER = ["sc21", "vtrain", "megatron_h100", "nemo2407", "mbridge_h100", "mbridge_b200",
-                "mbridge_gb200", "mbridge_b300", "mbridge_gb300", "torchtitan_mem"]
+                "mbridge_gb200", "mbridge_b300", "mbridge_gb300", "torchtitan_mem", "torchtitan_tps"]
 
 
 def collect_jobs(a, tmp):
@@ -609,6 +642,8 @@ def collect_jobs(a, tmp):
         "megatron_h100": Family("megatron_h100", "Megatron-LM README (H100)", "TFLOP/s/GPU"),
         "nemo2407": Family("nemo2407", "NeMo 24.07 (H100 FP8)", "tokens/s/GPU"),
         "torchtitan_mem": Family("torchtitan_mem", "torchtitan 8B memory (H100)", "peak GiB"),
+        "torchtitan_tps": Family("torchtitan_tps", "torchtitan throughput (H100)",
+                                 "tokens/s/GPU"),
     }
     hb = json.load(open(os.path.join(a.reference, "runs_hopper_blackwell.json")))
     jobs = sc21_jobs(a.reference, fams["sc21"])
@@ -617,6 +652,7 @@ def collect_jobs(a, tmp):
     jobs += nemo2407_jobs(hb["runs"], fams["nemo2407"])
     jobs += mbridge_jobs(hb["runs"], fams, tmp)
     jobs += torchtitan_jobs(hb["measured_memory"], fams["torchtitan_mem"])
+    jobs += torchtitan_tps_jobs(fams["torchtitan_tps"])
     if a.only:
         jobs = [j for j in jobs if j[0].key in a.only]
         fams = {k: v for k, v in fams.items() if k in a.only}

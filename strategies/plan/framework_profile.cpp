@@ -33,12 +33,15 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
     // models/llama3/infra/parallelize.py); the loss is torch cross-entropy on fp32 logits
     // (train.py); torch.compile is off by default (job_config.py Compile.enable = False),
     // so the model runs eager: no kernel fusion. Its Float8 linears (torchao Float8Linear)
-    // cast the weight in every forward: no cache over a step's micro-batches.
+    // cast the weight in every forward: no cache over a step's micro-batches. Its tensor
+    // parallelism always runs the norms sequence-parallel (apply_tp: SequenceParallel() on
+    // attention_norm, ffn_norm and norm; the blocks' inputs and outputs Shard(1)), so the
+    // activations between TP regions are sharded along the sequence whenever tp > 1.
     {3, false, false, false, models::FsdpImpl::FSDP2,
      "torchtitan torchtitan/config/job_config.py (Parallelism, Compile, ActivationCheckpoint); "
-     "models/attention.py (SDPA); train.py (loss)",
+     "models/attention.py (SDPA); train.py (loss); models/llama3/infra/parallelize.py (apply_tp)",
      models::AttentionKernel::FA2, models::SelectiveRecompute::OP, models::CrossEntropy::EAGER,
-     models::Fusion::NONE, false},
+     models::Fusion::NONE, false, true},
     // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
     // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps). Its
     // stage 3 is DeepSpeed's own ZeRO-3 (deepspeed/runtime/zero/stage3.py and

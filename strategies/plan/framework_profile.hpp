@@ -24,6 +24,9 @@ struct FrameworkProfile {
   models::Fusion fusion = models::Fusion::MEGATRON;  ///< which memory-bound ops are fused
   /// Low-precision weight casts cached over a step (Transformer Engine under Megatron-core).
   bool fp8_weight_cache = true;
+  /// Tensor parallelism always shards the activations between its regions along the
+  /// sequence (sequence parallelism on with tp > 1, not a separate choice).
+  bool sequence_parallel_with_tp = false;
 };
 
 /// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).

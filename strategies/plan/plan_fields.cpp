@@ -181,7 +181,8 @@ void add_choice_rows(std::vector<PlanField>& t) {
                   "quantisation, PR #2486, Dec 2025): on|off",
                   "off", 36, [](const TrainingPlan& p) -> PlanValue { return p.scale_swizzle; }));
   t.push_back(row("sp", FT::SWITCH, "--sp,--sequence-parallel", "sequence parallelism (with TP)",
-                  "off", 11, [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
+                  "off (torchtitan: on with tp > 1)", 11,
+                  [](const TrainingPlan& p) -> PlanValue { return p.sp; }));
   t.back().megatron = "--sequence-parallel";
   t.push_back(
       choice_row("schedule", "--schedule", "pipeline schedule", "1f1b (interleaved when vpp > 1)",

@@ -196,7 +196,7 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
     fail_field(s, "vpp",
                fmt::format("{} {} needs {} interleaved", s.name("vpp"), p.vpp, s.name("schedule")));
   }
-  p.sp = in.flag("sp");
+  p.sp = in.flag("sp", profile.sequence_parallel_with_tp && p.tp > 1);
   if (p.sp && p.tp == 1) {
     fail_field(
         s, "sp",

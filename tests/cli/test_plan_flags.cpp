@@ -153,6 +153,12 @@ TEST_CASE("cli::PlanFlags: --framework fills unset choices; flags, and --no- fla
   CHECK(p.fusion == models::Fusion::NONE);
   t.texts["fusion"] = "compile";  // an explicit choice wins over the profile
   CHECK(resolve_plan(t, 8).plan.fusion == models::Fusion::COMPILE);
+  // torchtitan's TP always runs the norms sequence-parallel (apply_tp): on with tp > 1 only;
+  // Megatron's --sequence-parallel stays the user's choice, and NeMo's too.
+  CHECK_FALSE(p.sp);
+  t.integers["tp"] = 2;
+  CHECK(resolve_plan(t, 8).plan.sp);
+  CHECK_FALSE(resolve_plan(f, 8).plan.sp);
   // Without a profile nothing changes (Megatron-LM's flags default off).
   p = resolve_plan(PlanFlags{}, 8).plan;
   CHECK(p.framework == models::Framework::NONE);
