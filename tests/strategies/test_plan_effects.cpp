@@ -139,6 +139,16 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
             .empty());
   // torchtitan's own default (off) is not the user's choice.
   CHECK(rejection({{"framework", std::string("torchtitan")}}).empty());
+  // Its tensor parallelism is always sequence-parallel: sp off with tp > 1 is refused there,
+  // accepted under Megatron (where it is a choice) and with tp 1.
+  const std::string no_sp =
+      rejection({{"framework", std::string("torchtitan")}, {"tp", std::int64_t{2}}, {"sp", false}});
+  CHECK(no_sp ==
+        "--sp off: torchtitan's tensor parallelism always runs sequence-parallel (apply_tp: "
+        "SequenceParallel on the norms); drop it or change --framework");
+  CHECK(rejection({{"framework", std::string("megatron")}, {"tp", std::int64_t{2}}, {"sp", false}})
+            .empty());
+  CHECK(rejection({{"framework", std::string("torchtitan")}, {"sp", false}}).empty());
   // EP all-to-all overlap needs all-to-alls, and Megatron's combined 1F1B runs only without
   // pipelining or under the interleaved schedule, never with CUDA-graphed layers.
   check_rejected({{"overlap_moe_expert_parallel_comm", true}}, "--overlap-moe-expert-parallel-comm",
