@@ -153,10 +153,14 @@ bool layer_recomputed(const ModelSpec& model, const TrainingPlan& plan, int laye
 double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan,
                                 const std::vector<OpCost>& ops);
 
-/// Whether selective recompute re-runs `op`: a module of plan.recompute_modules in
-/// op.rerun_by (Megatron), or the attention core (torchtitan's op policy re-runs memory-bound
-/// ops too, counted in recompute_flops only).
-bool selective_reruns(const TrainingPlan& plan, const OpCost& op);
+/// The share of each op's forward that selective recompute re-runs in backward, for a layer
+/// op list in forward order: 1 for a module of plan.recompute_modules in op.rerun_by
+/// (Megatron); under torchtitan's op policy (torch.utils.checkpoint with _save_list: mm and
+/// SDPA outputs saved "except every second mm") the even-numbered matmuls' share of each
+/// matmul op, 0 for attention (SDPA saved) and 1 for every memory-bound op (not saved).
+/// All 0 without selective recompute. The FLOPs are apply_recompute's.
+std::vector<double> selective_rerun_fractions(const TrainingPlan& plan,
+                                              const std::vector<OpCost>& ops);
 /// Activation bytes `op` keeps for backward under Megatron's selective recompute of
 /// plan.recompute_modules: op.kept_when_freed when one of its freeing modules is chosen.
 double selective_saved_bytes(const TrainingPlan& plan, const OpCost& op);

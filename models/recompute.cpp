@@ -54,10 +54,24 @@ bool layer_recomputed(const ModelSpec& model, const TrainingPlan& plan, int laye
   return false;
 }
 
-bool selective_reruns(const TrainingPlan& plan, const OpCost& op) {
-  if (plan.recompute != Recompute::SELECTIVE) return false;
-  if (plan.selective_recompute == SelectiveRecompute::OP) return op.attention_core;
-  return (op.rerun_by & plan.recompute_modules) != 0;
+std::vector<double> selective_rerun_fractions(const TrainingPlan& plan,
+                                              const std::vector<OpCost>& ops) {
+  std::vector<double> rerun(ops.size(), 0.0);
+  if (plan.recompute != Recompute::SELECTIVE) return rerun;
+  int mm = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpCost& op = ops[i];
+    if (plan.selective_recompute != SelectiveRecompute::OP) {
+      rerun[i] = (op.rerun_by & plan.recompute_modules) != 0 ? 1.0 : 0.0;
+    } else if (op.kind == OpKind::MATMUL) {
+      // The even-numbered matmuls' share of the op (a fused projection holds several).
+      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
+      rerun[i] = out > 0 ? recomputed_parts(op, mm) / out : 0.0;
+    } else if (op.kind != OpKind::ATTENTION) {
+      rerun[i] = 1.0;  // memory-bound ops are not in the save list
+    }
+  }
+  return rerun;
 }
 
 double selective_saved_bytes(const TrainingPlan& plan, const OpCost& op) {

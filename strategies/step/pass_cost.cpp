@@ -278,7 +278,14 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   // eager ops. A whole-layer graph is never host-bound; its launches are counted as eager
   // ones for single-process DataParallel's host tasks, as before partial graphs.
   bool graph_fwd = false, graph_recompute = false;
-  for (const auto& op : ops) {
+  // torchtitan checkpoints its transformer blocks only; Megatron's recompute modules tag
+  // ops of any list (the transformer layer of DeepSeek-V3's MTP head too).
+  const bool op_policy = plan.selective_recompute == models::SelectiveRecompute::OP;
+  const std::vector<double> rerun_share = recomputed && (layer || !op_policy)
+                                              ? models::selective_rerun_fractions(plan, ops)
+                                              : std::vector<double>(ops.size(), 0.0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const models::OpCost& op = ops[i];
     const bool graphed = layer && !op.dynamic_shape &&
                          (full_scope || (op.graph_module && plan.graphs(*op.graph_module)));
     const bool expert_block = !graphed && te_expert_block(op, plan);
@@ -287,8 +294,9 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
     c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
-    const bool rerun = full || (recomputed && models::selective_reruns(plan, op));
-    if (rerun) c.recompute_s += t.forward;
+    const double share = full ? 1.0 : rerun_share[i];
+    const bool rerun = share > 0;
+    c.recompute_s += share * t.forward;
     c.params += op.params;
     if (op.params > 0) c.tensors.push_back(op.params);
     const bool comm = op.comm != CommKind::NONE && op.comm_bytes > 0;

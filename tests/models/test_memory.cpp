@@ -302,6 +302,29 @@ TEST_CASE("models::Memory: torchtitan op-level selective recompute keeps every o
   for (const auto& op : ops) recompute += op.recompute_flops;
   const double wk = 2 * s * h * kv, wo = 2 * s * h * h, w3 = 2 * s * h * f;
   CHECK(recompute == doctest::Approx(wk + wo + w3).epsilon(0.01));  // + memory-bound ops
+  // The time the recompute pass takes follows the same shares: wk of the fused q/k/v
+  // projection (1024 of its 6144 outputs), wo whole, w3 of the fused w1/w3 (half), no w2 and
+  // no attention (SDPA's output is saved), every memory-bound op whole (not in the save list).
+  const std::vector<double> share = selective_rerun_fractions(p, ops);
+  REQUIRE(share.size() == ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    CAPTURE(ops[i].name);
+    if (ops[i].name == "qkv_proj") CHECK(share[i] == doctest::Approx(1024.0 / 6144.0));
+    if (ops[i].name == "out_proj") CHECK(share[i] == 1.0);
+    if (ops[i].name == "mlp_up") CHECK(share[i] == doctest::Approx(0.5));
+    if (ops[i].name == "mlp_down") CHECK(share[i] == 0.0);
+    if (ops[i].kind == OpKind::ATTENTION) CHECK(share[i] == 0.0);
+    if (ops[i].name == "attn_norm" || ops[i].name == "rope" || ops[i].name == "mlp_act")
+      CHECK(share[i] == 1.0);
+  }
+  // Megatron's selective recompute: the attention core alone by default ("core_attn").
+  TrainingPlan megatron = p;
+  megatron.selective_recompute = SelectiveRecompute::ATTENTION;
+  const std::vector<double> core = selective_rerun_fractions(megatron, layer_ops(m, megatron, 0));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    CAPTURE(ops[i].name);
+    CHECK(core[i] == (ops[i].attention_core ? 1.0 : 0.0));
+  }
 }
 
 TEST_CASE("models::Memory: recompute every k-th layer keeps the others whole") {
