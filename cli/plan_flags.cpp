@@ -100,9 +100,11 @@ strategies::PlanInput merged_input(const PlanFlags& given) {
 }
 
 ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
+                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq,
+                          bool transformer) {
   const strategies::PlanInput in = merged_input(given);
-  return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers, model_seq), in.sources()};
+  return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers, model_seq, transformer),
+                      in.sources()};
 }
 
 }  // namespace loom::cli

@@ -53,10 +53,11 @@ struct ResolvedPlan {
 /// Resolves flags into a plan. Values from --plan, --deepspeed and --megatron-args (in that
 /// order, later ones winning) come first; flags given explicitly override them. See
 /// strategies::resolve_plan for `gpus`, `model_layers` and `model_seq` (the model's sequence
-/// length, the default of --seq). Throws PlanError (a rule, naming the flag or
-/// FILE#/pointer) or ConfigError (files).
+/// length, the default of --seq) and `transformer`. Throws PlanError (a rule, naming the
+/// flag or FILE#/pointer) or ConfigError (files).
 ResolvedPlan resolve_plan(const PlanFlags& flags, std::optional<std::int64_t> gpus,
                           std::optional<int> model_layers = std::nullopt,
-                          std::optional<std::int64_t> model_seq = std::nullopt);
+                          std::optional<std::int64_t> model_seq = std::nullopt,
+                          bool transformer = true);
 
 }  // namespace loom::cli

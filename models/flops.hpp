@@ -157,7 +157,8 @@ double op_selective_saved_bytes(const ModelSpec& model, const TrainingPlan& plan
 /// op list in forward order: 1 for a module of plan.recompute_modules in op.rerun_by
 /// (Megatron); under torchtitan's op policy (torch.utils.checkpoint with _save_list: mm and
 /// SDPA outputs saved "except every second mm") the even-numbered matmuls' share of each
-/// matmul op, 0 for attention (SDPA saved) and 1 for every memory-bound op (not saved).
+/// matmul op, 0 for the attention core (SDPA's output saved) and 1 for every other
+/// memory-bound op (not saved).
 /// All 0 without selective recompute. The FLOPs are apply_recompute's.
 std::vector<double> selective_rerun_fractions(const TrainingPlan& plan,
                                               const std::vector<OpCost>& ops);

@@ -34,8 +34,8 @@ void apply_recompute(const ModelSpec& model, const TrainingPlan& plan, int layer
     } else if (op.kind == OpKind::MATMUL) {
       const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
       if (out > 0) op.recompute_flops = op.fwd_flops * recomputed_parts(op, mm) / out;
-    } else if (op.kind != OpKind::ATTENTION) {
-      op.recompute_flops = op.fwd_flops;
+    } else if (op.kind != OpKind::ATTENTION && !op.attention_core) {
+      op.recompute_flops = op.fwd_flops;  // the attention core's outputs are kept (SDPA)
     }
   }
 }
@@ -67,8 +67,8 @@ std::vector<double> selective_rerun_fractions(const TrainingPlan& plan,
       // The even-numbered matmuls' share of the op (a fused projection holds several).
       const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
       rerun[i] = out > 0 ? recomputed_parts(op, mm) / out : 0.0;
-    } else if (op.kind != OpKind::ATTENTION) {
-      rerun[i] = 1.0;  // memory-bound ops are not in the save list
+    } else if (op.kind != OpKind::ATTENTION && !op.attention_core) {
+      rerun[i] = 1.0;  // memory-bound ops are not in the save list; SDPA's output is
     }
   }
   return rerun;

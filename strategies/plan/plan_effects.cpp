@@ -196,13 +196,6 @@ class EffectChecker {
   }
 
   void check_model_parallel() const {
-    if (profile_.sequence_parallel_with_tp && p_.tp > 1 && in_.has("sp") && !p_.sp) {
-      fail_field(
-          s_, "sp",
-          fmt::format("{} off: {}'s tensor parallelism always runs sequence-parallel "
-                      "(apply_tp: SequenceParallel on the norms); drop it or change {}",
-                      s_.where("sp"), models::to_string(p_.framework), s_.name("framework")));
-    }
     if (given("tp_comm_overlap", p_.tp_comm_overlap, profile_.tp_comm_overlap) && p_.tp == 1) {
       fail("tp_comm_overlap", "tp",
            fmt::format("with {} 1: there are no tensor-parallel collectives", s_.name("tp")));

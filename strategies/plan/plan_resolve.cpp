@@ -152,7 +152,7 @@ void resolve_batch(const PlanInput& in, std::optional<std::int64_t> gpus, Traini
 }
 
 // Schedule, precision, optimizer and the switches; the interleaved schedule follows vpp.
-void resolve_choices(const PlanInput& in, TrainingPlan& p) {
+void resolve_choices(const PlanInput& in, bool transformer, TrainingPlan& p) {
   const PlanSources& s = in.sources();
   p.framework = choice(in, "framework", p.framework);
   const FrameworkProfile& profile = framework_profile(p.framework);
@@ -196,7 +196,15 @@ void resolve_choices(const PlanInput& in, TrainingPlan& p) {
     fail_field(s, "vpp",
                fmt::format("{} {} needs {} interleaved", s.name("vpp"), p.vpp, s.name("schedule")));
   }
-  p.sp = in.flag("sp", profile.sequence_parallel_with_tp && p.tp > 1);
+  // torchtitan's apply_tp always runs its transformers' norms sequence-parallel.
+  const bool forced_sp = profile.sequence_parallel_with_tp && p.tp > 1 && transformer;
+  p.sp = in.flag("sp", forced_sp);
+  if (forced_sp && !p.sp) {
+    fail_field(s, "sp",
+               fmt::format("{} off: {}'s tensor parallelism always runs sequence-parallel "
+                           "(apply_tp: SequenceParallel on the norms); drop it or change {}",
+                           s.where("sp"), models::to_string(p.framework), s.name("framework")));
+  }
   if (p.sp && p.tp == 1) {
     fail_field(
         s, "sp",
@@ -339,7 +347,8 @@ std::vector<int> parse_layer_list(const std::string& text, const PlanSources& so
 }
 
 TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
-                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq) {
+                          std::optional<int> model_layers, std::optional<std::int64_t> model_seq,
+                          bool transformer) {
   TrainingPlan p;
   p.tp = static_cast<int>(size_or(in, "tp", 1));
   p.pp = static_cast<int>(size_or(in, "pp", 1));
@@ -353,7 +362,7 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   // (a plan file, Megatron flags) say about other fields.
   p.seq = size_or(in, "seq", model_seq.value_or(p.seq));
   resolve_batch(in, gpus, p);
-  resolve_choices(in, p);
+  resolve_choices(in, transformer, p);
   resolve_dp_mode(in, p);
   resolve_memory(in, model_layers, p);
   check_derived(in, p);

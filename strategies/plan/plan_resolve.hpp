@@ -27,10 +27,13 @@ namespace loom::strategies {
 /// pipeline split sums to it. `model_seq`, when known, is the sequence length an input that
 /// names none gets (the model's own, models::ModelSpec::default_seq; without it
 /// TrainingPlan's 2048). Derived keys in the input (micro_batches, gpus) must agree with the
-/// result. Throws PlanError naming the field through input.sources().
+/// result. `transformer` false (an MLP model): no framework turns sequence parallelism on by
+/// default (torchtitan's TP is sequence-parallel for its transformers). Throws PlanError
+/// naming the field through input.sources().
 models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
                                   std::optional<int> model_layers = std::nullopt,
-                                  std::optional<std::int64_t> model_seq = std::nullopt);
+                                  std::optional<std::int64_t> model_seq = std::nullopt,
+                                  bool transformer = true);
 
 /// A plan of `input`'s `texts` and `toggles` fields alone, every other field at its default:
 /// the fields a search holds fixed, checked once before it enumerates. Throws PlanError.

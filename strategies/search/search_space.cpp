@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "strategies/plan/framework_profile.hpp"
 #include "strategies/plan/plan_effects.hpp"
 #include "strategies/plan/plan_resolve.hpp"
 #include "strategies/plan/plan_rules.hpp"
@@ -145,6 +146,8 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   } else {
     for (std::int64_t d : divisors(gbs)) mbs_.push_back(d);
   }
+  forced_sp_ = transformer && framework_profile(resolve_fields(input_, {"framework"}, {}).framework)
+                                  .sequence_parallel_with_tp;
   sp_ = transformer ? switch_list(input_, "sp")
                     : std::vector<std::optional<bool>>{
                           input_.has("sp") ? std::nullopt : std::optional<bool>(false)};
@@ -205,6 +208,7 @@ std::optional<PlanShape> SearchSpace::shape(std::int64_t index) const {
     if (pinned_dp_ && gpus_ / mp != *pinned_dp_) return std::nullopt;
   }
   if (s.sp && *s.sp && tp == 1) return std::nullopt;
+  if (s.sp && !*s.sp && tp > 1 && forced_sp_) return std::nullopt;
   // One stage has no pipeline to schedule: GPipe and ZB-H1 take 1F1B's time (and GPipe holds
   // more activations); a free schedule with pp 1 is 1F1B alone.
   if (s.schedule && s.schedule->schedule != Schedule::ONE_F_ONE_B && pp == 1 &&
@@ -237,7 +241,8 @@ PlanInput SearchSpace::shape_input(const PlanShape& s) const {
 
 models::TrainingPlan SearchSpace::resolve(const PlanShape& shape) const {
   const PlanInput in = shape_input(shape);
-  models::TrainingPlan plan = resolve_plan(in, gpus_, model_.layers);
+  models::TrainingPlan plan = resolve_plan(in, gpus_, model_.layers, std::nullopt,
+                                           model_.kind == models::ModelKind::TRANSFORMER);
   validate_plan(model_, plan, gpus_, in.sources());
   return plan;
 }

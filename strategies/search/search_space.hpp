@@ -125,6 +125,9 @@ class SearchSpace {
   // The input's tp, pp, cp and ZeRO stage (1, 1, 1, 0 when it leaves them out), read once:
   // shape(), tp_dp() and switches() run for every candidate.
   int pinned_tp_ = 1, pinned_pp_ = 1, pinned_cp_ = 1, pinned_zero_ = 0;
+  // The framework runs TP sequence-parallel (torchtitan, transformers): shapes with sp off
+  // and tp > 1 are not enumerated.
+  bool forced_sp_ = false;
   // Candidate lists of the outer dimensions (empty optional: pinned).
   std::vector<std::optional<int>> tp_, pp_, cp_, ep_;
   std::vector<std::optional<ScheduleChoice>> schedule_;

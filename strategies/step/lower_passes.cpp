@@ -105,7 +105,7 @@ class StageLowering {
       case PassKind::BACKWARD:
       case PassKind::BACKWARD_INPUT: {
         if (c.recompute_s > 0) {
-          // Full recompute replays the layers' collectives (recompute_comm); selective none.
+          // Recompute replays the collectives of the ops it re-runs (recompute_comm).
           compute_then_comm(Part::RECOMPUTE, "R", c.recompute_comm, "R", unit);
         }
         const bool full = pass_->kind == PassKind::BACKWARD;

@@ -331,7 +331,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
           0.0, h.backward_s / 2 - (o.bwd_launches - o.bwd_swizzles) * REFERENCE_HOST_LAUNCH_S);
       c.fwd_host_s += fwd_extra;
       c.bwd_host_s += bwd_extra;
-      if (rerun) c.recompute_host_s += fwd_extra;
+      c.recompute_host_s += share * fwd_extra;
     }
     if (comm) {
       std::vector<CommItem> fwd, bwd;
@@ -344,8 +344,11 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       }
       c.fwd_comm.insert(c.fwd_comm.end(), fwd.begin(), fwd.end());
       c.bwd_comm.insert(c.bwd_comm.end(), bwd.begin(), bwd.end());
-      // e.g. the MoE all-to-alls under "moe"
-      if (rerun) c.recompute_comm.insert(c.recompute_comm.end(), fwd.begin(), fwd.end());
+      // e.g. the MoE all-to-alls under "moe". torchtitan's op policy saves the outputs of
+      // reduce-scatters and all-to-alls (_save_list) and re-runs only the sequence-parallel
+      // all-gathers before its column-parallel linears.
+      const bool rerun_comm = rerun && (full || !op_policy || op.comm == CommKind::TP_ALL_GATHER);
+      if (rerun_comm) c.recompute_comm.insert(c.recompute_comm.end(), fwd.begin(), fwd.end());
     }
   }
   // A whole-layer graph is one launch per pass: never host-bound.

@@ -766,3 +766,33 @@ TEST_CASE("strategies::PassCost: full recompute replays each layer's whole forwa
   CHECK(work.units[3].back().name == "head");
   CHECK(work.units[1].size() == 6);
 }
+
+TEST_CASE("strategies::PassCost: torchtitan's op-level recompute re-runs what it does not save") {
+  // torchtitan's _save_list keeps mm (but every second one), SDPA and reduce-scatter outputs:
+  // on Llama-3-8B with tp 2 (sequence-parallel) the recompute pass re-runs wk, wo and w3, the
+  // memory-bound ops and the two norms' all-gathers, not the attention and not out_proj's or
+  // mlp_down's reduce-scatters.
+  const models::ModelSpec m = models::load_model("llama3-8b");
+  models::TrainingPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.seq = 4096;
+  p.recompute = models::Recompute::SELECTIVE;
+  p.selective_recompute = models::SelectiveRecompute::OP;
+  const auto ops = models::layer_ops(m, p, 0);
+  const PassCost c = cost_ops(ops, p, h100());
+  REQUIRE(c.recompute_comm.size() == 2);
+  for (const CommItem& item : c.recompute_comm) {
+    CHECK(item.dim == Dim::TP);
+    CHECK(item.op == CollectiveOp::ALL_GATHER);
+  }
+  // The pass's time is the shares of the ops' forwards.
+  const std::vector<double> share = models::selective_rerun_fractions(p, ops);
+  double by_hand = 0;
+  for (size_t i = 0; i < ops.size(); ++i) by_hand += share[i] * cost_ops({ops[i]}, p, h100()).fwd_s;
+  CHECK(c.recompute_s == rel(by_hand));
+  CHECK(c.recompute_s < c.fwd_s);
+  // Megatron's selective recompute (the attention core) re-runs no collective.
+  p.selective_recompute = models::SelectiveRecompute::ATTENTION;
+  CHECK(cost_ops(models::layer_ops(m, p, 0), p, h100()).recompute_comm.empty());
+}

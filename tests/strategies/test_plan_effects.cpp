@@ -149,6 +149,10 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   CHECK(rejection({{"framework", std::string("megatron")}, {"tp", std::int64_t{2}}, {"sp", false}})
             .empty());
   CHECK(rejection({{"framework", std::string("torchtitan")}, {"sp", false}}).empty());
+  // An MLP has no sequence: the profile leaves sp off there (and sp off is no refusal).
+  const Values mlp = {{"framework", std::string("torchtitan")}, {"tp", std::int64_t{2}}};
+  CHECK_FALSE(resolve_plan(flags(mlp), 8, 32, std::nullopt, false).sp);
+  CHECK(resolve_plan(flags(mlp), 8, 32).sp);
   // EP all-to-all overlap needs all-to-alls, and Megatron's combined 1F1B runs only without
   // pipelining or under the interleaved schedule, never with CUDA-graphed layers.
   check_rejected({{"overlap_moe_expert_parallel_comm", true}}, "--overlap-moe-expert-parallel-comm",
