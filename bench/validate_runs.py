@@ -184,14 +184,30 @@ def run_loom(loom, command, args):
     return json.loads(out.stdout)["results"], None
 
 
-def pipeline_args(layers, pp, vp):
-    """--pp/--vpp/--schedule, with an even --pipeline-split when layers do not divide."""
+def accounts_for_embedding_and_loss(model, layers, stages):
+    """Whether the row's recipe counts the embedding and the loss as pipeline layers and that
+    split exists: Megatron-Bridge sets account_for_embedding_in_pipeline_split and
+    account_for_loss_in_pipeline_split for Llama 3.1 405B (recipes/llama/llama3.py
+    llama31_405b_pretrain_config, "Pipeline split settings - required for 405B") and
+    Qwen3-235B-A22B (recipes/qwen/qwen3_moe.py, "Pipeline split accounting"); Megatron-core
+    then needs layers + 2 to divide over the pp x vpp chunks."""
+    return (model in ACCOUNTING_MODELS and layers and stages > 1
+            and (layers + 2) % stages == 0)
+
+
+def pipeline_args(layers, pp, vp, model=None):
+    """--pp/--vpp/--schedule, with the recipe's split: Megatron's embedding-and-loss
+    accounting where the recipe sets it, else an even --pipeline-split when layers do not
+    divide."""
     args = ["--pp", str(pp)]
     stages = pp * (vp if vp and vp > 1 else 1)
     if vp and vp > 1:
         args += ["--vpp", str(vp), "--schedule", "interleaved"]
     else:
         args += ["--schedule", "1f1b"]
+    if accounts_for_embedding_and_loss(model, layers, stages):
+        return args + ["--account-for-embedding-in-pipeline-split",
+                       "--account-for-loss-in-pipeline-split"]
     if layers and stages > 1 and layers % stages:
         base, extra = divmod(layers, stages)
         split = [base + (1 if i < extra else 0) for i in range(stages)]
@@ -205,6 +221,9 @@ def pipeline_args(layers, pp, vp):
 QWEN3_235B = MODELS["Qwen3-235B-A22B"]
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
                "gpt-oss-120b"}
+# Recipes that count the embedding and the loss as pipeline layers
+# (accounts_for_embedding_and_loss).
+ACCOUNTING_MODELS = {"llama3-405b", QWEN3_235B}
 
 
 def recipe_gpu(gpu):
@@ -330,7 +349,7 @@ def megatron_style_args(p, layers, model=None, fsdp=False):
         args += ["--etp", "1"]
     if tp > 1:
         args.append("--sp")
-    return args + pipeline_args(layers, p.get("pp") or 1, p.get("vp"))
+    return args + pipeline_args(layers, p.get("pp") or 1, p.get("vp"), model)
 
 
 # ---- families -------------------------------------------------------------------------
@@ -497,7 +516,7 @@ def mbridge_skip_reason(r):
     return None
 
 
-def layout_skip_reason(p, gpus, layers, etp=None):
+def layout_skip_reason(p, gpus, layers, etp=None, model=None):
     """Layouts loom cannot express yet (checked here so the reason is stated)."""
     tp, pp, cp, ep = (p.get(k) or 1 for k in ("tp", "pp", "cp", "ep"))
     etp = etp or tp
@@ -505,9 +524,9 @@ def layout_skip_reason(p, gpus, layers, etp=None):
     if ep > 1 and tp_dp_cp % (ep * etp):
         return (f"EP {ep} x ETP {etp} does not divide TP x DP x CP {tp_dp_cp}")
     stages = pp * max(1, p.get("vp") or 1)
-    if layers and stages > layers:
-        return (f"pp x vp = {stages} chunks > {layers} layers (Megatron counts the embedding "
-                "and loss as pipeline layers; loom has no empty chunks)")
+    if layers and stages > layers and not accounts_for_embedding_and_loss(model, layers, stages):
+        return (f"pp x vp = {stages} chunks > {layers} layers, and the recipe does not count "
+                "the embedding and the loss as pipeline layers")
     return None
 
 
@@ -532,7 +551,7 @@ def mbridge_jobs(runs, families, tmp):
         p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
         model = MODELS[r["model"]["name"]]
         layers = r["model"]["num_layers"] or MODEL_LAYERS.get(model)
-        reason = layout_skip_reason(p, gpus, layers, 1 if model in ETP1_MODELS else None)
+        reason = layout_skip_reason(p, gpus, layers, 1 if model in ETP1_MODELS else None, model)
         if reason:
             fam.skipped.append((r["id"], reason))
             continue

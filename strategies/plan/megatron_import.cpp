@@ -46,6 +46,8 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--pipeline-model-parallel-size", MegatronArg::FIELD},
       {"--virtual-pipeline-model-parallel-size", MegatronArg::FIELD},
       {"--num-layers-per-virtual-pipeline-stage", MegatronArg::FIELD},
+      {"--account-for-embedding-in-pipeline-split", MegatronArg::FIELD},
+      {"--account-for-loss-in-pipeline-split", MegatronArg::FIELD},
       {"--micro-batch-size", MegatronArg::FIELD},
       {"--global-batch-size", MegatronArg::FIELD},
       {"--seq-length", MegatronArg::FIELD},

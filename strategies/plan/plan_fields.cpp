@@ -236,6 +236,25 @@ void add_choice_rows(std::vector<PlanField>& t) {
                        INT_SIZE_MAX, "--num-layers-per-virtual-pipeline-stage", nullptr));
 }
 
+// Megatron's other way to give the split: the embedding and the loss counted as layers
+// (input-only: they resolve to pipeline_split).
+void add_pipeline_rows(std::vector<PlanField>& t) {
+  t.push_back(row("account_for_embedding_in_pipeline_split", FT::SWITCH,
+                  "--account-for-embedding-in-pipeline-split",
+                  "count the embedding as a layer of the first model chunk when splitting the "
+                  "layers evenly (sets --pipeline-split)",
+                  "off", 86, nullptr));
+  t.back().megatron = "--account-for-embedding-in-pipeline-split";
+  t.back().supersedes = "pipeline_split";
+  t.push_back(row("account_for_loss_in_pipeline_split", FT::SWITCH,
+                  "--account-for-loss-in-pipeline-split",
+                  "count the loss as a layer of the last model chunk when splitting the layers "
+                  "evenly (sets --pipeline-split)",
+                  "off", 87, nullptr));
+  t.back().megatron = "--account-for-loss-in-pipeline-split";
+  t.back().supersedes = "pipeline_split";
+}
+
 // Communication-overlap choices (issue 9).
 void add_overlap_rows(std::vector<PlanField>& t) {
   t.push_back(row("tp_comm_overlap", FT::SWITCH, "--tp-comm-overlap",
@@ -347,6 +366,7 @@ std::vector<PlanField> build_table() {
   std::vector<PlanField> t;
   add_size_rows(t);
   add_choice_rows(t);
+  add_pipeline_rows(t);
   add_overlap_rows(t);
   add_fsdp_rows(t);
   add_moe_rows(t);

@@ -277,6 +277,52 @@ void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
   p.ps_placement = choice(in, "ps_placement", p.ps_placement);
 }
 
+// Megatron-core's --account-for-embedding-in-pipeline-split and
+// --account-for-loss-in-pipeline-split (TransformerConfig; get_num_layers_to_build in
+// megatron/core/transformer/transformer_block.py): the embedding and the loss each count as
+// one more layer, the layers plus those divide evenly over the pp x vpp model chunks, and
+// the first chunk builds one transformer layer fewer for the embedding, the last one fewer
+// for the loss (so a chunk may hold the embedding or the head alone). False when neither is set.
+bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
+  const bool embedding = in.flag("account_for_embedding_in_pipeline_split", false);
+  const bool loss = in.flag("account_for_loss_in_pipeline_split", false);
+  if (!embedding && !loss) return false;
+  const PlanSources& s = in.sources();
+  const char* key =
+      embedding ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
+  const std::int64_t chunks = std::int64_t{p.pp} * p.vpp;
+  if (in.has("pipeline_split")) {
+    fail_field(s, key,
+               fmt::format("{} and {} both place the layers; give only one", s.where(key),
+                           s.name("pipeline_split")));
+  }
+  if (chunks == 1) {
+    fail_field(s, key,
+               fmt::format("{} has no effect with one pipeline stage ({} 1); remove it or set {} "
+                           "above 1",
+                           s.where(key), s.name("pp"), s.name("pp")));
+  }
+  if (!layers) {
+    fail_field(s, key,
+               fmt::format("{} needs the model's layer count; give {} instead", s.where(key),
+                           s.name("pipeline_split")));
+  }
+  const std::int64_t units = *layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (units % chunks != 0) {
+    fail_field(s, key,
+               fmt::format("{}: the model's {} layers{}{} = {} do not divide over {} {} x {} {} = "
+                           "{} model chunks; change {} or {}, or give {}",
+                           s.where(key), *layers, embedding ? " + the embedding" : "",
+                           loss ? " + the loss" : "", units, s.name("pp"), p.pp, s.name("vpp"),
+                           p.vpp, chunks, s.name("pp"), s.name("vpp"), s.name("pipeline_split")));
+  }
+  const int per_chunk = static_cast<int>(units / chunks);
+  p.pipeline_split.assign(static_cast<size_t>(chunks), per_chunk);
+  if (embedding) p.pipeline_split.front() -= 1;
+  if (loss) p.pipeline_split.back() -= 1;
+  return true;
+}
+
 // Memory knobs and the pipeline split.
 void resolve_memory(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
   const PlanSources& s = in.sources();
@@ -299,6 +345,7 @@ void resolve_memory(const PlanInput& in, std::optional<int> layers, TrainingPlan
     }
     p.fragmentation_fraction = *percent / 100.0;
   }
+  if (resolve_pipeline_accounting(in, layers, p)) return;
   if (const auto split = in.text("pipeline_split")) {
     p.pipeline_split = parse_layer_list(*split, s);
     check_pipeline_split(p, layers, s);
@@ -331,14 +378,14 @@ std::vector<int> parse_layer_list(const std::string& text, const PlanSources& so
       size_t used = 0;
       const long long v = std::stoll(item, &used);
       // Checked before the cast: a count beyond int would wrap to a small one.
-      if (used != item.size() || v < 1 || v > models::MAX_MODEL_LAYERS)
+      if (used != item.size() || v < 0 || v > models::MAX_MODEL_LAYERS)
         throw std::invalid_argument("bad");
       out.push_back(static_cast<int>(v));
     } catch (const std::exception&) {
       fail_field(sources, "pipeline_split",
                  ValidationError::bad_value(
                      sources.where("pipeline_split"), text,
-                     fmt::format("layer counts from 1 to {} separated by commas, e.g. 20,20,20",
+                     fmt::format("layer counts from 0 to {} separated by commas, e.g. 20,20,20",
                                  models::MAX_MODEL_LAYERS))
                      .what());
     }

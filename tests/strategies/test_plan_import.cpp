@@ -2,6 +2,8 @@
 // sources in precedence order.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "plan_test_files.hpp"
 #include "strategies/plan/plan_import.hpp"
@@ -161,4 +163,53 @@ TEST_CASE("strategies::PlanImport: a later source wins and takes over the naming
   in.merge(accum);  // grad_accum given later replaces the file's gbs
   CHECK_FALSE(in.has("gbs"));
   CHECK(resolve_plan(in, 8).global_batch() == 1 * 4 * 2);
+}
+
+// Megatron-core's get_num_layers_to_build (megatron/core/transformer/transformer_block.py):
+// the embedding and the loss count as one layer each, the total divides evenly over the
+// pp x vpp model chunks, and the first and last chunks build one transformer layer fewer.
+TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places the layers") {
+  // Llama 3.1 405B as Megatron-Bridge's GB200 NVFP4 recipe runs it (llama31_perf.py:
+  // pp 16 x vpp 8 = 128 chunks for 126 layers): the first chunk holds the embedding alone,
+  // the last the loss alone, every other one layer.
+  const std::string both =
+      " --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+      " --global-batch-size 64";
+  const models::TrainingPlan p =
+      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 16 "
+                                        "--virtual-pipeline-model-parallel-size 8" +
+                                        both),
+                   128, 126);
+  REQUIRE(p.pipeline_split.size() == 128);
+  CHECK(p.pipeline_split.front() == 0);
+  CHECK(p.pipeline_split.back() == 0);
+  CHECK(std::count(p.pipeline_split.begin(), p.pipeline_split.end(), 1) == 126);
+  // Qwen3-235B-A22B (94 layers) over pp 8 x vpp 4: (94 + 2) / 32 = 3 per chunk, 2 at the ends.
+  const models::TrainingPlan q =
+      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 8 "
+                                        "--virtual-pipeline-model-parallel-size 4" +
+                                        both),
+                   256, 94);
+  CHECK(q.pipeline_split.front() == 2);
+  CHECK(q.pipeline_split.back() == 2);
+  CHECK(q.pipeline_split[1] == 3);
+  CHECK(q.pipeline_split[30] == 3);
+  // The embedding alone: 31 layers + 1 over 4 stages, 7 on the first.
+  PlanInput emb;
+  emb.set("pp", std::int64_t{4});
+  emb.set("account_for_embedding_in_pipeline_split", true);
+  CHECK(resolve_plan(emb, 4, 31).pipeline_split == std::vector<int>{7, 8, 8, 8});
+
+  // Refused: a total the chunks do not divide, a split given as well, one stage, no model.
+  CHECK_THROWS_WITH_AS(resolve_plan(emb, 4, 32),
+                       doctest::Contains("33 do not divide over pp 4 x vpp 1 = 4"), PlanError);
+  PlanInput with_split = emb;
+  with_split.set("pipeline_split", std::string("8,8,8,7"));
+  CHECK_THROWS_WITH_AS(resolve_plan(with_split, 4, 31),
+                       doctest::Contains("both place the layers; give only one"), PlanError);
+  PlanInput one = emb;
+  one.set("pp", std::int64_t{1});
+  CHECK_THROWS_WITH_AS(resolve_plan(one, 1, 31), doctest::Contains("has no effect"), PlanError);
+  CHECK_THROWS_WITH_AS(resolve_plan(emb, 4, std::nullopt),
+                       doctest::Contains("needs the model's layer count"), PlanError);
 }

@@ -310,3 +310,29 @@ TEST_CASE("strategies::StepSimulator: the rank order moves the simulated ranks")
   for (const auto& s : d.timeline) ranks.insert(s.rank);
   CHECK(ranks == std::set<int>{0, 4});
 }
+
+// Megatron's pipeline-split accounting can leave a model chunk with the embedding or the head
+// alone (no transformer layer): it is simulated as such, not refused.
+TEST_CASE("strategies::StepSimulator: a model chunk holding only the embedding or the head") {
+  const models::ModelSpec m = models::model_preset("llama3-8b");
+  const topo::Cluster c = dgx_a100(1);
+  models::TrainingPlan p;
+  p.pp = 4;
+  p.dp = 2;
+  p.mbs = 1;
+  p.seq = 2048;
+  p.gbs = 16;
+  p.pipeline_split = {0, 16, 16, 0};
+  const models::MemoryReport mem = strategies::estimate_memory(m, p);
+  CHECK(mem.stages[0].layers.empty());
+  CHECK(mem.stages[3].layers.empty());
+  // The first rank holds the embedding table alone: vocab x hidden.
+  CHECK(mem.stages[0].parameters == doctest::Approx(128256.0 * 4096));
+  models::TrainingPlan even_split = p;
+  even_split.pipeline_split = {8, 8, 8, 8};
+  const StepReport even = simulate_step(m, even_split, c);
+  const StepReport r = simulate_step(m, p, c);
+  // Two ranks carry all 32 layers instead of four carrying 8: slower, and finite.
+  CHECK(std::isfinite(r.step_time_s));
+  CHECK(r.step_time_s > even.step_time_s);
+}

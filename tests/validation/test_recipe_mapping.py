@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The validator's mapping of the Megatron-Bridge summaries' precision labels to loom's
 --fp8-recipe and --scale-swizzle (bench/validate_runs.py), checked label by label and over
-every FP8 row of the reference copy: no row may ask a GPU for a recipe it cannot run."""
+every FP8 row of the reference copy: no row may ask a GPU for a recipe it cannot run; and of
+the recipes' pipeline splits."""
 import json
 import os
 import sys
@@ -49,6 +50,24 @@ class RecipeMapping(unittest.TestCase):
         for r in fp8:
             if r["hardware"]["gpu"].startswith("H100"):
                 self.assertNotEqual(validate_runs.mbridge_fp8_recipe(r), "mxfp8", r["id"])
+
+
+    def test_pipeline_accounting(self):
+        args = validate_runs.pipeline_args
+        flags = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+        # Llama 3.1 405B over pp 16 x vpp 8 (Megatron-Bridge GB200 recipes): 126 + 2 = 128.
+        a = args(126, 16, 8, "llama3-405b")
+        self.assertEqual(a[-2:], flags)
+        self.assertNotIn("--pipeline-split", a)
+        self.assertIsNone(validate_runs.layout_skip_reason({"pp": 16, "vp": 8, "tp": 4}, 256, 126,
+                                                           model="llama3-405b"))
+        # Qwen3-235B-A22B (94 layers) over pp 8 x vpp 4: 96 / 32.
+        self.assertEqual(args(94, 8, 4, validate_runs.QWEN3_235B)[-2:], flags)
+        # Where 2 more layers do not divide, or the recipe does not set it: the even split.
+        self.assertIn("--pipeline-split", args(126, 4, 5, "llama3-405b"))
+        self.assertIn("--pipeline-split", args(126, 8, 8, "llama3-70b"))
+        self.assertIsNotNone(validate_runs.layout_skip_reason({"pp": 16, "vp": 8}, 128, 80,
+                                                              model="llama3-70b"))
 
 
 if __name__ == "__main__":
