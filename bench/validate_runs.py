@@ -58,10 +58,12 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
   the 25.11 "w/o MTP" rows (--mtp off); DeepSeek-V3 with Megatron's selective recompute
   modules of the Bridge workload base configs (deepseek_recompute_modules), GPT-OSS-120B
-  (the gpt-oss-120b preset) with theirs (gpt_oss_recompute_modules); SFT rows scored as
+  (the gpt-oss-120b preset) and Nemotron 3 Nano (the nemotron-3-nano preset: Mamba-2,
+  attention and MoE layers) with theirs (gpt_oss_recompute_modules,
+  nemotron_nano_recompute_modules); SFT rows scored as
   pre-training steps of the same shape. Skipped: models
   whose architecture the reference does not give and loom lacks (Nemotron 3
-  hybrids, Kimi K2, DeepSeek-V4), LoRA rows; layouts
+  Super and Ultra, Kimi K2, DeepSeek-V4), LoRA rows; layouts
   with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
@@ -113,11 +115,11 @@ MODELS = {
     "Nemotron-3 22B (assumed = NeMo \"Nemotron-22B\")": "bench/models/nemotron3-22b.json",
     "Nemotron-4 340B": "bench/models/nemotron4-340b.json",
     "GPT OSS 120B": "gpt-oss-120b",
+    "Nemotron_3_Nano": "nemotron-3-nano",
 }
 MODEL_LAYERS = {"deepseek-v3": 61, "llama3-405b": 126, "llama3-70b": 80, "llama3-8b": 32,
-                "qwen3-30b-a3b": 48, "gpt-oss-120b": 36}
+                "qwen3-30b-a3b": 48, "gpt-oss-120b": 36, "nemotron-3-nano": 52}
 UNEXPRESSIBLE_MODELS = {
-    "Nemotron_3_Nano": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
     "Nemotron_3_Super": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
     "Nemotron_3_Ultra": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
     "Nemotron_3_5_Lightning": "Nemotron 3.5: architecture not in the reference",
@@ -220,7 +222,7 @@ def pipeline_args(layers, pp, vp, model=None):
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
 QWEN3_235B = MODELS["Qwen3-235B-A22B"]
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
-               "gpt-oss-120b"}
+               "gpt-oss-120b", "nemotron-3-nano"}
 # Recipes that count the embedding and the loss as pipeline layers
 # (accounts_for_embedding_and_loss).
 ACCOUNTING_MODELS = {"llama3-405b", QWEN3_235B}
@@ -267,6 +269,18 @@ def gpt_oss_recompute_modules(gpu):
     return [] if g in ("B300", "GB300") else ["layernorm", "moe_act"]
 
 
+def nemotron_nano_recompute_modules(gpu, precision):
+    """Megatron-Bridge Nemotron 3 Nano recompute_modules: on H100 moe and layernorm (BF16),
+    plus core_attn and moe_act (FP8-CS); none on Blackwell (which capture CUDA graphs; the
+    validator passes no graph scope): scripts/performance/configs/nemotronh/
+    nemotron_3_workload_base_configs.py (NVIDIA-NeMo/Megatron-Bridge@06e8da4ede242ba8e8e60325b69baa1dec59aa30)."""
+    if not recipe_gpu(gpu).startswith("H100"):
+        return []
+    if precision.startswith("BF16"):
+        return ["moe", "layernorm"]
+    return ["moe", "layernorm", "core_attn", "moe_act"]
+
+
 def moe_a2a_overlap(model, gpu, precision, p):
     """Whether the Megatron-Bridge performance recipe sets moe_a2a_overlap=True (Megatron
     --overlap-moe-expert-parallel-comm): scripts/performance/configs/deepseek/
@@ -295,6 +309,8 @@ def flex_dispatcher(model, gpu, p):
     moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
     (@042641823051ce167c52b0ae289941a227c11535) on every GPU (hybridep; deepep for the B200
     V2 MX / NVFP4 configs); qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2)
+    and nemotron_3_workload_base_configs.py (@06e8da4ede242ba8e8e60325b69baa1dec59aa30: hybridep
+    for Nemotron 3 Nano on every GPU)
     for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (alltoall on B200,
     B300 and H100); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
     sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
@@ -302,7 +318,7 @@ def flex_dispatcher(model, gpu, p):
     if (p.get("ep") or 1) <= 1:
         return False
     g = recipe_gpu(gpu)
-    if model in ("deepseek-v3", "qwen3-30b-a3b"):
+    if model in ("deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano"):
         return True
     if model == QWEN3_235B:
         return g in ("GB200", "GB300")
@@ -585,6 +601,8 @@ def mbridge_jobs(runs, families, tmp):
                 args, deepseek_recompute_modules(gpu, r["precision"], p))
         if model == "gpt-oss-120b":
             args = with_recompute_modules(args, gpt_oss_recompute_modules(gpu))
+        if model == "nemotron-3-nano":
+            args = with_recompute_modules(args, nemotron_nano_recompute_modules(gpu, r["precision"]))
         offload = cpu_offload_layers(model, gpu, r["precision"], p, fsdp_on)
         if offload:
             args += ["--cpu-offloading-num-layers", str(offload)]

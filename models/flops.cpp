@@ -6,95 +6,19 @@
 #include "common/error.hpp"
 #include "common/sliding_window.hpp"
 #include "models/fused_ops.hpp"
+#include "models/layer_builders.hpp"
 #include "models/plan_dtypes.hpp"
 
 namespace loom::models {
 namespace {
 
-enum class Parallel { COLUMN, ROW, REPLICATED };
-
-// The per-GPU quantities every op builder needs.
-struct Ctx {
-  const ModelSpec& m;
-  const TrainingPlan& p;
-  double T;        // tokens per GPU per micro-batch (b x s / cp)
-  double b;        // micro-batch, sequences
-  double sq;       // local query length (s / cp)
-  double skv;      // key/value length each query sees (s)
-  double t;        // tensor-parallel size
-  double seq_div;  // t under sequence parallelism, else 1: divides the "sequence region"
-  double act;      // bytes per activation element
-  double wbytes;   // bytes per weight element read by layer matmuls
-  bool flash;
-  Fusion fusion;
-
-  Ctx(const ModelSpec& model, const TrainingPlan& plan)
-      : m(model),
-        p(plan),
-        T(tokens_per_gpu(model, plan)),
-        b(static_cast<double>(plan.mbs)),
-        sq(static_cast<double>(plan.seq) / plan.cp),
-        skv(static_cast<double>(plan.seq)),
-        t(plan.tp),
-        seq_div(plan.sp ? plan.tp : 1),
-        act(activation_element_bytes(plan)),
-        wbytes(bytes_per_element(matmul_weight_dtype(plan.precision))),
-        flash(plan.flash_attention),
-        fusion(plan.fusion) {}
-
-  // The TP collective after a row-parallel (or vocabulary-parallel) op whose full output
-  // is `bytes`: an all-reduce, a reduce-scatter with SP, none without TP.
-  void tp_reduce(OpCost& op, double bytes) const {
-    if (t == 1) return;  // t: this context's split (tp, or etp for routed experts)
-    op.comm = p.sp ? CommKind::TP_REDUCE_SCATTER : CommKind::TP_ALL_REDUCE;
-    op.comm_bytes = bytes;
-  }
-};
-
-// A linear layer over `tokens` rows: COLUMN splits the output features by tp, ROW the
-// input features (its bias stays whole), REPLICATED splits nothing.
-OpCost linear(const Ctx& c, std::string name, double tokens, double in, double out,
-              Parallel parallel, bool bias, double saved, double weight_bytes_per_elem) {
-  OpCost op;
-  op.name = std::move(name);
-  op.kind = OpKind::MATMUL;
-  op.fp8_linear = true;  // the router and the head clear it
-  double n = out, k = in, bias_params = bias ? out : 0;
-  if (parallel == Parallel::COLUMN) {
-    n = out / c.t;
-    bias_params /= c.t;
-  } else if (parallel == Parallel::ROW) {
-    k = in / c.t;
-  }
-  op.shape = {static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(n),
-              static_cast<std::int64_t>(k), 1};
-  op.fwd_flops = 2 * tokens * n * k;
-  op.bwd_input_flops = op.fwd_flops;
-  op.bwd_weight_flops = op.fwd_flops;
-  op.params = n * k + bias_params;
-  op.weight_bytes = n * k * weight_bytes_per_elem;
-  op.input_bytes = c.act * tokens * k;
-  op.output_bytes = c.act * tokens * n;
-  op.output_parts = {op.output_bytes, 0, 0};
-  op.saved_bytes = saved;
-  return op;
-}
-
-// Marks `op` as re-run (rerun) and freed down to `kept` bytes (freed) by recompute module `m`.
-void tag(OpCost& op, RecomputeModule m, bool rerun, bool freed, double kept = 0) {
-  if (rerun) op.rerun_by |= module_bit(m);
-  if (freed) op.freed_by |= module_bit(m);
-  if (freed) op.kept_when_freed = kept;
-}
-
-OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
-  // Normalisation keeps its input for backward; it runs on the sequence-parallel shard.
-  double bytes = c.act * tokens * width;
-  OpCost op = elementwise(std::move(name), bytes, bytes, bytes, 5 * tokens * width);
-  op.params = c.m.norm_params(width);
-  apply_norm_fusion(op, c.m.norm, c.fusion);
-  return op;
-}
+using detail::Ctx;
+using detail::linear;
+using detail::norm;
+using detail::Parallel;
+using detail::push_pre_norm;
+using detail::push_residual;
+using detail::tag;
 
 // The sequence shape of one attention matmul of head dimension `d` (window: the layer's
 // sliding window, 0 for full attention).
@@ -158,35 +82,11 @@ void attention_core(const Ctx& c, double d_qk, double d_v, std::int64_t window,
   ops.push_back(av);
 }
 
-// The norm before attention, the MLP or the LM head; with SP it works on the sequence shard
-// and its output is all-gathered over TP before the column-parallel projections.
-void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
-  const double h = static_cast<double>(c.m.hidden);
-  OpCost ln = norm(c, name, c.T / c.seq_div, h);
-  // Megatron's "layernorm" recompute (transformer_layer.py recompute_input_layernorm /
-  // recompute_pre_mlp_layernorm) discards the norm's output, which the next linear saved
-  // as its input: one h-wide tensor on the sequence shard. The norm keeps its own input.
-  if (std::string_view(name) != "final_norm")
-    tag(ln, RecomputeModule::LAYERNORM, true, true, ln.saved_bytes - ln.output_bytes);
-  if (c.p.sp && c.p.tp > 1) {
-    ln.comm = CommKind::TP_ALL_GATHER;
-    ln.comm_bytes = c.act * c.T * h;
-  }
-  ops.push_back(ln);
-}
-
-// The residual add closing a block (with dropout on the block output for dropout models,
-// keeping a 1-byte mask): it works on the sequence-parallel shard.
-void push_residual(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
-  const double elements = c.T * static_cast<double>(c.m.hidden) / c.seq_div;
-  ops.push_back(residual_op(name, elements, c.act, c.m.dropout, c.fusion));
-}
-
 // Rotary embedding of the local queries and keys (RoPE models: no learned positions). MLA
 // rotates only the qk_rope_head_dim part: per head for queries, one shared key part.
 void push_rope(const Ctx& c, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
-  if (m.max_position_embeddings > 0) return;
+  if (m.max_position_embeddings > 0 || !m.rope) return;
   double width = static_cast<double>(m.q_width() + m.k_width()) / c.t;
   if (m.attention == AttentionKind::MLA) {
     const double rope = static_cast<double>(m.mla.qk_rope_head_dim);
@@ -263,10 +163,10 @@ void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   push_residual(c, "attn_residual", ops);
 }
 
-// A (possibly gated) MLP of intermediate size f over `tokens` rows, column- then row-parallel.
-void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double f, bool bias,
-               double input_saved, bool expert, double batch, std::vector<OpCost>& ops) {
-  const double h = static_cast<double>(c.m.hidden);
+// A (possibly gated) MLP of intermediate size f over `tokens` rows of `h` features (the
+// hidden size, or a latent routed expert's width), column- then row-parallel.
+void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double h, double f,
+               bool bias, double input_saved, bool expert, double batch, std::vector<OpCost>& ops) {
   const bool gated = c.m.mlp == MlpKind::SWIGLU;
   const double up_width = gated ? 2 * f : f;
   OpCost up =
@@ -313,7 +213,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   push_pre_norm(c, "mlp_norm", ops);
   const size_t first = ops.size();
   if (!m.is_moe_layer(layer_index)) {
-    mlp_block(c, "mlp", T, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
+    mlp_block(c, "mlp", T, h, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
     // Megatron's "mlp" recompute checkpoints a dense layer's MLP (not an MoE layer's:
     // transformer_layer.py `if not self.is_moe_layer`); the checkpoint keeps its input.
     for (size_t i = first; i < ops.size(); ++i)
@@ -348,6 +248,17 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     ops.back().graph_module = GraphModule::MOE_ROUTER;
     ops.push_back(dispatch_preprocess_op(local_tokens, E, c.p.ep > 1 || etp > 1));
     ops.back().graph_module = GraphModule::MOE_PREPROCESS;
+    // LatentMoE (Megatron-core moe_layer.py): the routed experts work at the latent width
+    // `eh`; fc1_latent_proj (a TE linear duplicated on every TP rank) maps the tokens to it
+    // before the dispatch, so they travel at that width, and fc2_latent_proj maps the
+    // combined outputs back. The router and the shared experts read the hidden state.
+    const double eh = static_cast<double>(m.expert_width());
+    const bool latent = m.moe.latent > 0;
+    if (latent) {
+      // Its input is the router's, which keeps it already.
+      ops.push_back(
+          linear(c, "latent_down", local_tokens, h, eh, Parallel::REPLICATED, false, 0, c.wbytes));
+    }
     const size_t routed = ops.size();
     // The all-to-all dispatcher sends every routed copy; a flex one (DeepEP, HybridEP) each
     // token once per GPU and node its experts are on (pass_cost.cpp expands that).
@@ -355,10 +266,10 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     const auto exchange = [&](OpCost& op) {
       if (c.p.ep <= 1) return;
       op.comm = flex ? CommKind::EP_TOKEN_EXCHANGE : CommKind::EP_ALL_TO_ALL;
-      op.comm_bytes = flex ? c.act * local_tokens * h : c.act * R * h;
+      op.comm_bytes = flex ? c.act * local_tokens * eh : c.act * R * eh;
       op.routing = m.moe;
     };
-    OpCost dispatch = elementwise("moe_dispatch", c.act * T * h * etp / c.t, c.act * R * h, 0, 0);
+    OpCost dispatch = elementwise("moe_dispatch", c.act * T * eh * etp / c.t, c.act * R * eh, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
     // The all-to-all arrives grouped by source rank; with several local experts the
@@ -369,13 +280,13 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // all-gather brings. A flex dispatcher's permute after its exchange groups by expert.
     const bool sorted = !flex && (c.p.ep > 1 || etp > 1) && local_experts > 1;
     const auto sort = [&](const char* name) {
-      OpCost op = elementwise(name, c.act * R * h, c.act * R * h, 0, 0);
-      op.backward_bytes = 2 * c.act * R * h;
+      OpCost op = elementwise(name, c.act * R * eh, c.act * R * eh, 0, 0);
+      op.backward_bytes = 2 * c.act * R * eh;
       ops.push_back(op);
     };
     if (sorted) sort("moe_sort");
-    mlp_block(ec, "expert", R, static_cast<double>(m.moe.expert_ffn), m.linear_bias, c.act * R * h,
-              true, local_experts, ops);
+    mlp_block(ec, "expert", R, eh, static_cast<double>(m.moe.expert_ffn), m.linear_bias,
+              c.act * R * eh, true, local_experts, ops);
     if (sorted) sort("moe_unsort");
     // Megatron-core weights the routed tokens by the router probabilities inside the experts'
     // fused activation (experts.py, TEGroupedMLP: weighted_bias_swiglu_impl(..., permuted_probs)),
@@ -383,14 +294,19 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // all-to-all runs without probs (token_dispatcher.py, MoEAlltoAllTokenDispatcher.
     // combine_postprocess) and keeps only its index map, not the expert outputs.
     OpCost combine =
-        elementwise("moe_combine", c.act * R * h, c.act * T * h * etp / c.t, 4 * R, 2 * R * h);
+        elementwise("moe_combine", c.act * R * eh, c.act * T * eh * etp / c.t, 4 * R, 2 * R * eh);
     exchange(combine);
     ops.push_back(combine);
     for (size_t i = routed; i < ops.size(); ++i) ops[i].dynamic_shape = true;
+    if (latent) {
+      ops.push_back(linear(c, "latent_up", local_tokens, eh, h, Parallel::REPLICATED, false,
+                           c.act * local_tokens * eh, c.wbytes));
+    }
     const size_t shared = ops.size();
     if (m.moe.shared_experts > 0) {
-      mlp_block(c, "shared_expert", T, static_cast<double>(m.moe.shared_experts * m.shared_ffn()),
-                m.linear_bias, seq_in, false, 1, ops);
+      mlp_block(c, "shared_expert", T, h,
+                static_cast<double>(m.moe.shared_experts * m.shared_ffn()), m.linear_bias, seq_in,
+                false, 1, ops);
     }
     for (size_t i = shared; i < ops.size(); ++i) ops[i].graph_module = GraphModule::MOE_ROUTER;
     tag_moe_recompute(c.act * local_tokens * h, first, ops);
@@ -478,9 +394,15 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
     ops.push_back(elementwise("act", c.act * c.T * w / c.t, c.act * c.T * w / c.t,
                               c.act * c.T * w / c.t, 8 * c.T * w / c.t));
   } else {
-    attention_ops(c, layer_index, ops);
-    for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
-    mlp_ops(c, layer_index, ops);
+    // A transformer layer is attention then the MLP (or routed experts); a hybrid
+    // pattern's layer is one of the blocks.
+    const LayerKind kind = model.layer_kind(layer_index);
+    if (kind == LayerKind::DENSE || kind == LayerKind::MOE || kind == LayerKind::ATTENTION) {
+      attention_ops(c, layer_index, ops);
+      for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
+    }
+    if (kind == LayerKind::MAMBA) detail::mamba_ops(c, ops);
+    if (kind != LayerKind::ATTENTION && kind != LayerKind::MAMBA) mlp_ops(c, layer_index, ops);
   }
   for (OpCost& op : ops)
     if (op.attention_core) tag(op, RecomputeModule::CORE_ATTN, true, true);

@@ -217,7 +217,8 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
 
 const LayerMemoryFacts& MemoryOps::layer(const ModelSpec& m, const TrainingPlan& p,
                                          int layer_index) const {
-  return layers[m.is_moe_layer(layer_index) ? 1 : 0][layer_recomputed(m, p, layer_index) ? 1 : 0];
+  return layers[static_cast<size_t>(m.layer_kind(layer_index))]
+               [layer_recomputed(m, p, layer_index) ? 1 : 0];
 }
 
 MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
@@ -227,13 +228,14 @@ MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
   out.total_parameters = count_parameters(m).total;
   // A layer's memory depends on its index only through these two (flops.cpp, recompute.cpp;
   // the attention window changes FLOPs, not what is stored).
-  bool filled[2][2] = {};
+  bool filled[LAYER_KINDS][2] = {};
   for (int l = 0; l < m.layers; ++l) {
-    const int moe = m.is_moe_layer(l) ? 1 : 0, rec = layer_recomputed(m, p, l) ? 1 : 0;
-    if (filled[moe][rec]) continue;
-    filled[moe][rec] = true;
+    const auto kind = static_cast<size_t>(m.layer_kind(l));
+    const int rec = layer_recomputed(m, p, l) ? 1 : 0;
+    if (filled[kind][rec]) continue;
+    filled[kind][rec] = true;
     const auto ops = layer_ops(m, p, l);
-    LayerMemoryFacts& f = out.layers[moe][rec];
+    LayerMemoryFacts& f = out.layers[kind][rec];
     const OpParams lp = sum_params(ops);
     f.dense_params = lp.dense;
     f.expert_params = lp.expert;

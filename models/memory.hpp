@@ -105,7 +105,7 @@ struct LayerMemoryFacts {
 };
 
 /// The op-level inputs of the memory model under one plan, computed once: the embedding and
-/// head op lists, the facts of each kind of layer (dense or MoE, recomputed or not) and the
+/// head op lists, the facts of each kind of layer (LayerKind, recomputed or not) and the
 /// model's parameter count. They depend on the plan only through what the op lists read
 /// (tp, cp, ep, etp, mbs, seq, sp, recompute, precision, kernels; pp only through a tied
 /// head), not on dp, zero, the schedule or the overlaps: a search reuses them across plans.
@@ -113,8 +113,8 @@ struct MemoryOps {
   std::vector<OpCost> embedding;
   std::vector<OpCost> head;
   double total_parameters = 0;  ///< count_parameters(model).total
-  /// Facts by [MoE layer][recomputed]; only the kinds the model has are filled.
-  LayerMemoryFacts layers[2][2];
+  /// Facts by [LayerKind][recomputed]; only the kinds the model has are filled.
+  LayerMemoryFacts layers[LAYER_KINDS][2];
   /// Facts of layer `layer_index` under `plan` (the plan memory_ops was built for).
   const LayerMemoryFacts& layer(const ModelSpec& model, const TrainingPlan& plan,
                                 int layer_index) const;

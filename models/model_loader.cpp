@@ -97,6 +97,18 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m.kv_heads = m.heads;
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   }
+  m.rope = r.get_bool_or("rope", m.rope);
+  m.pattern = r.has("pattern") ? r.get_string("pattern") : m.pattern;
+  if (r.has("mamba")) {
+    ObjectReader a = r.child("mamba");
+    m.mamba.heads = to_int(a.get_positive_int("heads"), a, "heads");
+    m.mamba.head_dim = a.get_positive_int("head_dim");
+    m.mamba.state = a.get_positive_int("state");
+    m.mamba.groups = to_int(a.get_positive_int("groups"), a, "groups");
+    m.mamba.conv_kernel = to_int(a.get_positive_int_or("conv_kernel", 4), a, "conv_kernel");
+    m.mamba.chunk = a.get_positive_int_or("chunk", 128);
+    a.finish();
+  }
   if (r.has("moe")) {
     ObjectReader e = r.child("moe");
     m.moe.experts = to_int(e.get_positive_int("experts"), e, "experts");
@@ -113,6 +125,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m.moe.routing_groups = to_int(e.get_count_or("routing_groups", 0), e, "routing_groups");
     m.moe.routing_group_top_k =
         to_int(e.get_count_or("routing_group_top_k", 0), e, "routing_group_top_k");
+    m.moe.latent = e.get_count_or("latent", 0);
     e.finish();
   }
   const bool needs_ffn = m.has_dense_layers();
@@ -236,6 +249,61 @@ void read_hf_sliding_window(HfReader& r, const std::string& type, const std::str
                   origin));
 }
 
+// NVIDIA's hybrid Nemotron-H / Nemotron 3 (transformers NemotronHConfig): the layer types
+// from `hybrid_override_pattern` (M, *, -, E) or a `layers_block_type` list (mamba,
+// attention, mlp, moe); Mamba-2 mixers; non-gated MLPs (relu2); attention without position
+// encoding (Megatron --position-embedding-type none); MoE layers with a sigmoid router and
+// expert bias, an optional LatentMoE width, and MTP depths.
+void read_hf_nemotron_h(HfReader& r, const std::string& origin, ModelSpec& m) {
+  if (r.has("hybrid_override_pattern")) {
+    m.pattern = r.string_or("hybrid_override_pattern", "");
+  } else if (r.has("layers_block_type") && r.raw("layers_block_type").is_array()) {
+    static const std::vector<std::pair<std::string, char>> blocks = {
+        {"mamba", 'M'}, {"attention", '*'}, {"mlp", '-'}, {"moe", 'E'}};
+    for (const auto& v : r.raw("layers_block_type")) {
+      const std::string name = v.is_string() ? v.get<std::string>() : "";
+      const auto it = std::find_if(blocks.begin(), blocks.end(),
+                                   [&](const auto& b) { return b.first == name; });
+      if (it == blocks.end()) {
+        throw ValidationError(
+            "layers_block_type",
+            fmt::format("{}: /layers_block_type: '{}' is not a layer type; expected mamba, "
+                        "attention, mlp or moe",
+                        origin, name));
+      }
+      m.pattern += it->second;
+    }
+  } else {
+    throw ConfigError::missing_key(origin, "/", "hybrid_override_pattern");
+  }
+  const std::string act = r.string_or("mlp_hidden_act", "relu2");
+  if (act != "relu2") {
+    throw ValidationError("mlp_hidden_act",
+                          fmt::format("{}: /mlp_hidden_act: '{}' is not modelled for nemotron_h; "
+                                      "loom knows relu2 (squared ReLU)",
+                                      origin, act));
+  }
+  m.mlp = MlpKind::RELU2;
+  m.rope = false;
+  m.head_dim = r.integer_or("head_dim", r.integer_or("attention_head_dim", m.head_dim));
+  m.mamba.heads = r.small("mamba_num_heads", 1);
+  m.mamba.head_dim = r.integer("mamba_head_dim");
+  m.mamba.state = r.integer("ssm_state_size");
+  m.mamba.groups = r.small("n_groups", 1);
+  m.mamba.conv_kernel = r.small_or("conv_kernel", 4, 1);
+  m.mamba.chunk = r.integer_or("chunk_size", 128);
+  if (m.pattern.find('E') != std::string::npos) {
+    m.moe.experts = r.small("n_routed_experts", 1);
+    m.moe.top_k = r.small("num_experts_per_tok", 1);
+    m.moe.expert_ffn = r.integer("moe_intermediate_size");
+    m.moe.shared_experts = r.small_or("n_shared_experts", 0, 0);
+    m.moe.shared_ffn = r.integer_or("moe_shared_expert_intermediate_size", 0);
+    m.moe.latent = r.integer_or("moe_latent_size", 0);
+    m.moe.router_bias = true;  // sigmoid scores with a per-expert correction bias
+  }
+  m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
+}
+
 // Translates a parsed HuggingFace config (see import_hf_config).
 ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
   HfReader r(j, origin);  // throws unless j is an object
@@ -309,6 +377,8 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.moe.routing_group_top_k = r.small_or("topk_group", 0, 0);
     if (m.moe.routing_groups <= 1) m.moe.routing_groups = m.moe.routing_group_top_k = 0;
     m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
+  } else if (type == "nemotron_h") {
+    read_hf_nemotron_h(r, origin, m);
   }
   read_hf_sliding_window(r, type, origin, m);
   validate_model(m);
@@ -318,9 +388,9 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"deepseek_v3", "gpt_oss", "llama",
-                                                 "mistral",     "mixtral", "qwen2",
-                                                 "qwen2_moe",   "qwen3",   "qwen3_moe"};
+  static const std::vector<std::string> types = {"deepseek_v3", "gpt_oss",    "llama", "mistral",
+                                                 "mixtral",     "nemotron_h", "qwen2", "qwen2_moe",
+                                                 "qwen3",       "qwen3_moe"};
   return types;
 }
 

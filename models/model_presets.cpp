@@ -82,6 +82,35 @@ ModelSpec gpt_oss(std::string name, int layers, int experts) {
   return m;
 }
 
+// NVIDIA Nemotron 3 hybrids (Megatron-Bridge models/nemotronh/nemotron_h_provider.py;
+// transformers NemotronHConfig): Mamba-2 mixers (heads of 64, state 128, 8 groups, conv 4,
+// chunk 128), GQA attention with 2 KV heads of 128 and no position encoding, squared-ReLU
+// experts with one shared expert, a sigmoid router with expert bias, vocab 131072, untied.
+ModelSpec nemotron3(std::string name, std::string pattern, std::int64_t hidden, int mamba_heads) {
+  const int layers = static_cast<int>(pattern.size());
+  ModelSpec m = llama(std::move(name), layers, hidden, 32, 2, 0, 131072, 8192);
+  m.head_dim = 128;
+  m.mlp = MlpKind::RELU2;
+  m.rope = false;
+  m.pattern = std::move(pattern);
+  m.mamba = {mamba_heads, 64, 128, 8, 4, 128};
+  m.moe.router_bias = true;
+  m.moe.shared_experts = 1;
+  return m;
+}
+
+ModelSpec nemotron3_nano() {
+  // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json: 52 layers (23 Mamba-2, 23 MoE,
+  // 6 attention), hidden 2688, 64 Mamba heads, 128 experts top-6 of 1856, shared expert 3712.
+  ModelSpec m = nemotron3("nemotron-3-nano", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                          2688, 64);
+  m.moe.experts = 128;
+  m.moe.top_k = 6;
+  m.moe.expert_ffn = 1856;
+  m.moe.shared_ffn = 3712;
+  return m;
+}
+
 ModelSpec deepseek_v3() {
   // deepseek-ai/DeepSeek-V3 config.json (and DeepSeek-V3 technical report, Sec 4.2): 61
   // layers, hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v
@@ -178,6 +207,10 @@ const std::vector<Preset>& presets() {
         [] { return gpt_oss("gpt-oss-20b", 24, 32); });
     add("deepseek-v3", "DeepSeek-V3 671B: 61 layers, MLA, 256 experts top-8 + 1 shared (report)",
         deepseek_v3);
+    add("nemotron-3-nano",
+        "Nemotron 3 Nano 30B-A3B: 52 hybrid layers (23 Mamba-2, 23 MoE 128 top-6, 6 attention), "
+        "h 2688 (HF config.json)",
+        nemotron3_nano);
     add("deep-mlp", "plain deep MLP: 32 layers of 8192 x 8192 with bias, 1000 classes", deep_mlp);
     return v;
   }();

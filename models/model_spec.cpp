@@ -29,7 +29,7 @@ const std::vector<std::string>& model_kind_names() {
   return names;
 }
 const std::vector<std::string>& mlp_kind_names() {
-  static const std::vector<std::string> names = {"swiglu", "gelu"};
+  static const std::vector<std::string> names = {"swiglu", "gelu", "relu2"};
   return names;
 }
 const std::vector<std::string>& norm_kind_names() {
@@ -48,6 +48,22 @@ std::string to_string(NormKind value) {
 }
 std::string to_string(AttentionKind value) {
   return value == AttentionKind::MLA ? "mla" : "mha";
+}
+
+LayerKind ModelSpec::layer_kind(int layer_index) const {
+  if (pattern.empty()) {
+    return is_moe() && layer_index >= moe.first_k_dense ? LayerKind::MOE : LayerKind::DENSE;
+  }
+  switch (pattern[static_cast<size_t>(layer_index)]) {
+    case 'M':
+      return LayerKind::MAMBA;
+    case '*':
+      return LayerKind::ATTENTION;
+    case 'E':
+      return LayerKind::MOE_MLP;
+    default:
+      return LayerKind::MLP;
+  }
 }
 
 namespace {
@@ -86,11 +102,73 @@ void validate_routing_groups(const MoeSpec& moe) {
   }
 }
 
-// One MLP block of intermediate size f: SwiGLU has gate, up and down; GELU has up and down.
-double mlp_params(const ModelSpec& m, std::int64_t f) {
-  const double h = static_cast<double>(m.hidden);
+// One MLP block of intermediate size f over `width` features (the hidden size, or a routed
+// expert's latent): SwiGLU has gate, up and down; GELU and squared ReLU up and down.
+double mlp_params(const ModelSpec& m, std::int64_t f, std::int64_t width) {
+  const double h = static_cast<double>(width);
   if (m.mlp == MlpKind::SWIGLU) return 3.0 * h * f + (m.linear_bias ? 2.0 * f + h : 0.0);
   return 2.0 * h * f + (m.linear_bias ? 1.0 * f + h : 0.0);
+}
+
+// A Mamba-2 mixer (Megatron-core MambaMixer): in_proj (no bias), the depthwise conv with its
+// bias, A_log, D and dt_bias per head, the gated RMSNorm's scale, out_proj (no bias).
+double mamba_params(const ModelSpec& m) {
+  const MambaSpec& s = m.mamba;
+  const double h = static_cast<double>(m.hidden);
+  return h * static_cast<double>(s.in_proj_width()) +
+         static_cast<double>(s.conv_channels()) * (s.conv_kernel + 1) + 3.0 * s.heads +
+         static_cast<double>(s.inner()) + static_cast<double>(s.inner()) * h;
+}
+
+// The hybrid pattern: one known block per layer, each with the sizes it needs.
+void validate_pattern(const ModelSpec& m) {
+  if (m.pattern.empty()) return;
+  if (static_cast<std::int64_t>(m.pattern.size()) != m.layers) {
+    throw ValidationError("model.pattern",
+                          fmt::format("model.pattern: {} characters for model.layers {}; give one "
+                                      "character per layer",
+                                      m.pattern.size(), m.layers));
+  }
+  const auto bad = m.pattern.find_first_not_of("M*-E");
+  if (bad != std::string::npos) {
+    throw ValidationError(
+        "model.pattern",
+        fmt::format("model.pattern: '{}' at layer {} is not a layer type; use M (Mamba-2), * "
+                    "(attention), - (MLP) or E (MoE)",
+                    m.pattern[bad], bad));
+  }
+  if (m.pattern.find('E') != std::string::npos && !m.is_moe()) {
+    throw ValidationError("model.moe", "model.moe: the pattern has MoE layers (E); give model.moe");
+  }
+  if (m.is_moe() && m.pattern.find('E') == std::string::npos) {
+    throw ValidationError("model.moe",
+                          "model.moe: the pattern has no MoE layer (E); drop model.moe or add one");
+  }
+  if (m.moe.first_k_dense != 0) {
+    throw ValidationError("model.moe.first_k_dense",
+                          "model.moe.first_k_dense: the pattern places the dense and MoE layers; "
+                          "give 0");
+  }
+  if (!m.has_mamba()) return;
+  const MambaSpec& s = m.mamba;
+  require_positive(s.heads, "model.mamba.heads");
+  require_positive(s.head_dim, "model.mamba.head_dim");
+  require_positive(s.state, "model.mamba.state");
+  require_positive(s.groups, "model.mamba.groups");
+  require_positive(s.conv_kernel, "model.mamba.conv_kernel");
+  require_positive(s.chunk, "model.mamba.chunk");
+  require_at_most(s.heads, MAX_MODEL_HEADS, "model.mamba.heads");
+  require_at_most(s.head_dim, MAX_MODEL_WIDTH, "model.mamba.head_dim");
+  require_at_most(s.state, MAX_MODEL_WIDTH, "model.mamba.state");
+  require_at_most(s.groups, MAX_MODEL_HEADS, "model.mamba.groups");
+  require_at_most(s.conv_kernel, MAX_MODEL_WIDTH, "model.mamba.conv_kernel");
+  require_at_most(s.chunk, MAX_MODEL_SEQ, "model.mamba.chunk");
+  if (s.heads % s.groups != 0) {
+    throw ValidationError("model.mamba.groups",
+                          fmt::format("model.mamba.groups: {} does not divide model.mamba.heads "
+                                      "{}; give a divisor of the head count",
+                                      s.groups, s.heads));
+  }
 }
 
 }  // namespace
@@ -119,6 +197,10 @@ void validate_model(const ModelSpec& m) {
   require_at_most(m.moe.expert_ffn, MAX_MODEL_WIDTH, "model.moe.expert_ffn");
   require_at_most(m.moe.shared_experts, MAX_MODEL_HEADS, "model.moe.shared_experts");
   require_at_most(m.moe.shared_ffn, MAX_MODEL_WIDTH, "model.moe.shared_ffn");
+  require_at_most(m.moe.latent, MAX_MODEL_WIDTH, "model.moe.latent");
+  if (m.moe.latent < 0)
+    throw ValidationError::not_positive("model.moe.latent", std::to_string(m.moe.latent));
+  validate_pattern(m);
   require_at_most(m.mtp_layers, MAX_MODEL_LAYERS, "model.mtp_layers");
   require_at_most(m.sliding_window, MAX_MODEL_SEQ, "model.sliding_window");
   require_at_most(m.sliding_window_pattern, MAX_MODEL_LAYERS, "model.sliding_window_pattern");
@@ -234,11 +316,20 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
   if (m.is_moe_layer(layer_index)) {
     p.router = h * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0) +
                (m.moe.shared_expert_gate ? h : 0.0);
-    p.one_expert = mlp_params(m, m.moe.expert_ffn);
+    if (m.moe.latent > 0) p.router += 2.0 * h * m.moe.latent;  // the latent projections
+    p.one_expert = mlp_params(m, m.moe.expert_ffn, m.expert_width());
     p.routed_experts = p.one_expert * m.moe.experts;
-    p.mlp = m.moe.shared_experts * mlp_params(m, m.shared_ffn());
+    p.mlp = m.moe.shared_experts * mlp_params(m, m.shared_ffn(), m.hidden);
   } else {
-    p.mlp = mlp_params(m, m.ffn);
+    p.mlp = mlp_params(m, m.ffn, m.hidden);
+  }
+  if (!m.pattern.empty()) {
+    // One block: its own pre-norm; only its part of the transformer layer's weights.
+    p.norms = m.norm_params(h);
+    const LayerKind k = m.layer_kind(layer_index);
+    if (k != LayerKind::ATTENTION) p.attention = p.attention_norms = 0;
+    if (k == LayerKind::ATTENTION || k == LayerKind::MAMBA) p.mlp = 0;
+    if (k == LayerKind::MAMBA) p.mamba = mamba_params(m);
   }
   return p;
 }

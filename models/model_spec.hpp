@@ -1,6 +1,8 @@
 #pragma once
 // The workload as data: one ModelSpec describes a dense or mixture-of-experts decoder
-// transformer (GQA/MQA, SwiGLU or GELU MLP, DeepSeek MLA attention) or a plain deep MLP.
+// transformer (GQA/MQA, SwiGLU, GELU or squared-ReLU MLP, DeepSeek MLA attention), a hybrid
+// of Mamba-2, attention, MLP and MoE layers (Megatron's hybrid pattern: Nemotron-H,
+// Nemotron 3) or a plain deep MLP.
 // Sizes are element counts; nothing here knows about hardware or parallelism. Parameter
 // counts are exact (every weight, bias and norm the architecture has).
 #include <cstdint>
@@ -13,8 +15,9 @@ namespace loom::models {
 
 /// What family of network the spec describes.
 enum class ModelKind { TRANSFORMER, MLP };
-/// The feed-forward block: gated SwiGLU (three matrices) or a plain GELU MLP (two).
-enum class MlpKind { SWIGLU, GELU };
+/// The feed-forward block: gated SwiGLU (three matrices), or a plain MLP (two) with a GELU
+/// or a squared ReLU (Primer; Nemotron's relu2).
+enum class MlpKind { SWIGLU, GELU, RELU2 };
 /// The normalisation layer: RMSNorm has a scale only, LayerNorm a scale and a bias.
 enum class NormKind { RMSNORM, LAYERNORM };
 /// Attention flavour: multi-head with optional grouped KV heads, or DeepSeek's MLA.
@@ -38,7 +41,34 @@ struct MoeSpec {
   /// groups. 0: no limit.
   int routing_groups = 0;
   int routing_group_top_k = 0;  ///< see routing_groups
+  /// LatentMoE (Megatron-core moe_layer.py fc1_latent_proj / fc2_latent_proj; Nemotron 3
+  /// Super and Ultra, HF `moe_latent_size`): the routed experts work in this width; a
+  /// replicated hidden -> latent projection runs before the dispatch (tokens travel at the
+  /// latent width) and a latent -> hidden one after the combine. 0: the hidden width.
+  std::int64_t latent = 0;
 };
+
+/// Mamba-2 mixer sizes (Dao & Gu 2024; Megatron-core MambaMixer; HF NemotronH
+/// `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel`,
+/// `chunk_size`): d_inner = heads x head_dim; B and C have `groups` groups of `state`.
+struct MambaSpec {
+  int heads = 0;              ///< SSM heads (nheads)
+  std::int64_t head_dim = 0;  ///< channels per head (P)
+  std::int64_t state = 0;     ///< state size per group (N, d_state)
+  int groups = 0;             ///< B / C groups (ngroups)
+  int conv_kernel = 4;        ///< depthwise causal conv width (d_conv)
+  std::int64_t chunk = 128;   ///< SSD chunk length (Q)
+  std::int64_t inner() const { return heads * head_dim; }
+  /// Width of the in_proj output: z and x (d_inner each), B and C, dt (one per head).
+  std::int64_t in_proj_width() const { return 2 * inner() + 2 * groups * state + heads; }
+  /// Channels of the depthwise conv: x, B and C.
+  std::int64_t conv_channels() const { return inner() + 2 * groups * state; }
+};
+
+/// What one layer holds: the transformer layer (attention, then a dense MLP or routed
+/// experts), or one block of a hybrid pattern (ModelSpec::pattern).
+enum class LayerKind { DENSE, MOE, MAMBA, ATTENTION, MLP, MOE_MLP };
+inline constexpr int LAYER_KINDS = 6;
 
 /// DeepSeek multi-head latent attention sizes (used when attention == MLA).
 struct MlaSpec {
@@ -69,8 +99,9 @@ struct ModelSpec {
   bool qkv_bias = false;                     ///< only the QKV projection has a bias (Qwen2 style)
   bool qk_norm = false;                      ///< per-head RMSNorm on queries and keys (Qwen3 style)
   std::int64_t max_position_embeddings = 0;  ///< learned absolute positions (0: RoPE, none)
-  bool dropout = false;                      ///< dropout after attention softmax, attention and MLP
-                                             ///< (stores 1-byte masks; GPT-3 style)
+  bool rope = true;      ///< without learned positions: rotary (true) or no position encoding
+  bool dropout = false;  ///< dropout after attention softmax, attention and MLP
+                         ///< (stores 1-byte masks; GPT-3 style)
   AttentionKind attention = AttentionKind::MHA;
   /// Sliding-window attention (Mistral 7B v0.1, Gemma 2/3, GPT-OSS; HF `sliding_window`): a
   /// windowed layer's query attends to at most this many most recent keys, itself
@@ -86,10 +117,26 @@ struct ModelSpec {
   /// Multi-token-prediction depth (DeepSeek-V3 report Sec 2.2; HF `num_nextn_predict_layers`):
   /// MTP modules after the main loss on the last pipeline stage, each one transformer layer.
   int mtp_layers = 0;
+  /// Megatron's hybrid layer pattern (--hybrid-override-pattern, HF
+  /// `hybrid_override_pattern`), one character per layer: 'M' a Mamba-2 mixer, '*'
+  /// self-attention, '-' a dense MLP, 'E' routed experts; each its own pre-norm and residual.
+  /// Empty: every layer is a transformer layer.
+  std::string pattern;
+  MambaSpec mamba;
 
   bool is_moe() const { return moe.experts > 0; }
-  /// True when some layer uses the dense MLP (no experts, or first_k_dense of them).
-  bool has_dense_layers() const { return !is_moe() || moe.first_k_dense > 0; }
+  /// What layer `layer_index` (0-based) holds.
+  LayerKind layer_kind(int layer_index) const;
+  /// True when some layer uses the dense MLP (no experts, or first_k_dense of them; a
+  /// hybrid pattern's '-').
+  bool has_dense_layers() const {
+    if (!pattern.empty()) return pattern.find('-') != std::string::npos;
+    return !is_moe() || moe.first_k_dense > 0;
+  }
+  /// True when some layer attends (every transformer layer; a hybrid pattern's '*').
+  bool has_attention() const { return pattern.empty() || pattern.find('*') != std::string::npos; }
+  /// True when some layer is a Mamba-2 mixer.
+  bool has_mamba() const { return pattern.find('M') != std::string::npos; }
   /// True when some layer attends through a window shorter than `seq` tokens: a window
   /// below the sequence on the layers sliding_window_pattern leaves windowed (all but
   /// pattern 1, which keeps every layer full; patterns above the layer count are refused).
@@ -109,7 +156,12 @@ struct ModelSpec {
     return pattern > 0 && (layer_index + 1) % pattern == 0;
   }
   /// True when layer `layer_index` (0-based) uses routed experts.
-  bool is_moe_layer(int layer_index) const { return is_moe() && layer_index >= moe.first_k_dense; }
+  bool is_moe_layer(int layer_index) const {
+    const LayerKind k = layer_kind(layer_index);
+    return k == LayerKind::MOE || k == LayerKind::MOE_MLP;
+  }
+  /// Width of the routed experts' input and output (MoeSpec::latent, else hidden).
+  std::int64_t expert_width() const { return moe.latent > 0 ? moe.latent : hidden; }
   /// Width of all query heads together (heads x head_dim; MLA: heads x (nope + rope)).
   std::int64_t q_width() const;
   /// Width of all key heads together (kv_heads x head_dim; MLA: heads x (nope + rope)).
@@ -151,6 +203,7 @@ struct ParameterCounts {
 /// Parameters of one layer's pieces (full, unsharded), in parameters.
 struct LayerParameters {
   double attention = 0;        ///< QKV (or MLA projections), output projection, their biases
+  double mamba = 0;            ///< a Mamba-2 mixer: in/out projections, conv, A, D, dt bias, norm
   double attention_norms = 0;  ///< MLA latent norms and QK norms (replicated under TP)
   double mlp = 0;              ///< dense MLP, or the shared experts of an MoE layer
   double router = 0;           ///< MoE router (replicated under TP)
@@ -159,7 +212,7 @@ struct LayerParameters {
   double norms = 0;            ///< the layer's pre-attention and pre-MLP norms
   /// Everything in the layer.
   double total() const {
-    return attention + attention_norms + mlp + router + routed_experts + norms;
+    return attention + mamba + attention_norms + mlp + router + routed_experts + norms;
   }
 };
 

@@ -74,9 +74,22 @@ void check_tensor_split(const ModelSpec& m, const TrainingPlan& p, const PlanSou
     }
     return;
   }
-  check_divides(s, "tp", p.tp, m.heads, "model.heads");
-  if (m.attention == models::AttentionKind::MHA)
-    check_divides(s, "tp", p.tp, m.kv_heads, "model.kv_heads");
+  if (m.has_attention()) {
+    check_divides(s, "tp", p.tp, m.heads, "model.heads");
+    if (m.attention == models::AttentionKind::MHA)
+      check_divides(s, "tp", p.tp, m.kv_heads, "model.kv_heads");
+  }
+  if (m.has_mamba()) {
+    // Megatron-core MambaMixer splits heads and B/C groups over TP (asserts both divide).
+    check_divides(s, "tp", p.tp, m.mamba.heads, "model.mamba.heads");
+    check_divides(s, "tp", p.tp, m.mamba.groups, "model.mamba.groups");
+    if (p.cp > 1) {
+      fail_field(s, "cp",
+                 fmt::format("{}: context parallelism over Mamba-2 layers (Megatron-core "
+                             "MambaContextParallel) is not modelled; use {} 1",
+                             s.where("cp"), s.name("cp")));
+    }
+  }
   if (m.has_dense_layers()) check_divides(s, "tp", p.tp, m.ffn, "model.ffn");
   if (m.is_moe()) check_divides(s, "etp", p.expert_tp(), m.moe.expert_ffn, "model.moe.expert_ffn");
   // loom splits routed experts over the whole TP group or not at all (the recipes' etp 1):

@@ -245,6 +245,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     // window) and reuses it for the others; the fast tier blends a kind's variants by their
     // share of its layers.
     struct Found {
+      models::LayerKind block;
       bool rec;
       std::int64_t window;
       int count;
@@ -255,16 +256,18 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     for (int l = 0; l < model.layers; ++l) {
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
+      const models::LayerKind block = model.layer_kind(l);
       const bool rec = models::layer_recomputed(model, p, l);
       const std::int64_t window = model.attention_window(l);
       ++layers[kind];
-      auto it = std::find_if(found[kind].begin(), found[kind].end(),
-                             [&](const Found& f) { return f.rec == rec && f.window == window; });
+      auto it = std::find_if(found[kind].begin(), found[kind].end(), [&](const Found& f) {
+        return f.block == block && f.rec == rec && f.window == window;
+      });
       if (it != found[kind].end()) {
         ++it->count;
         continue;
       }
-      found[kind].push_back({rec, window, 1,
+      found[kind].push_back({block, rec, window, 1,
                              cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER,
                                       host_s, rec, ep_nodes)});
     }

@@ -82,7 +82,11 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   };
   if (vs == 0 && x.units[static_cast<size_t>(UnitKind::EMBEDDING)].fwd > 0)
     add(UnitKind::EMBEDDING, 1);
-  const int dense = m.is_moe() ? std::clamp(m.moe.first_k_dense - first_layer, 0, layers) : layers;
+  int dense = m.is_moe() ? std::clamp(m.moe.first_k_dense - first_layer, 0, layers) : layers;
+  if (!m.pattern.empty()) {  // a hybrid's MoE layers anywhere in the pattern
+    dense = layers;
+    for (int l = first_layer; l < first_layer + layers; ++l) dense -= m.is_moe_layer(l) ? 1 : 0;
+  }
   add(UnitKind::DENSE, dense);
   add(UnitKind::MOE, layers - dense);
   if (last) add(UnitKind::HEAD, 1);

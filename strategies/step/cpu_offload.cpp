@@ -53,12 +53,12 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
 void lower_cpu_offload(StepGraph& g) {
   const int n = g.plan.cpu_offloading_num_layers;
   if (n <= 0) return;
-  std::map<bool, double> layer_bytes;  // stored bytes per micro-batch, dense vs MoE
+  std::map<models::LayerKind, double> layer_bytes;  // stored bytes per micro-batch, by kind
   const auto bytes_of = [&](int layer) {
-    const bool moe = g.model.is_moe_layer(layer);
-    auto it = layer_bytes.find(moe);
+    const models::LayerKind kind = g.model.layer_kind(layer);
+    auto it = layer_bytes.find(kind);
     if (it == layer_bytes.end())
-      it = layer_bytes.emplace(moe, models::stored_layer_activation_bytes(g.model, g.plan, layer))
+      it = layer_bytes.emplace(kind, models::stored_layer_activation_bytes(g.model, g.plan, layer))
                .first;
     return it->second;
   };

@@ -319,3 +319,78 @@ TEST_CASE("models::Flops: mla_up_proj recompute frees the up-projected Q, K, V")
   const double T = 4096;
   CHECK(none - up == doctest::Approx(2 * T * 128 * (192.0 + 192 + 128)));
 }
+
+// A Mamba-2 block of Nemotron 3 Nano by hand (models/mamba_ops.cpp): at tp 2 the in_proj
+// and the conv split heads and groups, the SSD's fp32 chunk-state traffic follows T / Q x
+// heads x P x N, and the ops' parameters add up to the layer's count.
+TEST_CASE("models::Flops: a Mamba-2 block's ops by hand") {
+  const ModelSpec m = model_preset("nemotron-3-nano");
+  TrainingPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.seq = 8192;
+  const std::vector<OpCost> ops = layer_ops(m, p, 0);
+  const auto find = [&](const char* name) -> const OpCost& {
+    for (const OpCost& op : ops)
+      if (op.name == name) return op;
+    FAIL("no op " << name);
+    return ops.front();
+  };
+  const OpCost& in = find("mamba_in_proj");
+  CHECK(in.shape.n == 10304 / 2);
+  CHECK(in.shape.k == 2688);
+  CHECK(in.fwd_flops == 2.0 * 8192 * 5152 * 2688);
+  CHECK(find("mamba_norm").comm == CommKind::TP_ALL_GATHER);  // sequence-parallel
+  CHECK(find("mamba_out_proj").comm == CommKind::TP_REDUCE_SCATTER);
+  CHECK(find("mamba_conv").params == 3072.0 * 5);
+  // T = 8192 tokens, 32 local heads of P 64, N 128, chunks of 128: fp32 states of
+  // 64 chunks x 32 x 64 x 128, written and read twice in the forward (2 + 2 passes).
+  const double states = 4.0 * 64 * 32 * 64 * 128;
+  const OpCost& ssd = find("mamba_ssd");
+  const double xbc = 2.0 * 8192 * (2048 + 2 * 4 * 128);
+  CHECK(ssd.input_bytes ==
+        doctest::Approx(2 * xbc + 8.0 * 8192 * 32 + 2 * states + 4.0 * 8192 * 4 * 128));
+  CHECK(ssd.backward_bytes ==
+        doctest::Approx(2 * (ssd.input_bytes + ssd.output_bytes) + 3 * states));
+  double params = 0;
+  for (const OpCost& op : ops) params += op.params;
+  const LayerParameters lp = layer_parameters(m, 0);
+  // Every part split by tp 2 but the pre-norm, which each rank holds whole.
+  CHECK(params == doctest::Approx(lp.mamba / 2 + 2688));
+  // No attention and no MLP in a Mamba block; none of them recomputed by "layernorm".
+  for (const OpCost& op : ops) {
+    CHECK(op.kind != OpKind::ATTENTION);
+    CHECK(op.rerun_by == 0);
+  }
+  // The attention block of the pattern has no RoPE and no MLP; the MoE block no attention.
+  for (const OpCost& op : layer_ops(m, p, 5)) {
+    CHECK(op.name != "rope");
+    CHECK(op.name.find("mlp") == std::string::npos);
+  }
+  for (const OpCost& op : layer_ops(m, p, 1)) CHECK(op.kind != OpKind::ATTENTION);
+}
+
+// LatentMoE (Megatron-core moe_layer.py): tokens reach the experts at the latent width.
+TEST_CASE("models::Flops: LatentMoE dispatches at the latent width") {
+  ModelSpec m = model_preset("nemotron-3-nano");
+  TrainingPlan p;
+  p.ep = 8;
+  p.dp = 8;
+  p.seq = 4096;
+  const auto dispatch_bytes = [&](const ModelSpec& model) {
+    for (const OpCost& op : layer_ops(model, p, 1))
+      if (op.name == "moe_dispatch") return op.comm_bytes;
+    return 0.0;
+  };
+  const double full = dispatch_bytes(m);
+  m.moe.latent = 672;  // hidden / 4, the LatentMoE paper's compression
+  CHECK(dispatch_bytes(m) == doctest::Approx(full / 4));
+  bool down = false, up = false;
+  for (const OpCost& op : layer_ops(m, p, 1)) {
+    if (op.name == "latent_down") down = op.shape.n == 672 && op.params == 2688.0 * 672;
+    if (op.name == "latent_up") up = op.shape.k == 672;
+    if (op.name == "expert_up") CHECK(op.shape.k == 672);
+  }
+  CHECK(down);
+  CHECK(up);
+}

@@ -39,8 +39,8 @@ TEST_CASE("models::Loader: every example model file loads and validates") {
 }
 
 TEST_CASE("models::Loader: HF config.json files translate to the presets exactly") {
-  for (const char* name :
-       {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"}) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3",
+                           "gpt-oss-120b", "nemotron-3-nano"}) {
     CAPTURE(name);
     const ModelSpec hf = load_model(example(std::string("hf/") + name + "/config.json"));
     const ModelSpec preset = model_preset(name);
@@ -87,7 +87,7 @@ TEST_CASE("models::Loader: loom model JSON files") {
 
 TEST_CASE("models::Loader: presets are registered by name with descriptions") {
   const auto presets = model_presets();
-  CHECK(presets.size() == 24);
+  CHECK(presets.size() == 25);
   for (const auto& p : presets) {
     CAPTURE(p.name);
     CHECK(!p.description.empty());
@@ -135,7 +135,8 @@ TEST_CASE("models::Loader: input errors name the file, position or key") {
   CHECK_THROWS_WITH_AS(
       import_hf_config(R"({"model_type": "gpt2", "n_layer": 12})", "config.json"),
       "config.json: /model_type: unsupported HuggingFace model_type 'gpt2'; supported: "
-      "deepseek_v3, gpt_oss, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe",
+      "deepseek_v3, gpt_oss, llama, mistral, mixtral, nemotron_h, qwen2, qwen2_moe, qwen3, "
+      "qwen3_moe",
       ValidationError);
   CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
                        doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
@@ -295,4 +296,55 @@ TEST_CASE("models::Loader: a HuggingFace model folder loads its config.json; oth
   CHECK(folder.name == "llama3-8b");
   CHECK_THROWS_WITH_AS(load_model(source_path("examples/")),
                        doctest::Contains("is a directory, not a model file"), ConfigError);
+}
+
+// nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (examples/models/hf/nemotron-3-nano):
+// the hybrid pattern, the Mamba-2 sizes, squared-ReLU experts, attention without RoPE.
+TEST_CASE("models::Loader: a nemotron_h config translates its hybrid layers") {
+  const ModelSpec m = load_model(example("hf/nemotron-3-nano/config.json"));
+  CHECK(m.pattern.size() == 52);
+  CHECK(m.layer_kind(0) == LayerKind::MAMBA);
+  CHECK(m.layer_kind(1) == LayerKind::MOE_MLP);
+  CHECK(m.layer_kind(5) == LayerKind::ATTENTION);
+  CHECK(m.is_moe_layer(1));
+  CHECK_FALSE(m.is_moe_layer(0));
+  CHECK(m.mamba.in_proj_width() == 2 * 4096 + 2 * 8 * 128 + 64);
+  CHECK(m.mlp == MlpKind::RELU2);
+  CHECK_FALSE(m.rope);
+  CHECK(m.max_position_embeddings == 0);  // its 262144 is a context limit, not a table
+  CHECK(m.moe.top_k == 6);
+  CHECK(m.moe.shared_ffn == 3712);
+  // Ultra-style configs list the block types instead of a pattern string.
+  const std::string base = R"({"model_type": "nemotron_h", "hidden_size": 256,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "num_hidden_layers": 3,
+      "vocab_size": 1000, "intermediate_size": 512, "mamba_num_heads": 8, "mamba_head_dim": 32,
+      "ssm_state_size": 16, "n_groups": 2)";
+  const ModelSpec listed =
+      import_hf_config(base + R"(, "layers_block_type": ["mamba", "attention", "mlp"]})", "c.json");
+  CHECK(listed.pattern == "M*-");
+  CHECK_THROWS_WITH_AS(
+      import_hf_config(base + R"(, "layers_block_type": ["mamba", "conv", "mlp"]})", "c.json"),
+      doctest::Contains("'conv' is not a layer type"), ValidationError);
+  CHECK_THROWS_WITH_AS(import_hf_config(base + "}", "c.json"),
+                       doctest::Contains("hybrid_override_pattern"), ConfigError);
+}
+
+TEST_CASE("models::Loader: a hybrid pattern is checked layer by layer") {
+  const std::string head = R"({"name": "h", "hidden": 256, "heads": 4, "vocab": 1000,
+      "layers": 4, "ffn": 512, "mamba": {"heads": 8, "head_dim": 32, "state": 16, "groups": 2})";
+  const ModelSpec ok = parse_model_json(head + R"(, "pattern": "M*-M"})", "m.json");
+  CHECK(ok.layer_kind(2) == LayerKind::MLP);
+  CHECK(ok.mamba.conv_kernel == 4);  // Megatron's d_conv default
+  CHECK(ok.mamba.chunk == 128);
+  CHECK_THROWS_WITH_AS(parse_model_json(head + R"(, "pattern": "M*-"})", "m.json"),
+                       doctest::Contains("3 characters for model.layers 4"), ValidationError);
+  CHECK_THROWS_WITH_AS(parse_model_json(head + R"(, "pattern": "M*-X"})", "m.json"),
+                       doctest::Contains("'X' at layer 3 is not a layer type"), ValidationError);
+  CHECK_THROWS_WITH_AS(parse_model_json(head + R"(, "pattern": "M*-E"})", "m.json"),
+                       doctest::Contains("the pattern has MoE layers (E); give model.moe"),
+                       ValidationError);
+  const std::string odd = R"({"name": "h", "hidden": 256, "heads": 4, "vocab": 1000, "layers": 1,
+      "pattern": "M", "mamba": {"heads": 6, "head_dim": 32, "state": 16, "groups": 4}})";
+  CHECK_THROWS_WITH_AS(parse_model_json(odd, "m.json"),
+                       doctest::Contains("model.mamba.groups: 4 does not divide"), ValidationError);
 }

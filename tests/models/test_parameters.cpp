@@ -103,3 +103,33 @@ TEST_CASE("models::Parameters: the parts add up and tied embeddings count once")
   const ParameterCounts g = count_parameters(model_preset("gpt3-175b"));
   CHECK(g.lm_head == 0);
 }
+
+TEST_CASE(
+    "models::Parameters: Nemotron 3 Nano has 31.6B total and 3.2B active (3.6B with embeddings)") {
+  // NVIDIA, HuggingFace nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card and the
+  // Nemotron 3 Nano technical report (arXiv:2512.20848): 31.6B total parameters, 3.2B active
+  // per token, 3.6B counting the embeddings.
+  const ParameterCounts c = count_parameters(model_preset("nemotron-3-nano"));
+  CHECK(c.total / 1e9 == doctest::Approx(31.6).epsilon(0.05 / 31.6));
+  CHECK(c.active / 1e9 == doctest::Approx(3.6).epsilon(0.05 / 3.6));
+  CHECK((c.active - c.embedding) / 1e9 == doctest::Approx(3.2).epsilon(0.05 / 3.2));
+  // One Mamba-2 mixer by hand (Megatron-core MambaMixer): in_proj 2688 x (2 x 4096 + 2 x 8 x
+  // 128 + 64), the conv over 6144 channels (kernel 4 + bias), A_log, D and dt_bias per head,
+  // the gated norm's 4096 scales, out_proj 4096 x 2688; plus the block's pre-norm.
+  const ModelSpec m = model_preset("nemotron-3-nano");
+  const LayerParameters mamba = layer_parameters(m, 0);
+  CHECK(mamba.mamba == 2688.0 * 10304 + 6144.0 * 5 + 3 * 64 + 4096 + 4096.0 * 2688);
+  CHECK(mamba.total() == mamba.mamba + 2688);
+  CHECK(mamba.attention == 0);
+  CHECK(mamba.mlp == 0);
+  // The attention block: q 32 x 128, k and v 2 x 128 each, o 4096 x 2688; no MLP.
+  const LayerParameters attn = layer_parameters(m, 5);
+  CHECK(attn.total() == 2688.0 * (4096 + 256 + 256) + 4096.0 * 2688 + 2688);
+  // An MoE block: the router with its expert bias, 128 squared-ReLU experts (up and down) and
+  // the shared expert; no attention.
+  const LayerParameters moe = layer_parameters(m, 1);
+  CHECK(moe.attention == 0);
+  CHECK(moe.router == 2688.0 * 128 + 128);
+  CHECK(moe.one_expert == 2.0 * 2688 * 1856);
+  CHECK(moe.mlp == 2.0 * 2688 * 3712);
+}

@@ -148,3 +148,27 @@ TEST_CASE("strategies::PlanRules: the batch rule and the interleaved schedule's 
                        doctest::Contains("pp: the interleaved schedule needs pp 2 or more"),
                        PlanError);
 }
+
+// Megatron-core's MambaMixer splits heads and B/C groups over TP and asserts both divide;
+// context parallelism over Mamba layers (MambaContextParallel) is not modelled.
+TEST_CASE("strategies::PlanRules: a hybrid Mamba model's TP and CP rules") {
+  ModelSpec m = models::model_preset("nemotron-3-nano");
+  m.kv_heads = 32;  // so that the attention heads do not refuse tp 16 first
+  TrainingPlan p;
+  p.tp = 16;  // divides 64 Mamba heads, not 8 groups
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       doctest::Contains("does not divide model.mamba.groups 8"), PlanError);
+  p.tp = 8;
+  CHECK_NOTHROW(validate_plan(m, p, std::nullopt));
+  p.tp = 1;
+  p.cp = 2;
+  CHECK_THROWS_WITH_AS(validate_plan(m, p, std::nullopt),
+                       doctest::Contains("context parallelism over Mamba-2 layers"), PlanError);
+  // A pattern without attention needs no head split: tp 4 with 2 KV heads is fine there.
+  ModelSpec pure = models::model_preset("nemotron-3-nano");
+  pure.pattern = std::string(pure.pattern.size(), 'M');
+  pure.moe = {};
+  TrainingPlan q;
+  q.tp = 4;
+  CHECK_NOTHROW(validate_plan(pure, q, std::nullopt));
+}
