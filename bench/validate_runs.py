@@ -58,12 +58,13 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   module on (the preset's mtp_layers 1: HF config num_nextn_predict_layers 1) except
   the 25.11 "w/o MTP" rows (--mtp off); DeepSeek-V3 with Megatron's selective recompute
   modules of the Bridge workload base configs (deepseek_recompute_modules), GPT-OSS-120B
-  (the gpt-oss-120b preset) and Nemotron 3 Nano (the nemotron-3-nano preset: Mamba-2,
-  attention and MoE layers) with theirs (gpt_oss_recompute_modules,
-  nemotron_nano_recompute_modules); SFT rows scored as
+  (the gpt-oss-120b preset) and Nemotron 3 Nano and Super (the nemotron-3-nano and
+  nemotron-3-super presets: Mamba-2, attention and MoE layers; Super's LatentMoE and two MTP
+  depths) with theirs (gpt_oss_recompute_modules, nemotron_nano_recompute_modules,
+  nemotron_super_recompute_modules); SFT rows scored as
   pre-training steps of the same shape. Skipped: models
   whose architecture the reference does not give and loom lacks (Nemotron 3
-  Super and Ultra, Kimi K2, DeepSeek-V4), LoRA rows; layouts
+  Ultra, Kimi K2, DeepSeek-V4), LoRA rows; layouts
   with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
@@ -116,12 +117,14 @@ MODELS = {
     "Nemotron-4 340B": "bench/models/nemotron4-340b.json",
     "GPT OSS 120B": "gpt-oss-120b",
     "Nemotron_3_Nano": "nemotron-3-nano",
+    "Nemotron_3_Super": "nemotron-3-super",
 }
 MODEL_LAYERS = {"deepseek-v3": 61, "llama3-405b": 126, "llama3-70b": 80, "llama3-8b": 32,
-                "qwen3-30b-a3b": 48, "gpt-oss-120b": 36, "nemotron-3-nano": 52}
+                "qwen3-30b-a3b": 48, "gpt-oss-120b": 36, "nemotron-3-nano": 52,
+                "nemotron-3-super": 88}
 UNEXPRESSIBLE_MODELS = {
-    "Nemotron_3_Super": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
-    "Nemotron_3_Ultra": "Nemotron 3: hybrid Mamba-Transformer MoE (no Mamba layers in loom)",
+    "Nemotron_3_Ultra": "Nemotron 3 Ultra: its layer pattern and shared-expert size are not in "
+                        "the reference nor a published config found",
     "Nemotron_3_5_Lightning": "Nemotron 3.5: architecture not in the reference",
     "Kimi_K2": "Kimi K2: architecture not in the reference and no loom preset",
     "DeepSeekV4 Flash": "DeepSeek-V4: architecture not in the reference",
@@ -222,7 +225,7 @@ def pipeline_args(layers, pp, vp, model=None):
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
 QWEN3_235B = MODELS["Qwen3-235B-A22B"]
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
-               "gpt-oss-120b", "nemotron-3-nano"}
+               "gpt-oss-120b", "nemotron-3-nano", "nemotron-3-super"}
 # Recipes that count the embedding and the loss as pipeline layers
 # (accounts_for_embedding_and_loss).
 ACCOUNTING_MODELS = {"llama3-405b", QWEN3_235B}
@@ -281,6 +284,21 @@ def nemotron_nano_recompute_modules(gpu, precision):
     return ["moe", "layernorm", "core_attn", "moe_act"]
 
 
+def nemotron_super_recompute_modules(gpu, precision):
+    """Megatron-Bridge Nemotron 3 Super recompute_modules (the file of
+    nemotron_nano_recompute_modules): GB200 moe_act, layernorm, core_attn and moe, B200
+    moe_act, layernorm and core_attn, both except NVFP4 (the base config); none on GB300 and
+    B300."""
+    g = recipe_gpu(gpu)
+    if "NVFP4" in precision:
+        return []
+    if g == "GB200":
+        return ["moe_act", "layernorm", "core_attn", "moe"]
+    if g.startswith("B200"):
+        return ["moe_act", "layernorm", "core_attn"]
+    return []
+
+
 def moe_a2a_overlap(model, gpu, precision, p):
     """Whether the Megatron-Bridge performance recipe sets moe_a2a_overlap=True (Megatron
     --overlap-moe-expert-parallel-comm): scripts/performance/configs/deepseek/
@@ -303,16 +321,17 @@ def moe_a2a_overlap(model, gpu, precision, p):
     return False
 
 
-def flex_dispatcher(model, gpu, p):
+def flex_dispatcher(model, gpu, p, precision=""):
     """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
     (DeepEP or HybridEP; the performance layer's apply_flex_dispatcher_backend then sets
     moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
     (@042641823051ce167c52b0ae289941a227c11535) on every GPU (hybridep; deepep for the B200
     V2 MX / NVFP4 configs); qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2)
-    and nemotron_3_workload_base_configs.py (@06e8da4ede242ba8e8e60325b69baa1dec59aa30: hybridep
-    for Nemotron 3 Nano on every GPU)
     for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (alltoall on B200,
-    B300 and H100); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
+    B300 and H100); nemotron_3_workload_base_configs.py (@06e8da4ede242ba8e8e60325b69baa1dec59aa30)
+    for Nemotron 3 Nano on every GPU (hybridep) and Super on GB300, GB200 and B200 (hybridep)
+    and B300 (deepep), except the GB200 / B200 NVFP4 configs (the base one, without a
+    backend); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
     sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
     rows. Only with ep > 1: Megatron refuses flex without an expert group."""
     if (p.get("ep") or 1) <= 1:
@@ -320,6 +339,8 @@ def flex_dispatcher(model, gpu, p):
     g = recipe_gpu(gpu)
     if model in ("deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano"):
         return True
+    if model == "nemotron-3-super":  # the base config (GB200 / B200 NVFP4) sets no backend
+        return not ("NVFP4" in precision and (g == "GB200" or g.startswith("B200")))
     if model == QWEN3_235B:
         return g in ("GB200", "GB300")
     return False
@@ -603,12 +624,14 @@ def mbridge_jobs(runs, families, tmp):
             args = with_recompute_modules(args, gpt_oss_recompute_modules(gpu))
         if model == "nemotron-3-nano":
             args = with_recompute_modules(args, nemotron_nano_recompute_modules(gpu, r["precision"]))
+        if model == "nemotron-3-super":
+            args = with_recompute_modules(args, nemotron_super_recompute_modules(gpu, r["precision"]))
         offload = cpu_offload_layers(model, gpu, r["precision"], p, fsdp_on)
         if offload:
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
-        if flex_dispatcher(model, gpu, p):
+        if flex_dispatcher(model, gpu, p, r["precision"]):
             args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None

@@ -463,7 +463,13 @@ void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
       eh.comm_bytes = 2 * c.act * c.T * h;
     }
     mtp.push_back(eh);
-    for (OpCost& op : layer_ops(m, c.p, m.layers - 1)) mtp.push_back(std::move(op));
+    // The depth's blocks: a hybrid's MTP pattern (each block built like the model's first
+    // layer of that type), else one layer like the model's last.
+    std::vector<int> blocks;
+    for (const char b : m.mtp_pattern) blocks.push_back(static_cast<int>(m.pattern.find(b)));
+    if (blocks.empty()) blocks.push_back(m.layers - 1);
+    for (const int l : blocks)
+      for (OpCost& op : layer_ops(m, c.p, l)) mtp.push_back(std::move(op));
     push_lm_head(c, true, mtp);
     for (OpCost& op : mtp) {
       op.name = "mtp_" + op.name;

@@ -10,10 +10,11 @@ namespace loom::models::detail {
 //  - in_proj, column-parallel, to z, x, B, C and dt: 2 d_inner + 2 groups x state + heads
 //    features, heads and B/C groups split by tp (Megatron requires tp to divide both); no
 //    bias (MambaMixer asserts bias=False);
-//  - mamba_ssm's mamba_split_conv1d_scan_combined: the depthwise causal conv (kernel
-//    conv_kernel, with bias) and SiLU over x, B and C, then the SSD chunked scan (Dao & Gu
-//    2024, "Transformers are SSMs", Sec. 6 and 7) in Triton kernels;
-//  - RMSNormGated, norm(y x silu(z)) per group (norm_before_gate=False), on each rank's own
+//  - mamba_ssm's mamba_split_conv1d_scan_combined, called with rmsnorm_weight=None and
+//    outproj_weight=None: the depthwise causal conv (kernel conv_kernel, with bias) and SiLU
+//    over x, B and C, the SSD chunked scan (Dao & Gu 2024, "Transformers are SSMs", Sec. 6
+//    and 7) in Triton kernels, and the gate y x silu(z) in its last kernel;
+//  - the norm of the gated output (self.norm(out, gate=None)), per group on each rank's own
 //    groups, so without a collective;
 //  - out_proj, row-parallel, then the residual add.
 // Under sequence parallelism the pre-norm and residual run on the sequence shard, as the
@@ -33,12 +34,14 @@ void mamba_ops(const Ctx& c, std::vector<OpCost>& ops) {
   push_pre_norm(c, "mamba_norm", ops);
   // Megatron's "layernorm" recompute module applies to transformer layers only.
   ops.back().rerun_by = ops.back().freed_by = 0;
-  // in_proj keeps its input, and its output (zxbcdt), which the fused conv-scan keeps for
-  // its backward (it re-runs the conv there).
+  // in_proj keeps its input (an FP8 copy under fp8: keep_fp8_linear_inputs).
   ops.push_back(linear(c, "mamba_in_proj", T, h, static_cast<double>(s.in_proj_width()),
-                       Parallel::COLUMN, false, seq_in + c.act * T * width, c.wbytes));
-  // The conv reads and writes x, B and C once; K multiply-adds per channel and token.
-  OpCost cv = elementwise("mamba_conv", c.act * T * conv, c.act * T * conv, 0, 2 * K * T * conv);
+                       Parallel::COLUMN, false, seq_in, c.wbytes));
+  // The conv reads and writes x, B and C once; K multiply-adds per channel and token. The
+  // fused conv-scan keeps in_proj's 16-bit output (zxbcdt) for its backward, where it
+  // re-runs the conv.
+  OpCost cv = elementwise("mamba_conv", c.act * T * conv, c.act * T * conv, c.act * T * width,
+                          2 * K * T * conv);
   cv.params = conv * (K + 1);
   ops.push_back(cv);
 
@@ -49,29 +52,29 @@ void mamba_ops(const Ctx& c, std::vector<OpCost>& ops) {
   // chunk_state, state_passing, bmm_chunk, chunk_scan): x, B and C read by two kernels each;
   // dt and its cumulative decay in fp32; the fp32 chunk states (T / Q of them, heads x P x N)
   // written, read and rewritten by the state passing and read by the scan; the fp32 C·Bᵀ
-  // blocks written and read; y written. Memory-bound at these sizes: the state traffic
-  // alone exceeds the inputs' (kernel fusion of the five is what speeds SSD up, PyTorch
-  // blog "Accelerating Mamba2 with Kernel Fusion": 1.5-2.5x on A100 and H100). The
-  // backward (_mamba_chunk_scan_combined_bwd) re-runs the state chain (chunk_state,
-  // state_passing) and mirrors the forward for the gradients of x, B, C, dt and the states:
-  // twice the forward's bytes plus the re-run states.
+  // blocks written and read; z read and y written before and after the gate (the scan keeps
+  // the first for its backward). Memory-bound at these sizes: the state traffic alone
+  // exceeds the inputs' (fusing the five kernels is what speeds SSD up, PyTorch blog
+  // "Accelerating Mamba2 with Kernel Fusion": 1.5-2.5x on A100 and H100). The backward
+  // (_mamba_chunk_scan_combined_bwd) re-runs the state chain (chunk_state, state_passing)
+  // and mirrors the forward for the gradients of x, B, C, dt, z and the states: twice the
+  // forward's bytes plus the re-run states.
   const double xbc = c.act * T * (inner + 2 * groups * N);
   const double dt = 8 * T * heads;  // dt and the cumulative dA, fp32
   const double states = 4 * (T / Q) * heads * P * N;
   const double cb = 4 * T * groups * Q;
   const double y = c.act * T * inner;
-  OpCost ssd = elementwise("mamba_ssd", 2 * xbc + dt + 2 * states + cb, y + 2 * states + cb, y,
-                           T * (2 * Q * N * groups + heads * (2 * Q * P + 4 * N * P)));
+  OpCost ssd = elementwise("mamba_ssd", 2 * xbc + y + dt + 2 * states + cb, 2 * y + 2 * states + cb,
+                           y, T * (2 * Q * N * groups + heads * (2 * Q * P + 4 * N * P)));
   ssd.kernels = 5;
   ssd.backward_bytes = 2 * (ssd.input_bytes + ssd.output_bytes) + 3 * states;
   ssd.params = 3 * heads;  // A_log, D, dt_bias
   ops.push_back(ssd);
-  // The gated norm reads y and z and writes the normalised output; it keeps an fp32 rstd
-  // per group and token (y, which it keeps too, is the scan's saved output; z is in
-  // in_proj's).
-  OpCost gate = elementwise("mamba_gated_norm", 2 * y, y, 4 * T * groups, 10 * T * inner);
-  gate.params = inner;
-  ops.push_back(gate);
+  // The norm reads the gated output and writes it normalised; it keeps its input and an
+  // fp32 rstd per group and token.
+  OpCost on = elementwise("mamba_out_norm", y, y, y + 4 * T * groups, 5 * T * inner);
+  on.params = inner;
+  ops.push_back(on);
   OpCost out = linear(c, "mamba_out_proj", T, static_cast<double>(s.inner()), h, Parallel::ROW,
                       false, y, c.wbytes);
   c.tp_reduce(out, c.act * T * h);

@@ -99,6 +99,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   }
   m.rope = r.get_bool_or("rope", m.rope);
   m.pattern = r.has("pattern") ? r.get_string("pattern") : m.pattern;
+  m.mtp_pattern = r.has("mtp_pattern") ? r.get_string("mtp_pattern") : m.mtp_pattern;
   if (r.has("mamba")) {
     ObjectReader a = r.child("mamba");
     m.mamba.heads = to_int(a.get_positive_int("heads"), a, "heads");
@@ -302,6 +303,7 @@ void read_hf_nemotron_h(HfReader& r, const std::string& origin, ModelSpec& m) {
     m.moe.router_bias = true;  // sigmoid scores with a per-expert correction bias
   }
   m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
+  if (m.mtp_layers > 0) m.mtp_pattern = r.string_or("mtp_hybrid_override_pattern", "");
 }
 
 // Translates a parsed HuggingFace config (see import_hf_config).

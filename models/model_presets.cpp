@@ -111,6 +111,25 @@ ModelSpec nemotron3_nano() {
   return m;
 }
 
+ModelSpec nemotron3_super() {
+  // Megatron-Bridge Nemotron3SuperProvider (models/nemotronh/nemotron_h_provider.py): 88
+  // layers (40 Mamba-2, 40 MoE, 8 attention), hidden 4096, 128 Mamba heads, 512 experts
+  // top-22 of 2688 on a LatentMoE width of 1024, shared expert 5376, two MTP depths of an
+  // attention and an MoE block (mtp_num_layers 2, mtp_hybrid_override_pattern "*E").
+  ModelSpec m = nemotron3(
+      "nemotron-3-super",
+      "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+      4096, 128);
+  m.moe.experts = 512;
+  m.moe.top_k = 22;
+  m.moe.expert_ffn = 2688;
+  m.moe.shared_ffn = 5376;
+  m.moe.latent = 1024;
+  m.mtp_layers = 2;
+  m.mtp_pattern = "*E";
+  return m;
+}
+
 ModelSpec deepseek_v3() {
   // deepseek-ai/DeepSeek-V3 config.json (and DeepSeek-V3 technical report, Sec 4.2): 61
   // layers, hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v
@@ -211,6 +230,10 @@ const std::vector<Preset>& presets() {
         "Nemotron 3 Nano 30B-A3B: 52 hybrid layers (23 Mamba-2, 23 MoE 128 top-6, 6 attention), "
         "h 2688 (HF config.json)",
         nemotron3_nano);
+    add("nemotron-3-super",
+        "Nemotron 3 Super 120B-A12B: 88 hybrid layers (40 Mamba-2, 40 LatentMoE 512 top-22, 8 "
+        "attention), h 4096, 2 MTP depths (Megatron-Bridge provider)",
+        nemotron3_super);
     add("deep-mlp", "plain deep MLP: 32 layers of 8192 x 8192 with bias, 1000 classes", deep_mlp);
     return v;
   }();

@@ -122,7 +122,12 @@ double mamba_params(const ModelSpec& m) {
 
 // The hybrid pattern: one known block per layer, each with the sizes it needs.
 void validate_pattern(const ModelSpec& m) {
-  if (m.pattern.empty()) return;
+  if (m.pattern.empty()) {
+    if (!m.mtp_pattern.empty())
+      throw ValidationError("model.mtp_pattern",
+                            "model.mtp_pattern: needs a hybrid model.pattern; drop it");
+    return;
+  }
   if (static_cast<std::int64_t>(m.pattern.size()) != m.layers) {
     throw ValidationError("model.pattern",
                           fmt::format("model.pattern: {} characters for model.layers {}; give one "
@@ -144,13 +149,32 @@ void validate_pattern(const ModelSpec& m) {
     throw ValidationError("model.moe",
                           "model.moe: the pattern has no MoE layer (E); drop model.moe or add one");
   }
+  for (const char c : m.mtp_pattern) {
+    if (m.pattern.find(c) == std::string::npos) {
+      throw ValidationError("model.mtp_pattern",
+                            fmt::format("model.mtp_pattern: '{}' is not a layer type of the "
+                                        "pattern; use characters of model.pattern",
+                                        c));
+    }
+  }
   if (m.moe.first_k_dense != 0) {
     throw ValidationError("model.moe.first_k_dense",
                           "model.moe.first_k_dense: the pattern places the dense and MoE layers; "
                           "give 0");
   }
-  if (!m.has_mamba()) return;
   const MambaSpec& s = m.mamba;
+  if (!m.has_mamba()) {
+    if (s.heads != 0) {
+      throw ValidationError("model.mamba",
+                            "model.mamba: the pattern has no Mamba layer (M); drop model.mamba or "
+                            "add one");
+    }
+    return;
+  }
+  if (s.heads == 0) {
+    throw ValidationError("model.mamba",
+                          "model.mamba: the pattern has Mamba layers (M); give model.mamba");
+  }
   require_positive(s.heads, "model.mamba.heads");
   require_positive(s.head_dim, "model.mamba.head_dim");
   require_positive(s.state, "model.mamba.state");

@@ -122,6 +122,10 @@ struct ModelSpec {
   /// self-attention, '-' a dense MLP, 'E' routed experts; each its own pre-norm and residual.
   /// Empty: every layer is a transformer layer.
   std::string pattern;
+  /// The blocks of each MTP depth of a hybrid model, pattern characters (Megatron
+  /// --mtp-hybrid-override-pattern; Nemotron 3 Super "*E": attention then MoE). Empty: one
+  /// layer built like the model's last.
+  std::string mtp_pattern;
   MambaSpec mamba;
 
   bool is_moe() const { return moe.experts > 0; }

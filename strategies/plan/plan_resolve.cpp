@@ -82,12 +82,15 @@ void resolve_virtual_stages(const PlanInput& in, std::optional<int> layers, Trai
                            "instead",
                            s.where("layers_per_virtual_stage"), s.name("vpp")));
   }
-  if (*layers % (std::int64_t{p.pp} * per_chunk) != 0) {
+  // Megatron counts the embedding and the loss here too when it accounts for them.
+  const int units = *layers + (in.flag("account_for_embedding_in_pipeline_split", false) ? 1 : 0) +
+                    (in.flag("account_for_loss_in_pipeline_split", false) ? 1 : 0);
+  if (units % (std::int64_t{p.pp} * per_chunk) != 0) {
     fail_field(s, "layers_per_virtual_stage",
                fmt::format("{} {} x {} {} does not divide the model's {} layers; pick a divisor",
-                           lpvs, per_chunk, s.name("pp"), p.pp, *layers));
+                           lpvs, per_chunk, s.name("pp"), p.pp, units));
   }
-  const int vpp = *layers / (p.pp * per_chunk);
+  const int vpp = units / (p.pp * per_chunk);
   if (in.has("vpp") && vpp != p.vpp) {
     fail_field(s, "vpp",
                fmt::format("{} {} contradicts {} {} (which means {} {}); give only one",
@@ -296,12 +299,9 @@ bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers,
                fmt::format("{} and {} both place the layers; give only one", s.where(key),
                            s.name("pipeline_split")));
   }
-  if (chunks == 1) {
-    fail_field(s, key,
-               fmt::format("{} has no effect with one pipeline stage ({} 1); remove it or set {} "
-                           "above 1",
-                           s.where(key), s.name("pp"), s.name("pp")));
-  }
+  // One chunk builds every layer (Megatron's get_num_layers_to_build): the flags change
+  // nothing, and a Megatron command line carrying them stays valid.
+  if (chunks == 1) return false;
   if (!layers) {
     fail_field(s, key,
                fmt::format("{} needs the model's layer count; give {} instead", s.where(key),

@@ -366,7 +366,7 @@ void check_pipeline_split(const TrainingPlan& p, std::optional<int> model_layers
     if (n < 0) {
       fail_field(
           s, "pipeline_split",
-          fmt::format("{}: must be a positive number, got '{}'", s.where("pipeline_split"), n));
+          fmt::format("{}: layer counts are 0 or more, got '{}'", s.where("pipeline_split"), n));
     }
     sum += n;
   }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/error.hpp"
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
 
@@ -348,8 +349,13 @@ TEST_CASE("models::Flops: a Mamba-2 block's ops by hand") {
   const double states = 4.0 * 64 * 32 * 64 * 128;
   const OpCost& ssd = find("mamba_ssd");
   const double xbc = 2.0 * 8192 * (2048 + 2 * 4 * 128);
+  const double y = 2.0 * 8192 * 2048;  // the local d_inner
   CHECK(ssd.input_bytes ==
-        doctest::Approx(2 * xbc + 8.0 * 8192 * 32 + 2 * states + 4.0 * 8192 * 4 * 128));
+        doctest::Approx(2 * xbc + y + 8.0 * 8192 * 32 + 2 * states + 4.0 * 8192 * 4 * 128));
+  CHECK(ssd.saved_bytes == y);
+  // in_proj's 16-bit output is kept by the conv-scan, not as an FP8 linear input.
+  CHECK(find("mamba_conv").saved_bytes == 2.0 * 8192 * 5152);
+  CHECK(find("mamba_out_norm").saved_bytes == doctest::Approx(y + 4.0 * 8192 * 4));
   CHECK(ssd.backward_bytes ==
         doctest::Approx(2 * (ssd.input_bytes + ssd.output_bytes) + 3 * states));
   double params = 0;
@@ -393,4 +399,25 @@ TEST_CASE("models::Flops: LatentMoE dispatches at the latent width") {
   }
   CHECK(down);
   CHECK(up);
+}
+
+// A hybrid's MTP depth is built from its MTP pattern (Nemotron 3 Super: "*E", an attention
+// and an MoE block; Megatron --mtp-hybrid-override-pattern), each depth after the main loss.
+TEST_CASE("models::Flops: a hybrid's MTP depths follow its MTP pattern") {
+  const ModelSpec m = model_preset("nemotron-3-super");
+  TrainingPlan p;
+  p.seq = 4096;
+  int attention = 0, experts = 0, heads = 0;
+  for (const OpCost& op : head_ops(m, p)) {
+    if (op.name == "mtp_attn_scores") ++attention;
+    if (op.name == "mtp_expert_up") ++experts;
+    if (op.name.ends_with("lm_head")) ++heads;
+  }
+  CHECK(attention == 2);  // two depths (mtp_layers 2), one attention block each
+  CHECK(experts == 2);
+  CHECK(heads == 3);  // the main head and one per depth
+  ModelSpec bad = m;
+  bad.mtp_pattern = "*X";
+  CHECK_THROWS_WITH_AS(validate_model(bad), doctest::Contains("'X' is not a layer type"),
+                       loom::ValidationError);
 }

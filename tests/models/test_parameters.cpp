@@ -133,3 +133,18 @@ TEST_CASE(
   CHECK(moe.one_expert == 2.0 * 2688 * 1856);
   CHECK(moe.mlp == 2.0 * 2688 * 3712);
 }
+
+TEST_CASE("models::Parameters: Nemotron 3 Super is 120B-A12B with LatentMoE experts") {
+  // NVIDIA names it Nemotron 3 Super 120B-A12B (Megatron-Bridge Nemotron3SuperProvider gives
+  // the sizes): about 120B total, 12B active; loom counts 120.67B and 12.77B (embeddings in).
+  const ParameterCounts c = count_parameters(model_preset("nemotron-3-super"));
+  CHECK(c.total / 1e9 == doctest::Approx(120.67).epsilon(0.005 / 120.67));
+  CHECK(c.total / 1e9 > 120);
+  CHECK(c.total / 1e9 < 121);
+  CHECK((c.active - c.embedding) / 1e9 == doctest::Approx(12.2).epsilon(0.05 / 12.2));
+  // A LatentMoE expert works at the latent width 1024: up and down of 1024 x 2688; the two
+  // latent projections (4096 x 1024 each) sit with the router.
+  const LayerParameters moe = layer_parameters(model_preset("nemotron-3-super"), 1);
+  CHECK(moe.one_expert == 2.0 * 1024 * 2688);
+  CHECK(moe.router == 4096.0 * 512 + 512 + 2.0 * 4096 * 1024);
+}

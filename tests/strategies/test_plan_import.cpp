@@ -184,6 +184,14 @@ TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places t
   CHECK(p.pipeline_split.front() == 0);
   CHECK(p.pipeline_split.back() == 0);
   CHECK(std::count(p.pipeline_split.begin(), p.pipeline_split.end(), 1) == 126);
+  // Megatron's --num-layers-per-virtual-pipeline-stage counts them too: 128 units, 1 per chunk.
+  const models::TrainingPlan lpvs =
+      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 16 "
+                                        "--num-layers-per-virtual-pipeline-stage 1" +
+                                        both),
+                   128, 126);
+  CHECK(lpvs.vpp == 8);
+  CHECK(lpvs.pipeline_split == p.pipeline_split);
   // Qwen3-235B-A22B (94 layers) over pp 8 x vpp 4: (94 + 2) / 32 = 3 per chunk, 2 at the ends.
   const models::TrainingPlan q =
       resolve_plan(import_megatron_args("--pipeline-model-parallel-size 8 "
@@ -200,7 +208,8 @@ TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places t
   emb.set("account_for_embedding_in_pipeline_split", true);
   CHECK(resolve_plan(emb, 4, 31).pipeline_split == std::vector<int>{7, 8, 8, 8});
 
-  // Refused: a total the chunks do not divide, a split given as well, one stage, no model.
+  // Refused: a total the chunks do not divide, a split given as well, no model. With one
+  // chunk they place nothing (Megatron builds every layer there).
   CHECK_THROWS_WITH_AS(resolve_plan(emb, 4, 32),
                        doctest::Contains("33 do not divide over pp 4 x vpp 1 = 4"), PlanError);
   PlanInput with_split = emb;
@@ -209,7 +218,7 @@ TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places t
                        doctest::Contains("both place the layers; give only one"), PlanError);
   PlanInput one = emb;
   one.set("pp", std::int64_t{1});
-  CHECK_THROWS_WITH_AS(resolve_plan(one, 1, 31), doctest::Contains("has no effect"), PlanError);
+  CHECK(resolve_plan(one, 1, 31).pipeline_split.empty());  // one chunk: nothing to place
   CHECK_THROWS_WITH_AS(resolve_plan(emb, 4, std::nullopt),
                        doctest::Contains("needs the model's layer count"), PlanError);
 }
