@@ -99,6 +99,20 @@ ModelSpec nemotron3(std::string name, std::string pattern, std::int64_t hidden, 
   return m;
 }
 
+// Nemotron-H (NVIDIA, arXiv:2504.03624, Table 1; Megatron-Bridge NemotronHModelProvider8B
+// and 56B): Mamba-2 and dense squared-ReLU MLP layers with a few attention layers (8 KV heads
+// of 128, no position encoding), Mamba heads of 64 in 8 groups, vocab 131072, untied.
+ModelSpec nemotron_h(std::string name, std::string pattern, std::int64_t hidden, int heads,
+                     std::int64_t ffn, int mamba_heads, std::int64_t state) {
+  ModelSpec m = nemotron3(std::move(name), std::move(pattern), hidden, mamba_heads);
+  m.heads = heads;
+  m.kv_heads = 8;
+  m.ffn = ffn;
+  m.mamba.state = state;
+  m.moe = MoeSpec{};
+  return m;
+}
+
 ModelSpec nemotron3_nano() {
   // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json: 52 layers (23 Mamba-2, 23 MoE,
   // 6 attention), hidden 2688, 64 Mamba heads, 128 experts top-6 of 1856, shared expert 3712.
@@ -226,6 +240,22 @@ const std::vector<Preset>& presets() {
         [] { return gpt_oss("gpt-oss-20b", 24, 32); });
     add("deepseek-v3", "DeepSeek-V3 671B: 61 layers, MLA, 256 experts top-8 + 1 shared (report)",
         deepseek_v3);
+    add("nemotron-h-8b",
+        "Nemotron-H 8B: 52 hybrid layers (24 Mamba-2, 24 MLP, 4 attention), h 4096 (Nemotron-H "
+        "paper Table 1)",
+        [] {
+          return nemotron_h("nemotron-h-8b", "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+                            4096, 32, 21504, 128, 128);
+        });
+    add("nemotron-h-56b",
+        "Nemotron-H 56B: 118 hybrid layers (54 Mamba-2, 54 MLP, 10 attention), h 8192 "
+        "(Nemotron-H paper Table 1)",
+        [] {
+          return nemotron_h("nemotron-h-56b",
+                            "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-"
+                            "M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+                            8192, 64, 32768, 256, 256);
+        });
     add("nemotron-3-nano",
         "Nemotron 3 Nano 30B-A3B: 52 hybrid layers (23 Mamba-2, 23 MoE 128 top-6, 6 attention), "
         "h 2688 (HF config.json)",

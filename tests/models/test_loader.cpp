@@ -87,7 +87,7 @@ TEST_CASE("models::Loader: loom model JSON files") {
 
 TEST_CASE("models::Loader: presets are registered by name with descriptions") {
   const auto presets = model_presets();
-  CHECK(presets.size() == 26);
+  CHECK(presets.size() == 28);
   for (const auto& p : presets) {
     CAPTURE(p.name);
     CHECK(!p.description.empty());

@@ -2,6 +2,8 @@
 // source prints, so the checks allow half a unit of the last printed digit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "models/model_loader.hpp"
 #include "models/model_spec.hpp"
 
@@ -147,4 +149,21 @@ TEST_CASE("models::Parameters: Nemotron 3 Super is 120B-A12B with LatentMoE expe
   const LayerParameters moe = layer_parameters(model_preset("nemotron-3-super"), 1);
   CHECK(moe.one_expert == 2.0 * 1024 * 2688);
   CHECK(moe.router == 4096.0 * 512 + 512 + 2.0 * 4096 * 1024);
+}
+
+TEST_CASE("models::Parameters: Nemotron-H 8B and 56B hybrids") {
+  // NVIDIA, "Nemotron-H: A Family of Accurate and Efficient Hybrid Mamba-Transformer Models"
+  // (arXiv:2504.03624), Table 1: 8B and 56B models of 52 and 118 layers (24 / 54 Mamba-2,
+  // 24 / 54 FFN, 4 / 10 attention). loom counts 8.10B and 56.32B.
+  const ModelSpec h8 = model_preset("nemotron-h-8b");
+  CHECK(h8.layers == 52);
+  CHECK(std::count(h8.pattern.begin(), h8.pattern.end(), '*') == 4);
+  CHECK(total_b("nemotron-h-8b") == doctest::Approx(8.1).epsilon(0.05 / 8.1));
+  const ModelSpec h56 = model_preset("nemotron-h-56b");
+  CHECK(h56.layers == 118);
+  CHECK(std::count(h56.pattern.begin(), h56.pattern.end(), 'M') == 54);
+  CHECK(std::count(h56.pattern.begin(), h56.pattern.end(), '*') == 10);
+  CHECK(total_b("nemotron-h-56b") == doctest::Approx(56.3).epsilon(0.05 / 56.3));
+  // A dense MLP block of the 8B: squared ReLU, up and down of 4096 x 21504, its pre-norm.
+  CHECK(layer_parameters(h8, 1).total() == 2.0 * 4096 * 21504 + 4096);
 }
