@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <utility>
+
 #include "common/error.hpp"
 
 namespace loom::models {
@@ -175,18 +178,15 @@ void validate_pattern(const ModelSpec& m) {
     throw ValidationError("model.mamba",
                           "model.mamba: the pattern has Mamba layers (M); give model.mamba");
   }
-  require_positive(s.heads, "model.mamba.heads");
-  require_positive(s.head_dim, "model.mamba.head_dim");
-  require_positive(s.state, "model.mamba.state");
-  require_positive(s.groups, "model.mamba.groups");
-  require_positive(s.conv_kernel, "model.mamba.conv_kernel");
-  require_positive(s.chunk, "model.mamba.chunk");
-  require_at_most(s.heads, MAX_MODEL_HEADS, "model.mamba.heads");
-  require_at_most(s.head_dim, MAX_MODEL_WIDTH, "model.mamba.head_dim");
-  require_at_most(s.state, MAX_MODEL_WIDTH, "model.mamba.state");
-  require_at_most(s.groups, MAX_MODEL_HEADS, "model.mamba.groups");
-  require_at_most(s.conv_kernel, MAX_MODEL_WIDTH, "model.mamba.conv_kernel");
-  require_at_most(s.chunk, MAX_MODEL_SEQ, "model.mamba.chunk");
+  const std::pair<std::int64_t, std::int64_t> sizes[] = {
+      {s.heads, MAX_MODEL_HEADS},  {s.head_dim, MAX_MODEL_WIDTH},    {s.state, MAX_MODEL_WIDTH},
+      {s.groups, MAX_MODEL_HEADS}, {s.conv_kernel, MAX_MODEL_WIDTH}, {s.chunk, MAX_MODEL_SEQ}};
+  const char* fields[] = {"model.mamba.heads",  "model.mamba.head_dim",    "model.mamba.state",
+                          "model.mamba.groups", "model.mamba.conv_kernel", "model.mamba.chunk"};
+  for (size_t i = 0; i < std::size(sizes); ++i) {
+    require_positive(sizes[i].first, fields[i]);
+    require_at_most(sizes[i].first, sizes[i].second, fields[i]);
+  }
   if (s.heads % s.groups != 0) {
     throw ValidationError("model.mamba.groups",
                           fmt::format("model.mamba.groups: {} does not divide model.mamba.heads "

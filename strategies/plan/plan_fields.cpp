@@ -239,20 +239,22 @@ void add_choice_rows(std::vector<PlanField>& t) {
 // Megatron's other way to give the split: the embedding and the loss counted as layers
 // (input-only: they resolve to pipeline_split).
 void add_pipeline_rows(std::vector<PlanField>& t) {
-  t.push_back(row("account_for_embedding_in_pipeline_split", FT::SWITCH,
-                  "--account-for-embedding-in-pipeline-split",
-                  "count the embedding as a layer of the first model chunk when splitting the "
-                  "layers evenly (sets --pipeline-split)",
-                  "off", 86, nullptr));
-  t.back().megatron = "--account-for-embedding-in-pipeline-split";
-  t.back().supersedes = "pipeline_split";
-  t.push_back(row("account_for_loss_in_pipeline_split", FT::SWITCH,
-                  "--account-for-loss-in-pipeline-split",
-                  "count the loss as a layer of the last model chunk when splitting the layers "
-                  "evenly (sets --pipeline-split)",
-                  "off", 87, nullptr));
-  t.back().megatron = "--account-for-loss-in-pipeline-split";
-  t.back().supersedes = "pipeline_split";
+  struct Accounting {
+    std::string_view key, flag, doc;
+  };
+  static constexpr Accounting rows[] = {
+      {"account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split",
+       "count the embedding as a layer of the first model chunk when splitting the layers "
+       "evenly (sets --pipeline-split)"},
+      {"account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split",
+       "count the loss as a layer of the last model chunk when splitting the layers evenly "
+       "(sets --pipeline-split)"}};
+  int position = 86;
+  for (const Accounting& a : rows) {
+    t.push_back(row(a.key, FT::SWITCH, a.flag, a.doc, "off", position++, nullptr));
+    t.back().megatron = a.flag;
+    t.back().supersedes = "pipeline_split";
+  }
 }
 
 // Communication-overlap choices (issue 9).
