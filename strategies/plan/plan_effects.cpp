@@ -341,6 +341,16 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                            s.where("overlap_moe_expert_parallel_comm"), m.name));
   }
   check_flex_dispatcher(m, p, s);
+  // Hybrid Mamba-2 models train in Megatron-core (MambaModel); loom's torchtitan and
+  // DeepSpeed profiles know transformer blocks only.
+  if (m.has_mamba() && (p.framework == models::Framework::TORCHTITAN ||
+                        p.framework == models::Framework::DEEPSPEED)) {
+    fail_field(s, "framework",
+               fmt::format("{} {}: {} has Mamba-2 layers, which Megatron-core trains; use {} "
+                           "megatron or nemo",
+                           s.where("framework"), models::to_string(p.framework), m.name,
+                           s.name("framework")));
+  }
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",
                fmt::format("{} off has no effect: {} has no multi-token-prediction modules; drop "

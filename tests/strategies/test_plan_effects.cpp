@@ -308,6 +308,20 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
                        doctest::Contains("flex has no effect with --ep 1"), PlanError);
 }
 
+// Megatron-core trains hybrid Mamba-2 models (MambaModel); torchtitan and DeepSpeed do not.
+TEST_CASE("strategies::PlanEffects: a hybrid Mamba model needs a Megatron framework") {
+  const models::ModelSpec nano = models::model_preset("nemotron-3-nano");
+  models::TrainingPlan p;
+  for (const auto fw : {models::Framework::TORCHTITAN, models::Framework::DEEPSPEED}) {
+    p.framework = fw;
+    CHECK_THROWS_WITH_AS(validate_plan(nano, p, std::nullopt, PlanSources::command_line()),
+                         doctest::Contains("has Mamba-2 layers, which Megatron-core trains"),
+                         PlanError);
+  }
+  p.framework = models::Framework::NEMO;
+  CHECK_NOTHROW(validate_plan(nano, p, std::nullopt, PlanSources::command_line()));
+}
+
 TEST_CASE("strategies::PlanRules: each framework's own refusals of ZeRO with pipelines") {
   const models::ModelSpec m = models::model_preset("llama3-8b");
   models::TrainingPlan p;
