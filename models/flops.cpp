@@ -401,7 +401,11 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
       attention_ops(c, layer_index, ops);
       for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
     }
-    if (kind == LayerKind::MAMBA) detail::mamba_ops(c, ops);
+    if (kind == LayerKind::MAMBA) {
+      // Megatron's "mamba" CUDA-graph scope captures the whole Mamba layer.
+      detail::mamba_ops(c, ops);
+      for (OpCost& op : ops) op.graph_module = GraphModule::MAMBA;
+    }
     if (kind != LayerKind::ATTENTION && kind != LayerKind::MAMBA) mlp_ops(c, layer_index, ops);
   }
   for (OpCost& op : ops)

@@ -52,8 +52,8 @@ std::string recompute_modules_text(RecomputeModules modules) {
   return bit_set_text(modules, recompute_module_names());
 }
 const std::vector<std::string>& graph_module_names() {
-  static const std::vector<std::string> names = {"full", "attn", "mlp", "moe_router",
-                                                 "moe_preprocess"};
+  static const std::vector<std::string> names = {"full",       "attn",           "mlp",
+                                                 "moe_router", "moe_preprocess", "mamba"};
   return names;
 }
 std::string graph_scope_text(GraphModules scope) {

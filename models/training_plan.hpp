@@ -43,7 +43,7 @@ constexpr RecomputeModules module_bit(RecomputeModule m) {
 /// router (its pre-norm, the router and the shared experts) and the all-to-all dispatcher's
 /// preprocessing; FULL captures the whole layer (`--cuda-graph-impl local`). A dropless MoE
 /// layer's dispatch, routed experts and combine have dynamic shapes and stay eager.
-enum class GraphModule { FULL, ATTN, MLP, MOE_ROUTER, MOE_PREPROCESS };
+enum class GraphModule { FULL, ATTN, MLP, MOE_ROUTER, MOE_PREPROCESS, MAMBA };
 /// A set of GraphModule values as bits (1 << module).
 using GraphModules = std::uint32_t;
 /// The bit of `m` in a GraphModules set.

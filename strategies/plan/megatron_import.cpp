@@ -315,7 +315,7 @@ class MegatronReader {
         if (one_of(flag, {"none", "local", "transformer_engine"}) != "none") graphs_ = true;
         break;
       case MegatronArg::CUDA_GRAPH_SCOPE: {
-        // Megatron's choices (arguments.py); loom models these five.
+        // Megatron's choices (arguments.py); loom models these six.
         std::vector<std::string> scopes;
         while (i_ + 1 < words_.size() && words_[i_ + 1].rfind("--", 0) != 0) {
           const std::string v = words_[++i_];
@@ -323,8 +323,7 @@ class MegatronReader {
           if (std::find(names.begin(), names.end(), v) == names.end()) {
             throw ValidationError::bad_value(
                 fmt::format("--megatron-args {}", flag), v,
-                fmt::format("{} (loom does not model moe, mamba or full_iteration)",
-                            join(names, ", ")));
+                fmt::format("{} (loom does not model moe or full_iteration)", join(names, ", ")));
           }
           scopes.push_back(v);
         }

@@ -180,7 +180,7 @@ class EffectChecker {
     if (p_.cuda_graph_scope == 0)
       fail_field(s_, "cuda_graph_scope",
                  fmt::format("{} is empty; give full or some of attn, mlp, moe_router, "
-                             "moe_preprocess",
+                             "moe_preprocess, mamba",
                              s_.where("cuda_graph_scope")));
     if (p_.graphs(models::GraphModule::FULL) && p_.cuda_graph_scope != d.cuda_graph_scope)
       fail_field(s_, "cuda_graph_scope",

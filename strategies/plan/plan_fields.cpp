@@ -156,7 +156,7 @@ void add_choice_rows(std::vector<PlanField>& t) {
                   "off", 29, [](const TrainingPlan& p) -> PlanValue { return p.cuda_graphs; }));
   t.push_back(row("cuda_graph_scope", FT::NAME_LIST, "--cuda-graph-scope",
                   "what --cuda-graphs captures: full (whole layers) or Megatron's partial "
-                  "scopes, comma list of attn, mlp, moe_router, moe_preprocess "
+                  "scopes, comma list of attn, mlp, moe_router, moe_preprocess, mamba "
                   "(--cuda-graph-scope; the routed experts stay eager)",
                   "full", 85, [](const TrainingPlan& p) -> PlanValue {
                     return models::graph_scope_text(p.cuda_graph_scope);

@@ -457,6 +457,14 @@ void check_cuda_graph_scope_model(const ModelSpec& m, const TrainingPlan& p, con
                            "for MoE); drop moe_router and moe_preprocess",
                            scope, m.name));
   }
+  if (p.graphs(models::GraphModule::MAMBA) && !m.has_mamba()) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no Mamba layers; drop mamba", scope, m.name));
+  }
+  if (p.graphs(models::GraphModule::ATTN) && !m.has_attention()) {
+    fail_field(s, "cuda_graph_scope",
+               fmt::format("{}: {} has no attention layers; drop attn", scope, m.name));
+  }
   if (p.graphs(models::GraphModule::MLP) && !dense_layers) {
     fail_field(s, "cuda_graph_scope",
                fmt::format("{}: {} has no dense layers (Megatron: the mlp cuda graph is only "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "models/flops.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/plan/plan_input.hpp"
 #include "strategies/plan/plan_resolve.hpp"
@@ -306,6 +307,21 @@ TEST_CASE("strategies::PlanEffects: experts and MTP options need a model that ha
   p.ep = 1;
   CHECK_THROWS_WITH_AS(validate_plan(moe, p, std::nullopt, PlanSources::command_line()),
                        doctest::Contains("flex has no effect with --ep 1"), PlanError);
+}
+
+// Megatron's "mamba" CUDA-graph scope captures a whole Mamba layer: one graph launch per pass
+// for it, and refused on a model without Mamba layers (as "attn" on one without attention).
+TEST_CASE("strategies::PlanEffects: the mamba CUDA-graph scope") {
+  const models::ModelSpec nano = models::model_preset("nemotron-3-nano");
+  models::TrainingPlan p;
+  p.cuda_graphs = true;
+  p.cuda_graph_scope = models::graph_bit(models::GraphModule::MAMBA);
+  CHECK_NOTHROW(validate_plan(nano, p, std::nullopt, PlanSources::command_line()));
+  CHECK_THROWS_WITH_AS(validate_plan(models::model_preset("llama3-8b"), p, std::nullopt,
+                                     PlanSources::command_line()),
+                       doctest::Contains("has no Mamba layers; drop mamba"), PlanError);
+  for (const models::OpCost& op : models::layer_ops(nano, p, 0))
+    CHECK(op.graph_module == models::GraphModule::MAMBA);
 }
 
 // Megatron-core trains hybrid Mamba-2 models (MambaModel); torchtitan and DeepSpeed do not.

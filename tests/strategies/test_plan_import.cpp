@@ -97,9 +97,12 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
       "--bf16");
   CHECK(partial.flag("cuda_graphs"));
   CHECK(partial.text("cuda_graph_scope") == "attn,moe_router,moe_preprocess");
-  CHECK_THROWS_WITH_AS(import_megatron_args("--cuda-graph-scope mamba"),
-                       doctest::Contains("loom does not model moe, mamba or full_iteration"),
+  CHECK_THROWS_WITH_AS(import_megatron_args("--cuda-graph-scope moe"),
+                       doctest::Contains("loom does not model moe or full_iteration"),
                        ValidationError);
+  // The Nemotron 3 Nano recipe's scopes (nemotron_3_workload_base_configs.py).
+  CHECK(import_megatron_args("--cuda-graph-scope attn mamba moe_router moe_preprocess")
+            .text("cuda_graph_scope") == "attn,mamba,moe_router,moe_preprocess");
   CHECK_THROWS_WITH_AS(import_megatron_args("--cuda-graph-scope --bf16"),
                        doctest::Contains("--cuda-graph-scope needs a value"), ValidationError);
   CHECK_THROWS_AS(import_megatron_args("--cuda-graph-impl cudagraph"), ValidationError);
