@@ -286,8 +286,7 @@ std::vector<std::string> shape_lines(const models::ModelSpec& model,
 
 int run_shapes(ShapesFlags& f) {
   const models::ModelSpec model = models::load_model(f.model, "--model");
-  const ResolvedPlan resolved = resolve_plan(f.plan, std::nullopt, model.layers, model.default_seq,
-                                             model.kind == models::ModelKind::TRANSFORMER);
+  const ResolvedPlan resolved = resolve_plan(f.plan, std::nullopt, model);
   const models::TrainingPlan& plan = resolved.plan;
   if (f.plan.print_config) {
     std::cout << strategies::render_plan_config(plan);

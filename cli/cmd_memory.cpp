@@ -254,8 +254,7 @@ int run_memory(MemoryOptions& o) {
   } else if (o.cluster.gpus) {
     gpus = *o.cluster.gpus;
   }
-  const ResolvedPlan resolved = resolve_plan(o.plan, gpus, model.layers, model.default_seq,
-                                             model.kind == models::ModelKind::TRANSFORMER);
+  const ResolvedPlan resolved = resolve_plan(o.plan, gpus, model);
   const models::TrainingPlan& plan = resolved.plan;
   if (o.plan.print_config) {
     std::cout << strategies::render_plan_config(plan);

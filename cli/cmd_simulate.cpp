@@ -74,8 +74,7 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
             const models::TrainingPlan& plan, const strategies::StepReport& r,
             const strategies::SimulateOptions& options, const SimulateSetup& setup) {
   const ResolvedPlan other =
-      resolve_plan(compare_flags(f.plan, f.scenario.compare), cluster.num_gpus(), model.layers,
-                   model.default_seq, model.kind == models::ModelKind::TRANSFORMER);
+      resolve_plan(compare_flags(f.plan, f.scenario.compare), cluster.num_gpus(), model);
   strategies::validate_plan_on_cluster(model, other.plan, cluster, other.sources);
   strategies::SimulateOptions o = options;
   o.keep_timeline = false;
@@ -109,9 +108,7 @@ int run_simulate(const SimulateFlags& f) {
   if (f.report) check_output_path(*f.report, "--report");
   const models::ModelSpec model = models::load_model(f.model, "--model");
   topo::Cluster cluster = resolve_cluster(f.cluster);
-  const ResolvedPlan resolved =
-      resolve_plan(f.plan, cluster.num_gpus(), model.layers, model.default_seq,
-                   model.kind == models::ModelKind::TRANSFORMER);
+  const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model);
   const models::TrainingPlan& plan = resolved.plan;
   if (f.plan.print_config) {
     std::cout << strategies::render_plan_config(plan);

@@ -1,6 +1,7 @@
 #include "cli/plan_flags.hpp"
 
 #include "common/units.hpp"
+#include "models/model_spec.hpp"
 #include "strategies/plan/plan_fields.hpp"
 #include "strategies/plan/plan_import.hpp"
 #include "strategies/plan/plan_json.hpp"
@@ -105,6 +106,12 @@ ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gp
   const strategies::PlanInput in = merged_input(given);
   return ResolvedPlan{strategies::resolve_plan(in, gpus, model_layers, model_seq, transformer),
                       in.sources()};
+}
+
+ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
+                          const models::ModelSpec& model) {
+  const strategies::PlanInput in = merged_input(given);
+  return ResolvedPlan{strategies::resolve_plan(in, gpus, model), in.sources()};
 }
 
 }  // namespace loom::cli

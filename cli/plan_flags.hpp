@@ -13,6 +13,10 @@
 #include "models/training_plan.hpp"
 #include "strategies/plan/plan_input.hpp"
 
+namespace loom::models {
+struct ModelSpec;
+}
+
 namespace loom::cli {
 
 /// Raw flag values as given on the command line, by plan field key; unset means "default"
@@ -59,5 +63,8 @@ ResolvedPlan resolve_plan(const PlanFlags& flags, std::optional<std::int64_t> gp
                           std::optional<int> model_layers = std::nullopt,
                           std::optional<std::int64_t> model_seq = std::nullopt,
                           bool transformer = true);
+/// resolve_plan for `model` (its layers, sequence length and kind).
+ResolvedPlan resolve_plan(const PlanFlags& flags, std::optional<std::int64_t> gpus,
+                          const models::ModelSpec& model);
 
 }  // namespace loom::cli

@@ -307,13 +307,12 @@ void validate_model(const ModelSpec& m) {
     throw ValidationError::not_positive("model.seq", std::to_string(m.default_seq));
 }
 
-LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
-  LayerParameters p;
+namespace {
+
+// The attention weights of a layer (QKV or the MLA projections, the output projection,
+// their biases) and its attention-internal norms.
+void attention_parameters(const ModelSpec& m, LayerParameters& p) {
   const double h = static_cast<double>(m.hidden);
-  if (m.kind == ModelKind::MLP) {
-    p.mlp = h * h + h;  // one width x width linear layer with bias
-    return p;
-  }
   if (m.attention == AttentionKind::MLA) {
     const auto& a = m.mla;
     const double q_head = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
@@ -336,7 +335,27 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
       p.attention += qkv;
     if (m.qk_norm) p.attention_norms = 2.0 * m.head_dim;
   }
-  p.norms = 2 * m.norm_params(h);
+}
+
+}  // namespace
+
+LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
+  LayerParameters p;
+  const double h = static_cast<double>(m.hidden);
+  if (m.kind == ModelKind::MLP) {
+    p.mlp = h * h + h;  // one width x width linear layer with bias
+    return p;
+  }
+  // A transformer layer holds attention and an MLP (or experts); a pattern's block one of
+  // them (or a Mamba-2 mixer), each with its own pre-norm.
+  const LayerKind kind = m.layer_kind(layer_index);
+  const bool attention =
+      kind == LayerKind::DENSE || kind == LayerKind::MOE || kind == LayerKind::ATTENTION;
+  const bool mlp = kind != LayerKind::ATTENTION && kind != LayerKind::MAMBA;
+  p.norms = (attention && mlp ? 2 : 1) * m.norm_params(h);
+  if (kind == LayerKind::MAMBA) p.mamba = mamba_params(m);
+  if (attention) attention_parameters(m, p);
+  if (!mlp) return p;
   if (m.is_moe_layer(layer_index)) {
     p.router = h * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0) +
                (m.moe.shared_expert_gate ? h : 0.0);
@@ -346,14 +365,6 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
     p.mlp = m.moe.shared_experts * mlp_params(m, m.shared_ffn(), m.hidden);
   } else {
     p.mlp = mlp_params(m, m.ffn, m.hidden);
-  }
-  if (!m.pattern.empty()) {
-    // One block: its own pre-norm; only its part of the transformer layer's weights.
-    p.norms = m.norm_params(h);
-    const LayerKind k = m.layer_kind(layer_index);
-    if (k != LayerKind::ATTENTION) p.attention = p.attention_norms = 0;
-    if (k == LayerKind::ATTENTION || k == LayerKind::MAMBA) p.mlp = 0;
-    if (k == LayerKind::MAMBA) p.mamba = mamba_params(m);
   }
   return p;
 }

@@ -25,19 +25,12 @@ double recomputed_parts(const OpCost& op, int& mm) {
 void apply_recompute(const ModelSpec& model, const TrainingPlan& plan, int layer_index,
                      std::vector<OpCost>& ops) {
   if (!layer_recomputed(model, plan, layer_index)) return;
-  int mm = 0;
-  for (OpCost& op : ops) {
-    if (plan.recompute == Recompute::FULL) {
-      op.recompute_flops = op.fwd_flops;
-    } else if (plan.selective_recompute == SelectiveRecompute::ATTENTION) {
-      if (op.rerun_by & plan.recompute_modules) op.recompute_flops = op.fwd_flops;
-    } else if (op.kind == OpKind::MATMUL) {
-      const double out = op.output_parts[0] + op.output_parts[1] + op.output_parts[2];
-      if (out > 0) op.recompute_flops = op.fwd_flops * recomputed_parts(op, mm) / out;
-    } else if (op.kind != OpKind::ATTENTION && !op.attention_core) {
-      op.recompute_flops = op.fwd_flops;  // the attention core's outputs are kept (SDPA)
-    }
+  if (plan.recompute == Recompute::FULL) {
+    for (OpCost& op : ops) op.recompute_flops = op.fwd_flops;
+    return;
   }
+  const std::vector<double> share = selective_rerun_fractions(plan, ops);
+  for (size_t i = 0; i < ops.size(); ++i) ops[i].recompute_flops = ops[i].fwd_flops * share[i];
 }
 
 bool layer_recomputed(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {

@@ -200,8 +200,7 @@ MeasuredRun read_record(
     ObjectReader r(rec["loom"]["plan"], file, at + "/loom/plan");
     in.merge(read_plan_fields(r));
   }
-  run.plan = resolve_plan(in, *gpus, run.model.layers, run.model.default_seq,
-                          run.model.kind == models::ModelKind::TRANSFORMER);
+  run.plan = resolve_plan(in, *gpus, run.model);
   validate_plan(run.model, run.plan, *gpus, in.sources());
   run.step_s = record_step(rec, run.plan, static_cast<int>(*gpus), file, at);
   return run;

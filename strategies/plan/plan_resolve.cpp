@@ -83,8 +83,7 @@ void resolve_virtual_stages(const PlanInput& in, std::optional<int> layers, Trai
                            s.where("layers_per_virtual_stage"), s.name("vpp")));
   }
   // Megatron counts the embedding and the loss here too when it accounts for them.
-  const int units = *layers + (in.flag("account_for_embedding_in_pipeline_split", false) ? 1 : 0) +
-                    (in.flag("account_for_loss_in_pipeline_split", false) ? 1 : 0);
+  const int units = *layers + accounting_layers(in);
   if (units % (std::int64_t{p.pp} * per_chunk) != 0) {
     fail_field(s, "layers_per_virtual_stage",
                fmt::format("{} {} x {} {} does not divide the model's {} layers; pick a divisor",
@@ -287,9 +286,9 @@ void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
 // the first chunk builds one transformer layer fewer for the embedding, the last one fewer
 // for the loss (so a chunk may hold the embedding or the head alone). False when neither is set.
 bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
+  if (accounting_layers(in) == 0) return false;
   const bool embedding = in.flag("account_for_embedding_in_pipeline_split", false);
   const bool loss = in.flag("account_for_loss_in_pipeline_split", false);
-  if (!embedding && !loss) return false;
   const PlanSources& s = in.sources();
   const char* key =
       embedding ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
@@ -307,7 +306,7 @@ bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers,
                fmt::format("{} needs the model's layer count; give {} instead", s.where(key),
                            s.name("pipeline_split")));
   }
-  const std::int64_t units = *layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::int64_t units = *layers + accounting_layers(in);
   if (units % chunks != 0) {
     fail_field(s, key,
                fmt::format("{}: the model's {} layers{}{} = {} do not divide over {} {} x {} {} = "
@@ -415,6 +414,17 @@ TrainingPlan resolve_plan(const PlanInput& in, std::optional<std::int64_t> gpus,
   check_derived(in, p);
   check_effective(in, p);
   return p;
+}
+
+TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
+                          const models::ModelSpec& model) {
+  return resolve_plan(input, gpus, model.layers, model.default_seq,
+                      model.kind == models::ModelKind::TRANSFORMER);
+}
+
+int accounting_layers(const PlanInput& input) {
+  return (input.flag("account_for_embedding_in_pipeline_split", false) ? 1 : 0) +
+         (input.flag("account_for_loss_in_pipeline_split", false) ? 1 : 0);
 }
 
 TrainingPlan resolve_fields(const PlanInput& input, std::initializer_list<const char*> texts,

@@ -34,6 +34,13 @@ models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int
                                   std::optional<int> model_layers = std::nullopt,
                                   std::optional<std::int64_t> model_seq = std::nullopt,
                                   bool transformer = true);
+/// resolve_plan for `model`: its layers, its sequence length and whether it is a transformer.
+models::TrainingPlan resolve_plan(const PlanInput& input, std::optional<std::int64_t> gpus,
+                                  const models::ModelSpec& model);
+
+/// The layers Megatron's pipeline-split accounting adds to the model's (one each for
+/// account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split): 0 to 2.
+int accounting_layers(const PlanInput& input);
 
 /// A plan of `input`'s `texts` and `toggles` fields alone, every other field at its default:
 /// the fields a search holds fixed, checked once before it enumerates. Throws PlanError.

@@ -120,7 +120,12 @@ FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const
                         : std::make_shared<topo::DatasheetKernelModel>(c.gpu, o.efficiency)),
       engine(c, engine_options(o)),
       slowdown(overlap_slowdown(c.gpu)),
-      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()) {}
+      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()),
+      moe_layers_before(static_cast<size_t>(m.layers) + 1, 0) {
+  for (int l = 0; l < m.layers; ++l)
+    moe_layers_before[static_cast<size_t>(l) + 1] =
+        moe_layers_before[static_cast<size_t>(l)] + (m.is_moe_layer(l) ? 1 : 0);
+}
 
 const models::MemoryOps& FastCaches::memory_ops(const models::TrainingPlan& p) {
   const LayerKey key = layer_key(p);

@@ -116,6 +116,9 @@ struct FastCaches {
   sim::Engine engine;                             ///< only its frozen collective times are used
   double slowdown = 1.0;                          ///< overlap_slowdown of the GPU
   std::shared_ptr<SharedCollectiveTimes> shared;  ///< collective times, across threads
+  /// MoE layers among the model's first l layers, l = 0..layers: a chunk's MoE count is a
+  /// difference (the first_k_dense layout and hybrid patterns alike).
+  std::vector<int> moe_layers_before;
 
   const models::MemoryOps& memory_ops(const models::TrainingPlan& plan);
   const ScheduleFacts& schedule(const models::TrainingPlan& plan);

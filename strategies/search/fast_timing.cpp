@@ -70,7 +70,6 @@ struct Ctx {
 
 // The units of virtual stage `vs` (cost_stages' layout) and their summed times.
 Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
-  const models::ModelSpec& m = x.fc.model;
   Chunk c;
   c.first_layer = first_layer;
   c.layers = layers;
@@ -82,13 +81,11 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   };
   if (vs == 0 && x.units[static_cast<size_t>(UnitKind::EMBEDDING)].fwd > 0)
     add(UnitKind::EMBEDDING, 1);
-  int dense = m.is_moe() ? std::clamp(m.moe.first_k_dense - first_layer, 0, layers) : layers;
-  if (!m.pattern.empty()) {  // a hybrid's MoE layers anywhere in the pattern
-    dense = layers;
-    for (int l = first_layer; l < first_layer + layers; ++l) dense -= m.is_moe_layer(l) ? 1 : 0;
-  }
-  add(UnitKind::DENSE, dense);
-  add(UnitKind::MOE, layers - dense);
+  const std::vector<int>& before = x.fc.moe_layers_before;
+  const int moe =
+      before[static_cast<size_t>(first_layer + layers)] - before[static_cast<size_t>(first_layer)];
+  add(UnitKind::DENSE, layers - moe);
+  add(UnitKind::MOE, moe);
   if (last) add(UnitKind::HEAD, 1);
   return c;
 }

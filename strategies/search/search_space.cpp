@@ -230,9 +230,7 @@ PlanInput SearchSpace::shape_input(const PlanShape& s) const {
     in.set("vpp", std::int64_t{s.schedule->vpp});
   }
   // The split is left to the search, unless Megatron's accounting places the layers.
-  const bool accounting = input_.flag("account_for_embedding_in_pipeline_split", false) ||
-                          input_.flag("account_for_loss_in_pipeline_split", false);
-  if (!input_.has("pipeline_split") && !accounting) {
+  if (!input_.has("pipeline_split") && accounting_layers(input_) == 0) {
     const std::int64_t pp = in.integer("pp").value_or(1), vpp = in.integer("vpp").value_or(1);
     const std::int64_t stages = pp * vpp;
     if (!in.has("layers_per_virtual_stage") && stages > 0 && stages <= model_.layers &&

@@ -175,32 +175,27 @@ TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places t
   // Llama 3.1 405B as Megatron-Bridge's GB200 NVFP4 recipe runs it (llama31_perf.py:
   // pp 16 x vpp 8 = 128 chunks for 126 layers): the first chunk holds the embedding alone,
   // the last the loss alone, every other one layer.
-  const std::string both =
-      " --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
-      " --global-batch-size 64";
-  const models::TrainingPlan p =
-      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 16 "
-                                        "--virtual-pipeline-model-parallel-size 8" +
-                                        both),
-                   128, 126);
+  // Megatron flags with both accounting switches, resolved for `gpus` and `layers`.
+  const auto accounted = [](const std::string& layout, std::int64_t gpus, int layers) {
+    return resolve_plan(import_megatron_args(layout + " --account-for-embedding-in-pipeline-split"
+                                                      " --account-for-loss-in-pipeline-split"
+                                                      " --global-batch-size 64"),
+                        gpus, layers);
+  };
+  const models::TrainingPlan p = accounted(
+      "--pipeline-model-parallel-size 16 --virtual-pipeline-model-parallel-size 8", 128, 126);
   REQUIRE(p.pipeline_split.size() == 128);
   CHECK(p.pipeline_split.front() == 0);
   CHECK(p.pipeline_split.back() == 0);
   CHECK(std::count(p.pipeline_split.begin(), p.pipeline_split.end(), 1) == 126);
   // Megatron's --num-layers-per-virtual-pipeline-stage counts them too: 128 units, 1 per chunk.
-  const models::TrainingPlan lpvs =
-      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 16 "
-                                        "--num-layers-per-virtual-pipeline-stage 1" +
-                                        both),
-                   128, 126);
+  const models::TrainingPlan lpvs = accounted(
+      "--pipeline-model-parallel-size 16 --num-layers-per-virtual-pipeline-stage 1", 128, 126);
   CHECK(lpvs.vpp == 8);
   CHECK(lpvs.pipeline_split == p.pipeline_split);
   // Qwen3-235B-A22B (94 layers) over pp 8 x vpp 4: (94 + 2) / 32 = 3 per chunk, 2 at the ends.
-  const models::TrainingPlan q =
-      resolve_plan(import_megatron_args("--pipeline-model-parallel-size 8 "
-                                        "--virtual-pipeline-model-parallel-size 4" +
-                                        both),
-                   256, 94);
+  const models::TrainingPlan q = accounted(
+      "--pipeline-model-parallel-size 8 --virtual-pipeline-model-parallel-size 4", 256, 94);
   CHECK(q.pipeline_split.front() == 2);
   CHECK(q.pipeline_split.back() == 2);
   CHECK(q.pipeline_split[1] == 3);
