@@ -51,7 +51,9 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   MX") and blockwise on H100 ("128x128 weights / 1x128 activations"); NVFP4 -> --precision nvfp4;
   --scale-swizzle on for block-scaled rows (mxfp8, nvfp4) of the 25.x containers, released
   before Transformer Engine wrote GEMM-ready scales (pre_gemm_ready_scales)
-  (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers); EP carved out of DP
+  (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers; Nemotron 3
+  Super's own recipe keeps layer 0, the last 14 and its MTP modules in bf16:
+  nemotron_super_bf16_args); EP carved out of DP
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP
@@ -282,6 +284,23 @@ def nemotron_nano_recompute_modules(gpu, precision):
     if precision.startswith("BF16"):
         return ["moe", "layernorm"]
     return ["moe", "layernorm", "core_attn", "moe_act"]
+
+
+def nemotron_super_bf16_args(precision):
+    """What Nemotron 3 Super's recipes keep in bf16: the MTP modules
+    (nemotron_3_super_pretrain_config: model.keep_mtp_spec_in_bf16 = True) and, in NVFP4, the
+    first layer and the last 14 of the 88 (mixed_precision.py
+    nemotron_3_super_bf16_with_nvfp4_mixed: first_last_layers_bf16 = True,
+    num_layers_at_end_in_bf16 = 14, Megatron's default 1 at the start), as the perf recipes
+    take them (perf_recipes/nemotronh/common.py _nemotron_3_super_nvfp4_precision;
+    NVIDIA-NeMo/Megatron-Bridge). The recipe's per-module te_quant.cfg overrides were not
+    found published and are not applied."""
+    if precision.startswith("BF16"):
+        return []  # nothing is quantised, nothing to keep
+    mtp = ["--keep-mtp-in-bf16"]
+    if "NVFP4" not in precision:
+        return mtp
+    return mtp + ["--first-last-layers-bf16", "--num-layers-at-end-in-bf16", "14"]
 
 
 def nemotron_super_recompute_modules(gpu, precision):
@@ -626,6 +645,7 @@ def mbridge_jobs(runs, families, tmp):
             args = with_recompute_modules(args, nemotron_nano_recompute_modules(gpu, r["precision"]))
         if model == "nemotron-3-super":
             args = with_recompute_modules(args, nemotron_super_recompute_modules(gpu, r["precision"]))
+            args += nemotron_super_bf16_args(r["precision"])
         offload = cpu_offload_layers(model, gpu, r["precision"], p, fsdp_on)
         if offload:
             args += ["--cpu-offloading-num-layers", str(offload)]

@@ -378,9 +378,23 @@ void keep_fp8_linear_inputs(const Ctx& c, std::vector<OpCost>& ops) {
   }
 }
 
-}  // namespace
+// The linears of `ops` unquantised: they run in bf16, read bf16 weights and keep their 16-bit
+// inputs (keep_fp8_linear_inputs passes them by).
+void unquantised(const Ctx& c, std::vector<OpCost>& ops) {
+  const double weight_scale = bytes_per_element(matmul_weight_dtype(Precision::BF16)) / c.wbytes;
+  for (OpCost& op : ops) {
+    if (!op.fp8_linear) continue;
+    op.fp8_linear = false;
+    op.weight_bytes *= weight_scale;
+  }
+}
 
-std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
+// Layer `layer_index`'s ops, its linears unquantised when `in_bf16` (layer_ops: the
+// first/last-layer rule; the MTP modules' copies of a layer: keep_mtp_in_bf16, as Megatron-core
+// runs them under the global FP8 context, multi_token_prediction.py get_fp8_context(config)
+// with no layer number).
+std::vector<OpCost> build_layer_ops(const ModelSpec& model, const TrainingPlan& plan,
+                                    int layer_index, bool in_bf16) {
   const Ctx c(model, plan);
   std::vector<OpCost> ops;
   if (model.kind == ModelKind::MLP) {
@@ -410,9 +424,22 @@ std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, 
   }
   for (OpCost& op : ops)
     if (op.attention_core) tag(op, RecomputeModule::CORE_ATTN, true, true);
+  if (in_bf16) unquantised(c, ops);
   keep_fp8_linear_inputs(c, ops);
   apply_recompute(model, plan, layer_index, ops);
   return ops;
+}
+
+}  // namespace
+
+bool layer_in_bf16(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
+  return low_precision_linears(plan.precision) && plan.first_last_layers_bf16 &&
+         (layer_index < plan.num_layers_at_start_in_bf16 ||
+          layer_index >= model.layers - plan.num_layers_at_end_in_bf16);
+}
+
+std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
+  return build_layer_ops(model, plan, layer_index, layer_in_bf16(model, plan, layer_index));
 }
 
 namespace {
@@ -473,8 +500,11 @@ void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
     for (const char b : m.mtp_pattern) blocks.push_back(static_cast<int>(m.pattern.find(b)));
     if (blocks.empty()) blocks.push_back(m.layers - 1);
     for (const int l : blocks)
-      for (OpCost& op : layer_ops(m, c.p, l)) mtp.push_back(std::move(op));
+      for (OpCost& op : build_layer_ops(m, c.p, l, c.p.keep_mtp_in_bf16))
+        mtp.push_back(std::move(op));
     push_lm_head(c, true, mtp);
+    // Megatron-Bridge's keep_mtp_spec_in_bf16 (Nemotron 3 Super's recipe sets it): eh_proj too.
+    if (c.p.keep_mtp_in_bf16) unquantised(c, mtp);
     for (OpCost& op : mtp) {
       op.name = "mtp_" + op.name;
       ops.push_back(std::move(op));

@@ -218,7 +218,8 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
 const LayerMemoryFacts& MemoryOps::layer(const ModelSpec& m, const TrainingPlan& p,
                                          int layer_index) const {
   return layers[static_cast<size_t>(m.layer_kind(layer_index))]
-               [layer_recomputed(m, p, layer_index) ? 1 : 0];
+               [layer_recomputed(m, p, layer_index) ? 1 : 0]
+               [layer_in_bf16(m, p, layer_index) ? 1 : 0];
 }
 
 MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
@@ -226,16 +227,17 @@ MemoryOps memory_ops(const ModelSpec& m, const TrainingPlan& p) {
   out.embedding = embedding_ops(m, p);
   out.head = head_ops(m, p);
   out.total_parameters = count_parameters(m).total;
-  // A layer's memory depends on its index only through these two (flops.cpp, recompute.cpp;
-  // the attention window changes FLOPs, not what is stored).
-  bool filled[LAYER_KINDS][2] = {};
+  // A layer's memory depends on its index only through these three (flops.cpp,
+  // recompute.cpp; the attention window changes FLOPs, not what is stored).
+  bool filled[LAYER_KINDS][2][2] = {};
   for (int l = 0; l < m.layers; ++l) {
     const auto kind = static_cast<size_t>(m.layer_kind(l));
     const int rec = layer_recomputed(m, p, l) ? 1 : 0;
-    if (filled[kind][rec]) continue;
-    filled[kind][rec] = true;
+    const int bf16 = layer_in_bf16(m, p, l) ? 1 : 0;
+    if (filled[kind][rec][bf16]) continue;
+    filled[kind][rec][bf16] = true;
     const auto ops = layer_ops(m, p, l);
-    LayerMemoryFacts& f = out.layers[kind][rec];
+    LayerMemoryFacts& f = out.layers[kind][rec][bf16];
     const OpParams lp = sum_params(ops);
     f.dense_params = lp.dense;
     f.expert_params = lp.expert;
@@ -289,12 +291,17 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     s.layers = ranks[static_cast<size_t>(r)];
     const bool first = r == 0, last = r == p.pp - 1;
     OpParams layer_params, edge_params;
+    OpParams cast_params;  // of layers whose linears hold fp8 / fp4 weight casts
     double largest_layer = 0, widest_tensor = 0;
     double offloaded = 0, largest_offloaded = 0;  // per micro-batch
     for (int l : s.layers) {
       const LayerMemoryFacts& f = mops.layer(m, p, l);
       layer_params.dense += f.dense_params;
       layer_params.expert += f.expert_params;
+      if (!layer_in_bf16(m, p, l)) {
+        cast_params.dense += f.dense_params;
+        cast_params.expert += f.expert_params;
+      }
       largest_layer = std::max(largest_layer, f.dense_params + f.expert_params);
       if (l < p.cpu_offloading_num_layers) {
         // Transformer Engine's CPU offload (double-buffered): the layer's saved tensors go to
@@ -313,6 +320,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       const OpParams hp = sum_params(head);
       edge_params.dense += hp.dense;
       layer_params.expert += hp.expert;
+      if (!p.keep_mtp_in_bf16) cast_params.expert += hp.expert;
     }
     s.expert_parameters = layer_params.expert;
     s.parameters = layer_params.dense + layer_params.expert + edge_params.dense;
@@ -320,7 +328,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     const double expert = layer_params.expert;
 
     s.weights_bytes = dense * dense_b.weights + expert * expert_b.weights +
-                      layer_params.dense * dense_b.fp8_cache + expert * expert_b.fp8_cache;
+                      cast_params.dense * dense_b.fp8_cache +
+                      cast_params.expert * expert_b.fp8_cache;
     s.gradients_bytes = dense * dense_b.gradients + expert * expert_b.gradients;
     double gathered_unit = 0, grad_buffers = 0;
     if (p.zero == 3 && dense_group > 1) {

@@ -113,8 +113,9 @@ struct MemoryOps {
   std::vector<OpCost> embedding;
   std::vector<OpCost> head;
   double total_parameters = 0;  ///< count_parameters(model).total
-  /// Facts by [LayerKind][recomputed]; only the kinds the model has are filled.
-  LayerMemoryFacts layers[LAYER_KINDS][2];
+  /// Facts by [LayerKind][recomputed][in bf16 (layer_in_bf16)]; only the combinations the
+  /// model has are filled.
+  LayerMemoryFacts layers[LAYER_KINDS][2][2];
   /// Facts of layer `layer_index` under `plan` (the plan memory_ops was built for).
   const LayerMemoryFacts& layer(const ModelSpec& model, const TrainingPlan& plan,
                                 int layer_index) const;

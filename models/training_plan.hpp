@@ -137,6 +137,16 @@ struct TrainingPlan {
   /// each (Transformer Engine before its GEMM-ready quantisation); false: the quantisation
   /// writes them in the GEMM's layout.
   bool scale_swizzle = false;
+  /// Megatron --first-last-layers-bf16: under fp8 / nvfp4 the first
+  /// num_layers_at_start_in_bf16 and the last num_layers_at_end_in_bf16 layers (global layer
+  /// numbers; a hybrid pattern's every block counts) run their linears in bf16
+  /// (layer_in_bf16). Megatron's defaults: off, 1 and 1.
+  bool first_last_layers_bf16 = false;
+  int num_layers_at_start_in_bf16 = 1;
+  int num_layers_at_end_in_bf16 = 1;
+  /// The multi-token-prediction modules' linears in bf16 under fp8 / nvfp4 (Megatron-Bridge
+  /// keep_mtp_spec_in_bf16); false: they run in the plan's precision.
+  bool keep_mtp_in_bf16 = false;
   bool sp = false;  ///< sequence parallelism (with TP)
   bool mtp = true;  ///< run the model's multi-token-prediction modules (if it has any)
   Schedule schedule = Schedule::ONE_F_ONE_B;

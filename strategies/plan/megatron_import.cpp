@@ -67,6 +67,9 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--fp16", MegatronArg::FP16},
       {"--fp8-format", MegatronArg::FP8},
       {"--fp8-recipe", MegatronArg::FP8_RECIPE},
+      {"--first-last-layers-bf16", MegatronArg::FIELD},
+      {"--num-layers-at-start-in-bf16", MegatronArg::FIELD},
+      {"--num-layers-at-end-in-bf16", MegatronArg::FIELD},
       {"--enable-cuda-graph", MegatronArg::CUDA_GRAPH},
       {"--cuda-graph-impl", MegatronArg::CUDA_GRAPH_IMPL},
       {"--cuda-graph-scope", MegatronArg::CUDA_GRAPH_SCOPE},
@@ -267,7 +270,7 @@ class MegatronReader {
         else if (field.type == FieldType::CHOICE)
           input_.set(field.key, value(flag));  // the name, checked where the field resolves
         else
-          input_.set(field.key, integer(flag));
+          input_.set(field.key, integer(flag, field.min == 0));
         break;
       }
       case MegatronArg::RECOMPUTE_GRANULARITY:

@@ -35,6 +35,7 @@ class EffectChecker {
     check_recompute();
     check_cuda_graphs();
     check_model_parallel();
+    check_bf16_layers();
   }
 
  private:
@@ -64,6 +65,29 @@ class EffectChecker {
     fail_field(s_, key,
                fmt::format("{}{} has no effect {}; drop it or change {}", s_.where(key),
                            value_text(key), why, s_.name(other)));
+  }
+
+  // Layers and modules kept in bf16: only fp8 / nvfp4 runs quantise linears; the layer counts
+  // are read only with --first-last-layers-bf16 (Megatron-core is_first_last_bf16_layer).
+  void check_bf16_layers() const {
+    const bool low = models::low_precision_linears(p_.precision);
+    for (const std::string_view key : {"first_last_layers_bf16", "keep_mtp_in_bf16"}) {
+      if (in_.flag(key, false) && !low) {
+        fail(key, "precision",
+             fmt::format("with {} {}: no linear is quantised", s_.name("precision"),
+                         models::to_string(p_.precision)));
+      }
+    }
+    const TrainingPlan plain;
+    if ((given("num_layers_at_start_in_bf16", p_.num_layers_at_start_in_bf16,
+               plain.num_layers_at_start_in_bf16) ||
+         given("num_layers_at_end_in_bf16", p_.num_layers_at_end_in_bf16,
+               plain.num_layers_at_end_in_bf16)) &&
+        !p_.first_last_layers_bf16) {
+      const bool start = in_.has("num_layers_at_start_in_bf16");
+      fail(start ? "num_layers_at_start_in_bf16" : "num_layers_at_end_in_bf16",
+           "first_last_layers_bf16", fmt::format("without {}", s_.name("first_last_layers_bf16")));
+    }
   }
 
   void check_zero() const {

@@ -236,6 +236,35 @@ void add_choice_rows(std::vector<PlanField>& t) {
                        INT_SIZE_MAX, "--num-layers-per-virtual-pipeline-stage", nullptr));
 }
 
+// Layers and modules kept in bf16 under fp8 / nvfp4 (NVFP4 recipes keep some; issue 9).
+void add_bf16_layer_rows(std::vector<PlanField>& t) {
+  t.push_back(row("first_last_layers_bf16", FT::SWITCH, "--first-last-layers-bf16",
+                  "under fp8 / nvfp4, run the linears of the first and last layers in bf16 "
+                  "(--num-layers-at-start-in-bf16, --num-layers-at-end-in-bf16; Megatron's flag)",
+                  "off", 88,
+                  [](const TrainingPlan& p) -> PlanValue { return p.first_last_layers_bf16; }));
+  t.back().megatron = "--first-last-layers-bf16";
+  t.push_back(size_row("num_layers_at_start_in_bf16", "--num-layers-at-start-in-bf16",
+                       "layers at the start kept in bf16 by --first-last-layers-bf16", "1", 89,
+                       INT_SIZE_MAX, "--num-layers-at-start-in-bf16",
+                       [](const TrainingPlan& p) -> PlanValue {
+                         return std::int64_t{p.num_layers_at_start_in_bf16};
+                       }));
+  t.back().min = 0;
+  t.push_back(size_row("num_layers_at_end_in_bf16", "--num-layers-at-end-in-bf16",
+                       "layers at the end kept in bf16 by --first-last-layers-bf16", "1", 90,
+                       INT_SIZE_MAX, "--num-layers-at-end-in-bf16",
+                       [](const TrainingPlan& p) -> PlanValue {
+                         return std::int64_t{p.num_layers_at_end_in_bf16};
+                       }));
+  t.back().min = 0;
+  t.push_back(row("keep_mtp_in_bf16", FT::SWITCH, "--keep-mtp-in-bf16",
+                  "under fp8 / nvfp4, run the multi-token-prediction modules' linears in bf16 "
+                  "(Megatron-Bridge keep_mtp_spec_in_bf16)",
+                  "off", 91,
+                  [](const TrainingPlan& p) -> PlanValue { return p.keep_mtp_in_bf16; }));
+}
+
 // Megatron's other way to give the split: the embedding and the loss counted as layers
 // (input-only: they resolve to pipeline_split).
 void add_pipeline_rows(std::vector<PlanField>& t) {
@@ -369,6 +398,7 @@ std::vector<PlanField> build_table() {
   add_size_rows(t);
   add_choice_rows(t);
   add_pipeline_rows(t);
+  add_bf16_layer_rows(t);
   add_overlap_rows(t);
   add_fsdp_rows(t);
   add_moe_rows(t);

@@ -182,6 +182,12 @@ void resolve_choices(const PlanInput& in, bool transformer, TrainingPlan& p) {
   if (const int recipe = choice(in, "fp8_recipe", 0); recipe > 0)
     p.fp8_recipe = static_cast<Fp8Recipe>(recipe - 1);
   p.scale_swizzle = in.flag("scale_swizzle", p.scale_swizzle);
+  p.first_last_layers_bf16 = in.flag("first_last_layers_bf16", p.first_last_layers_bf16);
+  p.num_layers_at_start_in_bf16 =
+      static_cast<int>(size_or(in, "num_layers_at_start_in_bf16", p.num_layers_at_start_in_bf16));
+  p.num_layers_at_end_in_bf16 =
+      static_cast<int>(size_or(in, "num_layers_at_end_in_bf16", p.num_layers_at_end_in_bf16));
+  p.keep_mtp_in_bf16 = in.flag("keep_mtp_in_bf16", p.keep_mtp_in_bf16);
   p.recompute_every = static_cast<int>(size_or(in, "recompute_every", p.recompute_every));
   p.recompute_method = choice(in, "recompute_method", p.recompute_method);
   p.cpu_offloading_num_layers =

@@ -253,6 +253,7 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
       models::LayerKind block;
       bool rec;
       std::int64_t window;
+      bool bf16;
       int count;
       PassCost cost;
     };
@@ -264,15 +265,16 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
       const models::LayerKind block = model.layer_kind(l);
       const bool rec = models::layer_recomputed(model, p, l);
       const std::int64_t window = model.attention_window(l);
+      const bool bf16 = models::layer_in_bf16(model, p, l);
       ++layers[kind];
       auto it = std::find_if(found[kind].begin(), found[kind].end(), [&](const Found& f) {
-        return f.block == block && f.rec == rec && f.window == window;
+        return f.block == block && f.rec == rec && f.window == window && f.bf16 == bf16;
       });
       if (it != found[kind].end()) {
         ++it->count;
         continue;
       }
-      found[kind].push_back({block, rec, window, 1,
+      found[kind].push_back({block, rec, window, bf16, 1,
                              cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER,
                                       host_s, rec, ep_nodes)});
     }

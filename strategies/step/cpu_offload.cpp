@@ -53,9 +53,11 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
 void lower_cpu_offload(StepGraph& g) {
   const int n = g.plan.cpu_offloading_num_layers;
   if (n <= 0) return;
-  std::map<models::LayerKind, double> layer_bytes;  // stored bytes per micro-batch, by kind
+  // Stored bytes per micro-batch, by kind and whether the layer is kept in bf16.
+  std::map<std::pair<models::LayerKind, bool>, double> layer_bytes;
   const auto bytes_of = [&](int layer) {
-    const models::LayerKind kind = g.model.layer_kind(layer);
+    const std::pair<models::LayerKind, bool> kind{g.model.layer_kind(layer),
+                                                  models::layer_in_bf16(g.model, g.plan, layer)};
     auto it = layer_bytes.find(kind);
     if (it == layer_bytes.end())
       it = layer_bytes.emplace(kind, models::stored_layer_activation_bytes(g.model, g.plan, layer))

@@ -379,9 +379,9 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
                       const topo::KernelTimeModel& kernels, double host_launch_s, int ep_nodes) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
-  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed), and the
-  // attention window (sliding-window layers).
-  std::map<std::tuple<models::LayerKind, bool, std::int64_t>, PassCost> layer_cache;
+  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed), the
+  // attention window (sliding-window layers) and kept in bf16 or not (models::layer_in_bf16).
+  std::map<std::tuple<models::LayerKind, bool, std::int64_t, bool>, PassCost> layer_cache;
   int next = 0;
   for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
     std::vector<Unit> us;
@@ -391,9 +391,9 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
         us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING, host_launch_s)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
-      const std::tuple<models::LayerKind, bool, std::int64_t> kind{
+      const std::tuple<models::LayerKind, bool, std::int64_t, bool> kind{
           model.layer_kind(next), models::layer_recomputed(model, plan, next),
-          model.attention_window(next)};
+          model.attention_window(next), models::layer_in_bf16(model, plan, next)};
       auto it = layer_cache.find(kind);
       if (it == layer_cache.end())
         it = layer_cache

@@ -502,3 +502,29 @@ TEST_CASE("models::Memory: op-level inputs computed once serve plans that differ
   CHECK(f.recompute_working_bytes > 0);
   CHECK(f.dense_params > 0);
 }
+
+TEST_CASE("models::Memory: layers kept in bf16 hold no fp8 weight casts and 16-bit inputs") {
+  // Llama-3-8B, 32 layers, fp8: each linear weight holds its fp8 cast and transpose, 2 B per
+  // parameter. --first-last-layers-bf16 (start 1, end 1) keeps layers 0 and 31 in bf16: their
+  // casts go (2 x 2 B x a layer's parameters) and their linears keep 16-bit inputs.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.precision = Precision::FP8;
+  const StageMemory all = estimate_memory(m, p).stages[0];
+  p.first_last_layers_bf16 = true;
+  const StageMemory kept = estimate_memory(m, p).stages[0];
+  double layer_params = 0;
+  for (const OpCost& op : layer_ops(m, p, 0)) layer_params += op.params;
+  CHECK(all.weights_bytes - kept.weights_bytes == doctest::Approx(2 * 2 * layer_params));
+  const auto stored = [&](const TrainingPlan& plan, int l) {
+    return stored_layer_activation_bytes(m, plan, l);
+  };
+  TrainingPlan bf16;
+  CHECK(stored(p, 0) == doctest::Approx(stored(bf16, 0)));
+  CHECK(stored(p, 31) == doctest::Approx(stored(bf16, 31)));
+  CHECK(stored(p, 1) < stored(bf16, 1));
+  TrainingPlan fp8 = p;
+  fp8.first_last_layers_bf16 = false;
+  CHECK(kept.layer_activation_bytes - all.layer_activation_bytes ==
+        doctest::Approx(2 * (stored(bf16, 0) - stored(fp8, 0))));
+}

@@ -245,6 +245,46 @@ TEST_CASE("strategies::PassCost: fp8 speeds a layer by its linear-GEMM share onl
         rel(cost_ops(models::head_ops(model, bf16), bf16, h100(), OpList::HEAD).fwd_s));
 }
 
+TEST_CASE("strategies::PassCost: --first-last-layers-bf16 runs its layers as bf16 ones") {
+  // gpt-1.7b has 24 layers. Megatron-core's is_first_last_bf16_layer (fp8_utils.py; fp4_utils
+  // alike) keeps the first num_layers_at_start_in_bf16 and the last num_layers_at_end_in_bf16
+  // by global layer number: with 1 and 2, layers 0, 22 and 23.
+  const auto model = models::load_model("gpt-1.7b");
+  auto bf16 = plan_with(1);
+  auto fp8 = bf16;
+  fp8.precision = models::Precision::FP8;
+  fp8.first_last_layers_bf16 = true;
+  fp8.num_layers_at_end_in_bf16 = 2;
+  std::vector<int> kept;
+  for (int l = 0; l < model.layers; ++l)
+    if (models::layer_in_bf16(model, fp8, l)) kept.push_back(l);
+  CHECK(kept == std::vector<int>{0, 22, 23});
+  // A kept layer costs what the layer costs under --precision bf16 (no casts, bf16 weights
+  // and GEMMs) and keeps its linears' 16-bit inputs; the others stay fp8.
+  const PassCost b = cost_ops(models::layer_ops(model, bf16, 0), bf16, h100());
+  const PassCost k = cost_ops(models::layer_ops(model, fp8, 23), fp8, h100());
+  CHECK(k.fwd_s == rel(b.fwd_s, 1e-12));
+  CHECK(k.bwd_input_s + k.bwd_weight_s == rel(b.bwd_input_s + b.bwd_weight_s, 1e-12));
+  CHECK(k.fwd_launches == b.fwd_launches);
+  const auto saved = [](const std::vector<models::OpCost>& ops) {
+    double sum = 0;
+    for (const auto& op : ops) sum += op.saved_bytes;
+    return sum;
+  };
+  CHECK(saved(models::layer_ops(model, fp8, 0)) == rel(saved(models::layer_ops(model, bf16, 0))));
+  auto plain = fp8;
+  plain.first_last_layers_bf16 = false;  // without the switch no layer is kept
+  CHECK_FALSE(models::layer_in_bf16(model, plain, 0));
+  const PassCost q = cost_ops(models::layer_ops(model, fp8, 1), fp8, h100());
+  const PassCost f = cost_ops(models::layer_ops(model, plain, 1), plain, h100());
+  CHECK(q.fwd_s == rel(f.fwd_s, 1e-12));
+  CHECK(q.fwd_s != rel(b.fwd_s, 1e-3));  // casts and fp8 GEMMs
+  CHECK(saved(models::layer_ops(model, fp8, 1)) < saved(models::layer_ops(model, bf16, 1)));
+  // Under bf16 nothing is quantised: no layer is kept.
+  bf16.first_last_layers_bf16 = true;
+  CHECK_FALSE(models::layer_in_bf16(model, bf16, 0));
+}
+
 TEST_CASE("strategies::PassCost: unfused frameworks add every parameter's gradient, by hand") {
   // Without Megatron's gradient-accumulation fusion (torch.compile or eager), the GEMM's
   // 4096 x 4096 weight gradient is added to the fp32 main gradient by its own kernel:

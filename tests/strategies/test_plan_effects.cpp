@@ -138,6 +138,18 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
                    {"precision", std::string("fp8")},
                    {"fp8_recipe", std::string("mxfp8")}})
             .empty());
+  // Layers kept in bf16: only fp8 / nvfp4 quantise linears; the counts need the switch.
+  check_rejected({{"first_last_layers_bf16", true}}, "--first-last-layers-bf16",
+                 "--precision bf16");
+  check_rejected({{"keep_mtp_in_bf16", true}}, "--keep-mtp-in-bf16", "--precision bf16");
+  check_rejected(
+      {{"num_layers_at_end_in_bf16", std::int64_t{14}}, {"precision", std::string("nvfp4")}},
+      "--num-layers-at-end-in-bf16 14", "--first-last-layers-bf16");
+  CHECK(rejection({{"first_last_layers_bf16", true},
+                   {"num_layers_at_end_in_bf16", std::int64_t{14}},
+                   {"num_layers_at_start_in_bf16", std::int64_t{0}},
+                   {"precision", std::string("nvfp4")}})
+            .empty());
   // torchtitan's own default (off) is not the user's choice.
   CHECK(rejection({{"framework", std::string("torchtitan")}}).empty());
   // Its tensor parallelism is always sequence-parallel: sp off with tp > 1 is refused there,

@@ -220,3 +220,19 @@ TEST_CASE("strategies::PlanImport: Megatron's pipeline-split accounting places t
   CHECK_THROWS_WITH_AS(resolve_plan(emb, 4, std::nullopt),
                        doctest::Contains("needs the model's layer count"), PlanError);
 }
+
+TEST_CASE("strategies::PlanImport: Megatron's first/last bf16 layers translate") {
+  // Megatron-LM arguments.py: --first-last-layers-bf16 with --num-layers-at-start-in-bf16 and
+  // --num-layers-at-end-in-bf16 (defaults 1 and 1).
+  const models::TrainingPlan p = resolve_plan(
+      import_megatron_args("--fp8-format hybrid --first-last-layers-bf16 "
+                           "--num-layers-at-start-in-bf16 0 --num-layers-at-end-in-bf16 14"),
+      8, 88);
+  CHECK(p.first_last_layers_bf16);
+  CHECK(p.num_layers_at_start_in_bf16 == 0);
+  CHECK(p.num_layers_at_end_in_bf16 == 14);
+  const models::TrainingPlan d =
+      resolve_plan(import_megatron_args("--fp8-format hybrid --first-last-layers-bf16"), 8, 88);
+  CHECK(d.num_layers_at_start_in_bf16 == 1);
+  CHECK(d.num_layers_at_end_in_bf16 == 1);
+}

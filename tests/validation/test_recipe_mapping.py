@@ -69,6 +69,14 @@ class RecipeMapping(unittest.TestCase):
         self.assertIsNotNone(validate_runs.layout_skip_reason({"pp": 16, "vp": 8}, 128, 80,
                                                               model="llama3-70b"))
 
+    def test_nemotron_super_bf16_layers(self):
+        f = validate_runs.nemotron_super_bf16_args
+        # NVFP4: the MTP modules, layer 0 (Megatron's default start) and the last 14 of 88.
+        self.assertEqual(f("NVFP4"), ["--keep-mtp-in-bf16", "--first-last-layers-bf16",
+                                      "--num-layers-at-end-in-bf16", "14"])
+        self.assertEqual(f("MXFP8"), ["--keep-mtp-in-bf16"])  # the recipe's MTP setting only
+        self.assertEqual(f("BF16"), [])
+
 
 if __name__ == "__main__":
     unittest.main()
