@@ -116,16 +116,19 @@ void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       ops.push_back(norm(c, "q_norm", T, qr));
       ops.push_back(linear(c, "q_up", T, qr, qw, Parallel::COLUMN, false,
                            c.act * T * qr + c.act * T * qw / c.t, c.wbytes));
+      ops.back().saved_output_bytes = c.act * T * qw / c.t;
       tag(ops.back(), RecomputeModule::MLA_UP_PROJ, true, true, c.act * T * qr);
     } else {
       ops.push_back(
           linear(c, "q_proj", T, h, qw, Parallel::COLUMN, false, c.act * T * qw / c.t, c.wbytes));
+      ops.back().saved_output_bytes = c.act * T * qw / c.t;
     }
     ops.push_back(linear(c, "kv_down", T, h, kvr + a.qk_rope_head_dim, Parallel::REPLICATED, false,
                          seq_in, c.wbytes));
     ops.push_back(norm(c, "kv_norm", T, kvr));
     OpCost up = linear(c, "kv_up", T, kvr, m.heads * (a.qk_nope_head_dim + a.v_head_dim),
                        Parallel::COLUMN, false, c.act * T * kvr + kv_local, c.wbytes);
+    up.saved_output_bytes = kv_local;
     // Megatron's "mla_up_proj" recompute (multi_latent_attention.py, qkv_up_checkpoint)
     // keeps the compressed latents and discards the up-projected Q, K, V after the core
     // attention's forward, re-running the up-projections before its backward.
@@ -136,6 +139,7 @@ void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     OpCost qkv = linear(c, "qkv_proj", T, h, qw + kw + vw, Parallel::COLUMN, bias,
                         seq_in + c.act * T * (qw + kw + vw) / c.t, c.wbytes);
     qkv.output_parts = {c.act * T * qw / c.t, c.act * T * kw / c.t, c.act * T * vw / c.t};
+    qkv.saved_output_bytes = c.act * T * (qw + kw + vw) / c.t;
     ops.push_back(qkv);
     if (m.qk_norm) {
       double bytes = c.act * T * (qw + kw) / c.t;
@@ -372,7 +376,9 @@ void keep_fp8_linear_inputs(const Ctx& c, std::vector<OpCost>& ops) {
                           : bytes_per_element(DType::FP8);
   for (OpCost& op : ops) {
     if (op.kind == OpKind::MATMUL && op.fp8_linear) {
-      op.saved_bytes *= kept / c.act;
+      // The q, k, v a projection keeps for attention stay 16-bit (attention is not FP8).
+      op.saved_bytes =
+          (op.saved_bytes - op.saved_output_bytes) * kept / c.act + op.saved_output_bytes;
       op.kept_when_freed *= kept / c.act;
     }
   }

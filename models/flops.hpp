@@ -84,6 +84,9 @@ struct OpCost {
   double output_bytes = 0;      ///< activations written in forward, bytes (backward moves
                                 ///< about twice the forward bytes)
   double saved_bytes = 0;       ///< activations kept for backward without recompute, bytes
+  /// Of saved_bytes, the op's own 16-bit outputs kept for later ops (a Q/K/V projection's
+  /// q, k, v, which attention reads in backward); the rest is its input.
+  double saved_output_bytes = 0;
   /// Memory-bound ops: kernels each pass launches (an unfused chain launches several).
   int kernels = 1;
   /// Memory-bound ops: bytes the backward moves; negative: the kernel model's default
