@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/html_escape.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/report_parts.hpp"
@@ -149,6 +151,15 @@ std::string configuration_html(const ReportInputs& in) {
   out += row("parameters", fmt::format("{:.3f} B", in.report.memory.parameters / 1e9));
   out += row("shape", fmt::format("{} layers · hidden {} · {} heads ({} kv) · ffn {} · vocab {}",
                                   m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab));
+  if (m.has_mamba()) {
+    // A hybrid's blocks: Mamba-2 mixers, attention, MLP and MoE layers in pattern order.
+    const auto count = [&](char c) { return std::count(m.pattern.begin(), m.pattern.end(), c); };
+    out += row("pattern", fmt::format("<code>{}</code>", esc(m.pattern)));
+    out += row("blocks", fmt::format("{} Mamba-2 ({} heads of {}, state {}) · {} attention · {} "
+                                     "MLP · {} MoE",
+                                     count('M'), m.mamba.heads, m.mamba.head_dim, m.mamba.state,
+                                     count('*'), count('-'), count('E')));
+  }
   if (m.is_moe())
     out += row("experts", fmt::format("{} routed, top {}", m.moe.experts, m.moe.top_k));
   out += "</table>\n<h3>Cluster</h3>\n<table id=\"cluster-table\">\n";

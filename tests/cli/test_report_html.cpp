@@ -2,6 +2,7 @@
 // elements each part draws, byte-identical output, and the CLI's handling of bad paths.
 // The browser test (tests/cli/report_browser.py) loads a report in headless Chromium.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <sys/wait.h>  // WIFEXITED (POSIX)
 
@@ -203,6 +204,32 @@ TEST_CASE("cli::HtmlReport: fp32 is said to run as TF32 only where the GPU has T
   }));
   CHECK(no_tf32.find("fp32: matmuls on fp32 tensor cores; gradients") != std::string::npos);
   CHECK(no_tf32.find("runs as TF32") == std::string::npos);
+}
+
+TEST_CASE("cli::HtmlReport: a hybrid model's pattern and block counts") {
+  // examples/models/small-hybrid.json is a hybrid Mamba-2 model: the model table gives its
+  // pattern and how many blocks of each kind it holds; a transformer has no such rows.
+  const Simulated hybrid = [] {
+    Simulated s;
+    s.model = models::load_model("examples/models/small-hybrid.json", "--model");
+    s.plan.gbs = 2;
+    s.plan.seq = 512;
+    s.cluster = topo::load_cluster(topo::ClusterRequest{"dgx-a100", 1, std::nullopt});
+    s.plan.dp = s.cluster.num_gpus();
+    s.plan.gbs = s.plan.dp;
+    s.report = strategies::simulate_step(s.model, s.plan, s.cluster, s.options);
+    return s;
+  }();
+  const auto& m = hybrid.model;
+  REQUIRE(m.has_mamba());
+  const std::string html = render(hybrid);
+  CHECK(html.find("<tr><th>pattern</th><td class=\"text\"><code>" + m.pattern + "</code>") !=
+        std::string::npos);
+  const auto count = [&](char c) { return std::count(m.pattern.begin(), m.pattern.end(), c); };
+  CHECK(html.find(fmt::format("{} Mamba-2 ({} heads of {}, state {}) · {} attention", count('M'),
+                              m.mamba.heads, m.mamba.head_dim, m.mamba.state, count('*'))) !=
+        std::string::npos);
+  CHECK(render(simulate("dense")).find("<tr><th>pattern</th>") == std::string::npos);
 }
 
 TEST_CASE("cli::HtmlReport: the kernel model row names what the calibration profile changed") {
