@@ -51,6 +51,8 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   MX") and blockwise on H100 ("128x128 weights / 1x128 activations"); NVFP4 -> --precision nvfp4;
   --scale-swizzle on for block-scaled rows (mxfp8, nvfp4) of the 25.x containers, released
   before Transformer Engine wrote GEMM-ready scales (pre_gemm_ready_scales)
+  --grad-dtype bf16 (every perf config's set_*_common_configs sets
+  grad_reduce_in_fp32 = False: bf16 main grads and reduce-scatters);
   (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers; Nemotron 3
   Super's own recipe keeps layer 0, the last 14 and its MTP modules in bf16:
   nemotron_super_bf16_args); EP carved out of DP
@@ -631,6 +633,10 @@ def mbridge_jobs(runs, families, tmp):
                 "--precision", prec, "--zero", "3" if fsdp_on else "1",
                 "--cross-entropy", "fused"] + \
             megatron_style_args(p, layers, model, fsdp_on)
+        # Every Megatron-Bridge perf config reduces gradients in bf16 (its set_*_common_configs:
+        # mixed_precision.grad_reduce_in_fp32 = False, ddp.grad_reduce_in_fp32 = False; the
+        # library default, bf16_mixed(), is True): bf16 main grads and reduce-scatters.
+        args += ["--grad-dtype", "bf16"]
         recipe = mbridge_fp8_recipe(r)
         if recipe:
             args += ["--fp8-recipe", recipe]
