@@ -125,6 +125,14 @@ FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const
   for (int l = 0; l < m.layers; ++l)
     moe_layers_before[static_cast<size_t>(l) + 1] =
         moe_layers_before[static_cast<size_t>(l)] + (m.is_moe_layer(l) ? 1 : 0);
+  for (int b = 0; b < models::LAYER_KINDS; ++b) {
+    std::vector<int>& before = block_layers_before[static_cast<size_t>(b)];
+    before.assign(static_cast<size_t>(m.layers) + 1, 0);
+    for (int l = 0; l < m.layers; ++l)
+      before[static_cast<size_t>(l) + 1] =
+          before[static_cast<size_t>(l)] + (static_cast<int>(m.layer_kind(l)) == b ? 1 : 0);
+    if (before.back() > 0) blocks_present.push_back(b);
+  }
 }
 
 const models::MemoryOps& FastCaches::memory_ops(const models::TrainingPlan& p) {
@@ -230,7 +238,7 @@ double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::Coll
   return t;
 }
 
-const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::TrainingPlan& p) {
+const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
   const LayoutGroups& g = layout(p);
   const auto key = std::make_pair(layer_key(p), g.id);
   auto it = unit_times_.find(key);
@@ -278,23 +286,39 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
                              cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER,
                                       host_s, rec, ep_nodes)});
     }
-    for (size_t k = 0; k < UNIT_KINDS; ++k) {
-      std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
+    // A group of variants blended by their share of `total` layers, in the group's order.
+    const auto blend = [](const std::vector<const Found*>& group, int total) {
+      std::vector<LayerVariant> out;
       double rest = 1;
-      for (size_t i = 0; i < found[k].size(); ++i) {
+      for (size_t i = 0; i < group.size(); ++i) {
         // The last share is what the others leave, so two variants split as share, 1 - share.
         const double share =
-            i + 1 == found[k].size() ? rest : static_cast<double>(found[k][i].count) / layers[k];
+            i + 1 == group.size() ? rest : static_cast<double>(group[i]->count) / total;
         rest -= share;
-        lc.variants[k].push_back({std::move(found[k][i].cost), share});
+        out.push_back({group[i]->cost, share});
       }
+      return out;
+    };
+    std::array<std::vector<const Found*>, models::LAYER_KINDS> by_block;
+    std::array<int, models::LAYER_KINDS> block_layers{};
+    for (size_t k = 0; k < UNIT_KINDS; ++k) {
+      std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
+      std::vector<const Found*> group;
+      for (const Found& f : found[k]) {
+        group.push_back(&f);
+        by_block[static_cast<size_t>(f.block)].push_back(&f);
+        block_layers[static_cast<size_t>(f.block)] += f.count;
+      }
+      for (LayerVariant& v : blend(group, layers[k])) lc.variants[k].push_back(std::move(v));
     }
+    for (size_t b = 0; b < models::LAYER_KINDS; ++b)
+      lc.blocks[b] = blend(by_block[b], block_layers[b]);
     lc.variants[static_cast<size_t>(UnitKind::HEAD)].push_back(
         {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s, true, ep_nodes),
          1});
     ct = costs_.emplace(cost_key, std::move(lc)).first;
   }
-  std::array<UnitTimes, UNIT_KINDS> out{};
+  UnitTimeSet out{};
   const models::ModelSpec& m = model;
   const auto times_of = [&](const PassCost& c) {
     UnitTimes u;
@@ -315,18 +339,30 @@ const std::array<UnitTimes, UNIT_KINDS>& FastCaches::unit_times(const models::Tr
     comm(c.recompute_comm, u.rec_tp, u.rec_ep, u.rec_other);
     return u;
   };
+  // The first layer that `is_kind` accepts (the model's layer count if none).
+  const auto first_layer = [&](const auto& is_kind) {
+    int first = 0;
+    while (first < m.layers && !is_kind(first)) ++first;
+    return first;
+  };
+  // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
+  // first MoE layer's (of the block), which the memory model's inputs already hold.
+  const auto moe_layer = [&](int l) { return m.is_moe_layer(l); };
   for (size_t k = 0; k < UNIT_KINDS; ++k) {
     const std::vector<LayerVariant>& variants = ct->second.variants[k];
     if (variants.empty()) continue;
-    UnitTimes& u = out[k];
+    UnitTimes& u = out.units[k];
     for (const LayerVariant& v : variants) u.add(times_of(v.cost), v.share);  // one: share 1
-    if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1) {
-      // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
-      // first MoE layer's, which the memory model's inputs already hold.
-      int first = 0;
-      while (first < m.layers && !m.is_moe_layer(first)) ++first;
+    if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1)
+      u.expert_params = memory_ops(p).layer(m, p, first_layer(moe_layer)).expert_params;
+  }
+  for (const int b : blocks_present) {
+    UnitTimes& u = out.blocks[static_cast<size_t>(b)];
+    for (const LayerVariant& v : ct->second.blocks[static_cast<size_t>(b)])
+      u.add(times_of(v.cost), v.share);
+    const int first = first_layer([&](int l) { return static_cast<int>(m.layer_kind(l)) == b; });
+    if (p.ep > 1 && m.is_moe_layer(first))
       u.expert_params = memory_ops(p).layer(m, p, first).expert_params;
-    }
   }
   return unit_times_.emplace(key, out).first->second;
 }

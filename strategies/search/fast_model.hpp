@@ -85,6 +85,16 @@ struct LayerVariant {
 /// embedding and head have one variant of share 1; an absent kind none.
 struct LayerCosts {
   std::array<std::vector<LayerVariant>, UNIT_KINDS> variants;
+  /// The layer units' variants again by block (models::LayerKind), each blended over its
+  /// block's layers: a hybrid pattern's Mamba, attention and MLP layers apart.
+  std::array<std::vector<LayerVariant>, models::LAYER_KINDS> blocks;
+};
+
+/// Unit times of every kind, and of the layer units by block: a chunk sums its layers block
+/// by block (a transformer's blocks are its unit kinds, DENSE and MOE, with the same times).
+struct UnitTimeSet {
+  std::array<UnitTimes, UNIT_KINDS> units;
+  std::array<UnitTimes, models::LAYER_KINDS> blocks;
 };
 
 /// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.
@@ -119,12 +129,15 @@ struct FastCaches {
   /// MoE layers among the model's first l layers, l = 0..layers: a chunk's MoE count is a
   /// difference (the first_k_dense layout and hybrid patterns alike).
   std::vector<int> moe_layers_before;
+  /// Likewise per block (models::LayerKind), for the blocks the model has (`blocks_present`).
+  std::array<std::vector<int>, models::LAYER_KINDS> block_layers_before;
+  std::vector<int> blocks_present;  ///< LayerKind values, ascending
 
   const models::MemoryOps& memory_ops(const models::TrainingPlan& plan);
   const ScheduleFacts& schedule(const models::TrainingPlan& plan);
   const LayoutGroups& layout(const models::TrainingPlan& plan);
   /// Unit times of every kind under the plan's layer key and layout.
-  const std::array<UnitTimes, UNIT_KINDS>& unit_times(const models::TrainingPlan& plan);
+  const UnitTimeSet& unit_times(const models::TrainingPlan& plan);
   /// Seconds of one collective on the representative's group of `kind` (0 for a group of
   /// one rank), memoised.
   double collective_s(const LayoutGroups& groups, GroupKind kind, sim::CollectiveOp op,
@@ -143,7 +156,7 @@ struct FastCaches {
   std::map<std::pair<LayerKey, int>, LayerCosts> costs_;
   std::map<ScheduleKey, ScheduleFacts> schedules_;
   std::map<LayoutKey, LayoutGroups> layouts_;
-  std::map<std::pair<LayerKey, int>, std::array<UnitTimes, UNIT_KINDS>> unit_times_;
+  std::map<std::pair<LayerKey, int>, UnitTimeSet> unit_times_;
   std::map<CollectiveKey, double> collectives_;  // this thread's copy of what it asked
   double offload_Bps_ = 0;  // offload_copy_s's path bandwidth (0: not yet routed)
 };

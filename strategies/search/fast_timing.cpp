@@ -63,6 +63,7 @@ struct Ctx {
   FastCaches& fc;
   const TrainingPlan& p;
   const std::array<UnitTimes, UNIT_KINDS>& units;
+  const std::array<UnitTimes, models::LAYER_KINDS>& blocks;  ///< the layer units by block
   const LayoutGroups& groups;
   double sd;
   bool zero3;
@@ -73,20 +74,28 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   Chunk c;
   c.first_layer = first_layer;
   c.layers = layers;
-  const auto add = [&](UnitKind kind, int n) {
+  // A unit kind's entry; the embedding and the head add their times to the sum here, the
+  // layers block by block below.
+  const auto add = [&](UnitKind kind, int n, bool sum) {
     if (n <= 0) return;
     c.units[static_cast<size_t>(c.kinds++)] = {kind, n};
-    c.sum.add(x.units[static_cast<size_t>(kind)], n);
+    if (sum) c.sum.add(x.units[static_cast<size_t>(kind)], n);
     c.unit_count += n;
   };
   if (vs == 0 && x.units[static_cast<size_t>(UnitKind::EMBEDDING)].fwd > 0)
-    add(UnitKind::EMBEDDING, 1);
+    add(UnitKind::EMBEDDING, 1, true);
   const std::vector<int>& before = x.fc.moe_layers_before;
-  const int moe =
-      before[static_cast<size_t>(first_layer + layers)] - before[static_cast<size_t>(first_layer)];
-  add(UnitKind::DENSE, layers - moe);
-  add(UnitKind::MOE, moe);
-  if (last) add(UnitKind::HEAD, 1);
+  const auto end = static_cast<size_t>(first_layer + layers);
+  const auto begin = static_cast<size_t>(first_layer);
+  const int moe = before[end] - before[begin];
+  add(UnitKind::DENSE, layers - moe, false);
+  add(UnitKind::MOE, moe, false);
+  for (const int b : x.fc.blocks_present) {
+    const std::vector<int>& in_block = x.fc.block_layers_before[static_cast<size_t>(b)];
+    const int n = in_block[end] - in_block[begin];
+    if (n > 0) c.sum.add(x.blocks[static_cast<size_t>(b)], n);
+  }
+  if (last) add(UnitKind::HEAD, 1, true);
   return c;
 }
 
@@ -335,7 +344,8 @@ StageTail dp_tail(const Ctx& x, const std::vector<Chunk>& chunks, const Schedule
 }  // namespace
 
 double fast_step_time(FastCaches& fc, const TrainingPlan& p) {
-  const Ctx x{fc, p, fc.unit_times(p), fc.layout(p), fc.slowdown, p.dp > 1 && p.zero >= 3};
+  const UnitTimeSet& times = fc.unit_times(p);
+  const Ctx x{fc, p, times.units, times.blocks, fc.layout(p), fc.slowdown, p.dp > 1 && p.zero >= 3};
   const ScheduleFacts& sf = fc.schedule(p);
   const int P = p.pp, V = p.vpp, S = P * V;
   const double m = static_cast<double>(p.micro_batches());

@@ -228,6 +228,26 @@ TEST_CASE("strategies::FastEstimator: sliding-window and full layers each cost t
   CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.03);
 }
 
+TEST_CASE("strategies::FastEstimator: a hybrid's chunks sum their own blocks") {
+  // examples/models/small-hybrid.json, pattern MEM*EM-E, over pp 4: the stages hold ME, M*,
+  // EM and -E. The fast tier sums each chunk block by block, so the stages' times are the
+  // simulator's, not a model-wide blend of Mamba, attention and MLP layers (which put the
+  // step 2.2 % off).
+  const auto model = models::load_model("examples/models/small-hybrid.json");
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
+  models::TrainingPlan p;
+  p.pp = 4;
+  p.dp = 2;
+  p.ep = 2;
+  p.zero = 1;
+  p.seq = 4096;
+  p.mbs = 1;
+  p.gbs = 32;
+  FastEstimator fast(model, cluster);
+  const StepReport exact = simulate_step(model, p, cluster);
+  CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.002);
+}
+
 namespace {
 
 // Qwen3-30B-A3B at ep 16 over two DGX H100 nodes, one micro-batch of 4096 tokens per GPU.
