@@ -51,11 +51,10 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   MX") and blockwise on H100 ("128x128 weights / 1x128 activations"); NVFP4 -> --precision nvfp4;
   --scale-swizzle on for block-scaled rows (mxfp8, nvfp4) of the 25.x containers, released
   before Transformer Engine wrote GEMM-ready scales (pre_gemm_ready_scales)
-  --grad-dtype bf16 (every perf config's set_*_common_configs sets
-  grad_reduce_in_fp32 = False: bf16 main grads and reduce-scatters);
   (Megatron-Bridge bf16_with_nvfp4_mixed: every linear in NVFP4, no BF16 layers; Nemotron 3
   Super's own recipe keeps layer 0, the last 14 and its MTP modules in bf16:
-  nemotron_super_bf16_args); EP carved out of DP
+  nemotron_super_bf16_args); --grad-dtype bf16 (every perf config's set_*_common_configs
+  sets grad_reduce_in_fp32 = False: bf16 main grads and reduce-scatters); EP carved out of DP
   (dp derived by loom); --etp 1 for DeepSeek-V3 and Qwen3 MoE (the recipes'
   expert_tensor_parallel_size=1: EP x ETP carved out of TP x DP x CP); when layers do not divide pp*vp, an even --pipeline-split with
   the remainder on the first stages; MoE dropless (capacity 1.0); DeepSeek-V3's MTP

@@ -320,7 +320,12 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       const OpParams hp = sum_params(head);
       edge_params.dense += hp.dense;
       layer_params.expert += hp.expert;
-      if (!p.keep_mtp_in_bf16) cast_params.expert += hp.expert;
+      // The multi-token-prediction modules' quantised linears hold casts too (the LM head
+      // does not: it stays 16-bit; keep_mtp_in_bf16 leaves them unquantised).
+      for (const OpCost& op : head) {
+        if (!op.fp8_linear) continue;
+        (op.expert ? cast_params.expert : cast_params.dense) += op.params;
+      }
     }
     s.expert_parameters = layer_params.expert;
     s.parameters = layer_params.dense + layer_params.expert + edge_params.dense;

@@ -375,6 +375,13 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                            s.where("framework"), models::to_string(p.framework), m.name,
                            s.name("framework")));
   }
+  if (p.keep_mtp_in_bf16 && (m.mtp_layers == 0 || !p.mtp)) {
+    fail_field(s, "keep_mtp_in_bf16",
+               fmt::format("{} has no effect: {}; drop it", s.where("keep_mtp_in_bf16"),
+                           m.mtp_layers == 0
+                               ? fmt::format("{} has no multi-token-prediction modules", m.name)
+                               : fmt::format("{} off runs none", s.name("mtp"))));
+  }
   if (!p.mtp && m.mtp_layers == 0) {
     fail_field(s, "mtp",
                fmt::format("{} off has no effect: {} has no multi-token-prediction modules; drop "

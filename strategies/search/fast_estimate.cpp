@@ -255,8 +255,8 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
       lc.variants[static_cast<size_t>(UnitKind::EMBEDDING)].push_back(
           {cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s), 1});
     // cost_stages costs the first layer of each variant (recomputed or not, attention
-    // window) and reuses it for the others; the fast tier blends a kind's variants by their
-    // share of its layers.
+    // window, kept in bf16) and reuses it for the others; the fast tier blends a kind's
+    // variants by their share of its layers (and a block's, for the chunk sums).
     struct Found {
       models::LayerKind block;
       bool rec;
@@ -299,20 +299,21 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
       }
       return out;
     };
-    std::array<std::vector<const Found*>, models::LAYER_KINDS> by_block;
-    std::array<int, models::LAYER_KINDS> block_layers{};
+    std::array<std::array<std::vector<const Found*>, 2>, models::LAYER_KINDS> by_block;
+    std::array<std::array<int, 2>, models::LAYER_KINDS> block_layers{};
     for (size_t k = 0; k < UNIT_KINDS; ++k) {
       std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
       std::vector<const Found*> group;
       for (const Found& f : found[k]) {
         group.push_back(&f);
-        by_block[static_cast<size_t>(f.block)].push_back(&f);
-        block_layers[static_cast<size_t>(f.block)] += f.count;
+        by_block[static_cast<size_t>(f.block)][f.bf16 ? 1 : 0].push_back(&f);
+        block_layers[static_cast<size_t>(f.block)][f.bf16 ? 1 : 0] += f.count;
       }
       for (LayerVariant& v : blend(group, layers[k])) lc.variants[k].push_back(std::move(v));
     }
     for (size_t b = 0; b < models::LAYER_KINDS; ++b)
-      lc.blocks[b] = blend(by_block[b], block_layers[b]);
+      for (size_t kept = 0; kept < 2; ++kept)
+        lc.blocks[b][kept] = blend(by_block[b][kept], block_layers[b][kept]);
     lc.variants[static_cast<size_t>(UnitKind::HEAD)].push_back(
         {cost_ops(models::head_ops(model, p), p, *kernels, OpList::HEAD, host_s, true, ep_nodes),
          1});
@@ -357,12 +358,14 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
       u.expert_params = memory_ops(p).layer(m, p, first_layer(moe_layer)).expert_params;
   }
   for (const int b : blocks_present) {
-    UnitTimes& u = out.blocks[static_cast<size_t>(b)];
-    for (const LayerVariant& v : ct->second.blocks[static_cast<size_t>(b)])
-      u.add(times_of(v.cost), v.share);
     const int first = first_layer([&](int l) { return static_cast<int>(m.layer_kind(l)) == b; });
-    if (p.ep > 1 && m.is_moe_layer(first))
-      u.expert_params = memory_ops(p).layer(m, p, first).expert_params;
+    for (size_t kept = 0; kept < 2; ++kept) {
+      UnitTimes& u = out.blocks[static_cast<size_t>(b)][kept];
+      for (const LayerVariant& v : ct->second.blocks[static_cast<size_t>(b)][kept])
+        u.add(times_of(v.cost), v.share);
+      if (p.ep > 1 && m.is_moe_layer(first))
+        u.expert_params = memory_ops(p).layer(m, p, first).expert_params;
+    }
   }
   return unit_times_.emplace(key, out).first->second;
 }

@@ -85,16 +85,18 @@ struct LayerVariant {
 /// embedding and head have one variant of share 1; an absent kind none.
 struct LayerCosts {
   std::array<std::vector<LayerVariant>, UNIT_KINDS> variants;
-  /// The layer units' variants again by block (models::LayerKind), each blended over its
-  /// block's layers: a hybrid pattern's Mamba, attention and MLP layers apart.
-  std::array<std::vector<LayerVariant>, models::LAYER_KINDS> blocks;
+  /// The layer units' variants again by block (models::LayerKind) and by whether the
+  /// first/last-layer rule keeps them in bf16 (models::layer_in_bf16), each blended over its
+  /// own layers: a hybrid pattern's Mamba, attention and MLP layers apart, kept layers apart.
+  std::array<std::array<std::vector<LayerVariant>, 2>, models::LAYER_KINDS> blocks;
 };
 
-/// Unit times of every kind, and of the layer units by block: a chunk sums its layers block
-/// by block (a transformer's blocks are its unit kinds, DENSE and MOE, with the same times).
+/// Unit times of every kind, and of the layer units by block and bf16 (LayerCosts::blocks): a
+/// chunk sums its layers by them (a transformer's blocks are its unit kinds, DENSE and MOE,
+/// with the same times when no layer is kept).
 struct UnitTimeSet {
   std::array<UnitTimes, UNIT_KINDS> units;
-  std::array<UnitTimes, models::LAYER_KINDS> blocks;
+  std::array<std::array<UnitTimes, 2>, models::LAYER_KINDS> blocks;
 };
 
 /// (kind, LayoutGroups::decided_by, op, bytes): one collective of the representative.

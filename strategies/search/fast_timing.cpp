@@ -63,7 +63,8 @@ struct Ctx {
   FastCaches& fc;
   const TrainingPlan& p;
   const std::array<UnitTimes, UNIT_KINDS>& units;
-  const std::array<UnitTimes, models::LAYER_KINDS>& blocks;  ///< the layer units by block
+  /// The layer units by block and kept in bf16 (UnitTimeSet::blocks).
+  const std::array<std::array<UnitTimes, 2>, models::LAYER_KINDS>& blocks;
   const LayoutGroups& groups;
   double sd;
   bool zero3;
@@ -90,10 +91,24 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   const int moe = before[end] - before[begin];
   add(UnitKind::DENSE, layers - moe, false);
   add(UnitKind::MOE, moe, false);
+  // The layers the first/last-layer rule keeps in bf16 (models::layer_in_bf16): [0, a) and
+  // [z, layers), z >= a.
+  const TrainingPlan& p = x.p;
+  const int n_layers = x.fc.model.layers;
+  const bool rule = models::low_precision_linears(p.precision) && p.first_last_layers_bf16;
+  const int a = rule ? std::min(p.num_layers_at_start_in_bf16, n_layers) : 0;
+  const int z = rule ? std::max(n_layers - p.num_layers_at_end_in_bf16, a) : n_layers;
+  const int stop = first_layer + layers;
   for (const int b : x.fc.blocks_present) {
     const std::vector<int>& in_block = x.fc.block_layers_before[static_cast<size_t>(b)];
+    const auto count = [&](int lo, int hi) {
+      return hi > lo ? in_block[static_cast<size_t>(hi)] - in_block[static_cast<size_t>(lo)] : 0;
+    };
     const int n = in_block[end] - in_block[begin];
-    if (n > 0) c.sum.add(x.blocks[static_cast<size_t>(b)], n);
+    const int kept = count(first_layer, std::min(stop, a)) + count(std::max(first_layer, z), stop);
+    const auto& times = x.blocks[static_cast<size_t>(b)];
+    if (n - kept > 0) c.sum.add(times[0], n - kept);
+    if (kept > 0) c.sum.add(times[1], kept);
   }
   if (last) add(UnitKind::HEAD, 1, true);
   return c;

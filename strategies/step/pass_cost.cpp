@@ -323,8 +323,10 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       // GEMM-ready scales, kernels it did not launch): what the block takes beyond them, at
       // the reference host speed. Where the launches alone take longer (many local experts)
       // they bound it. The block's activation keeps its own launch.
-      const ExpertBlockHost h = expert_block_host_s(static_cast<double>(op.shape.batch),
-                                                    models::low_precision_linears(plan.precision));
+      // Quantised as the op is (a layer kept in bf16 sets up no weight quantisers).
+      const ExpertBlockHost h =
+          expert_block_host_s(static_cast<double>(op.shape.batch),
+                              models::low_precision_linears(plan.precision) && op.fp8_linear);
       const double fwd_extra = std::max(
           0.0, h.forward_s / 2 - (o.fwd_launches - o.fwd_swizzles) * REFERENCE_HOST_LAUNCH_S);
       const double bwd_extra = std::max(

@@ -285,6 +285,45 @@ TEST_CASE("strategies::PassCost: --first-last-layers-bf16 runs its layers as bf1
   CHECK_FALSE(models::layer_in_bf16(model, bf16, 0));
 }
 
+TEST_CASE("strategies::PassCost: kept MoE layers and MTP modules cost as bf16 ones") {
+  // DeepSeek-V3 (61 layers, the first 3 dense, one MTP depth built like the last layer), fp8,
+  // ep 8: with --first-last-layers-bf16 the last layer is an MoE layer kept in bf16. Its
+  // routed-expert block sets up no weight quantisers (the host time of a bf16 block), and its
+  // passes are the bf16 layer's.
+  const auto model = models::load_model("deepseek-v3");
+  auto bf16 = plan_with(1);
+  bf16.ep = 8;
+  bf16.dp = 8;
+  auto fp8 = bf16;
+  fp8.precision = models::Precision::FP8;
+  fp8.first_last_layers_bf16 = true;
+  const int last = model.layers - 1;
+  REQUIRE(model.is_moe_layer(last));
+  REQUIRE(models::layer_in_bf16(model, fp8, last));
+  const PassCost b = cost_ops(models::layer_ops(model, bf16, last), bf16, h100());
+  const PassCost k = cost_ops(models::layer_ops(model, fp8, last), fp8, h100());
+  CHECK(k.fwd_host_s == rel(b.fwd_host_s, 1e-12));
+  CHECK(k.fwd_s == rel(b.fwd_s, 1e-12));
+  const PassCost q = cost_ops(models::layer_ops(model, fp8, last - 1), fp8, h100());
+  CHECK(q.fwd_host_s > k.fwd_host_s);  // a quantised block sets up its weight quantisers
+  // The MTP depth runs under the global context: quantised though the last layer is kept,
+  // unquantised (every linear, eh_proj too) with --keep-mtp-in-bf16.
+  const auto mtp_linears = [&](const models::TrainingPlan& plan) {
+    int quantised = 0, all = 0;
+    for (const auto& op : models::head_ops(model, plan)) {
+      if (op.name.rfind("mtp_", 0) != 0 || op.kind != models::OpKind::MATMUL) continue;
+      ++all;
+      quantised += op.fp8_linear ? 1 : 0;
+    }
+    return std::make_pair(quantised, all);
+  };
+  const auto [quantised, all] = mtp_linears(fp8);
+  CHECK(all > 4);
+  CHECK(quantised == all - 2);  // all but the router and the shared LM head
+  fp8.keep_mtp_in_bf16 = true;
+  CHECK(mtp_linears(fp8).first == 0);
+}
+
 TEST_CASE("strategies::PassCost: unfused frameworks add every parameter's gradient, by hand") {
   // Without Megatron's gradient-accumulation fusion (torch.compile or eager), the GEMM's
   // 4096 x 4096 weight gradient is added to the fp32 main gradient by its own kernel:

@@ -246,6 +246,13 @@ TEST_CASE("strategies::FastEstimator: a hybrid's chunks sum their own blocks") {
   FastEstimator fast(model, cluster);
   const StepReport exact = simulate_step(model, p, cluster);
   CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.002);
+  // Under fp8 with the first layer and the last two kept in bf16 (the first and last stages'
+  // own layers), likewise.
+  p.precision = models::Precision::FP8;
+  p.first_last_layers_bf16 = true;
+  p.num_layers_at_end_in_bf16 = 2;
+  const StepReport kept = simulate_step(model, p, cluster);
+  CHECK(std::abs(fast.step_time_s(p) / kept.step_time_s - 1) < 0.002);
 }
 
 namespace {
