@@ -200,21 +200,31 @@ TEST_CASE("strategies::FastEstimator: memory is the memory model's, time near th
   }
 }
 
+namespace {
+
+// A plan of 4096-token micro-batches of one sequence over pp x dp GPUs, experts over ep, ZeRO-1.
+models::TrainingPlan layered_plan(int pp, int dp, int ep, std::int64_t gbs) {
+  models::TrainingPlan p;
+  p.pp = pp;
+  p.dp = dp;
+  p.ep = ep;
+  p.zero = 1;
+  p.seq = 4096;
+  p.mbs = 1;
+  p.gbs = gbs;
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("strategies::FastEstimator: sliding-window and full layers each cost their own") {
   // gpt-oss-120b alternates 128-token windowed and full attention layers: the simulator costs
   // each kind of layer once (layer 0 windowed, layer 1 full), the fast tier blends the two
   // half and half; a full layer's attention at 4096 tokens costs more than a windowed one's.
   const auto model = models::load_model("gpt-oss-120b");
   const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 8, std::nullopt});
-  models::TrainingPlan p;
-  p.pp = 4;
-  p.dp = 16;
-  p.ep = 8;
+  models::TrainingPlan p = layered_plan(4, 16, 8, 64);
   p.etp = 1;
-  p.zero = 1;
-  p.seq = 4096;
-  p.mbs = 1;
-  p.gbs = 64;
   const topo::DatasheetKernelModel kernels(topo::find_gpu("h100-sxm"));
   const StageWork work = cost_stages(model, p, kernels);
   const PassCost& windowed = work.units[0][1].cost;  // L0 (after the embedding)
@@ -235,14 +245,7 @@ TEST_CASE("strategies::FastEstimator: a hybrid's chunks sum their own blocks") {
   // step 2.2 % off).
   const auto model = models::load_model("examples/models/small-hybrid.json");
   const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
-  models::TrainingPlan p;
-  p.pp = 4;
-  p.dp = 2;
-  p.ep = 2;
-  p.zero = 1;
-  p.seq = 4096;
-  p.mbs = 1;
-  p.gbs = 32;
+  models::TrainingPlan p = layered_plan(4, 2, 2, 32);
   FastEstimator fast(model, cluster);
   const StepReport exact = simulate_step(model, p, cluster);
   CHECK(std::abs(fast.step_time_s(p) / exact.step_time_s - 1) < 0.002);
