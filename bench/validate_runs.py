@@ -63,7 +63,7 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   modules of the Bridge workload base configs (deepseek_recompute_modules), GPT-OSS-120B
   (the gpt-oss-120b preset) and Nemotron 3 Nano and Super (the nemotron-3-nano and
   nemotron-3-super presets: Mamba-2, attention and MoE layers; Super's LatentMoE and two MTP
-  depths) with theirs (gpt_oss_recompute_modules, nemotron_nano_recompute_modules,
+  depths through one repeated module) with theirs (gpt_oss_recompute_modules, nemotron_nano_recompute_modules,
   nemotron_super_recompute_modules); SFT rows scored as
   pre-training steps of the same shape. Skipped: models
   whose architecture the reference does not give and loom lacks (Nemotron 3

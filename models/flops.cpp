@@ -513,6 +513,9 @@ void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
     if (c.p.keep_mtp_in_bf16) unquantised(c, mtp);
     for (OpCost& op : mtp) {
       op.name = "mtp_" + op.name;
+      // A repeated module's later depths run the first depth's weights (its parameters, and
+      // their gradients, counted once).
+      if (m.mtp_repeated_layer && d > 0) op.params = 0;
       ops.push_back(std::move(op));
     }
   }

@@ -129,7 +129,9 @@ ModelSpec nemotron3_super() {
   // Megatron-Bridge Nemotron3SuperProvider (models/nemotronh/nemotron_h_provider.py): 88
   // layers (40 Mamba-2, 40 MoE, 8 attention), hidden 4096, 128 Mamba heads, 512 experts
   // top-22 of 2688 on a LatentMoE width of 1024, shared expert 5376, two MTP depths of an
-  // attention and an MoE block (mtp_num_layers 2, mtp_hybrid_override_pattern "*E").
+  // attention and an MoE block (mtp_num_layers 2, mtp_hybrid_override_pattern "*E") that
+  // repeat one module (the Super recipe's mtp_use_repeated_layer = True; HF
+  // num_nextn_predict_layers 1).
   ModelSpec m = nemotron3(
       "nemotron-3-super",
       "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
@@ -141,6 +143,7 @@ ModelSpec nemotron3_super() {
   m.moe.latent = 1024;
   m.mtp_layers = 2;
   m.mtp_pattern = "*E";
+  m.mtp_repeated_layer = true;
   return m;
 }
 

@@ -248,6 +248,13 @@ void validate_model(const ModelSpec& m) {
   }
   if (m.mtp_layers < 0)
     throw ValidationError::not_positive("model.mtp_layers", std::to_string(m.mtp_layers));
+  if (m.mtp_repeated_layer && m.mtp_layers < 2) {
+    throw ValidationError("model.mtp_repeated_layer",
+                          fmt::format("model.mtp_repeated_layer: repeats one MTP module over the "
+                                      "depths, and model.mtp_layers is {}; give 2 or more, or "
+                                      "drop it",
+                                      m.mtp_layers));
+  }
   if (m.max_position_embeddings < 0)
     throw ValidationError::not_positive("model.max_position_embeddings",
                                         std::to_string(m.max_position_embeddings));

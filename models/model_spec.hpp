@@ -117,6 +117,9 @@ struct ModelSpec {
   /// Multi-token-prediction depth (DeepSeek-V3 report Sec 2.2; HF `num_nextn_predict_layers`):
   /// MTP modules after the main loss on the last pipeline stage, each one transformer layer.
   int mtp_layers = 0;
+  /// The MTP depths run one module again (Megatron-core mtp_use_repeated_layer: Nemotron 3
+  /// Super's two depths share the weights of its one MTP block); false: each its own.
+  bool mtp_repeated_layer = false;
   /// Megatron's hybrid layer pattern (--hybrid-override-pattern, HF
   /// `hybrid_override_pattern`), one character per layer: 'M' a Mamba-2 mixer, '*'
   /// self-attention, '-' a dense MLP, 'E' routed experts; each its own pre-norm and residual.

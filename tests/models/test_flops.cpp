@@ -2,6 +2,7 @@
 // by-hand matmul shapes.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -419,5 +420,42 @@ TEST_CASE("models::Flops: a hybrid's MTP depths follow its MTP pattern") {
   ModelSpec bad = m;
   bad.mtp_pattern = "*X";
   CHECK_THROWS_WITH_AS(validate_model(bad), doctest::Contains("'X' is not a layer type"),
+                       loom::ValidationError);
+}
+
+TEST_CASE("models::Flops: a repeated MTP module holds its weights once") {
+  // Nemotron 3 Super's recipe runs its two MTP depths through one module
+  // (mtp_use_repeated_layer): both depths compute, the second holds no parameters of its own.
+  ModelSpec m = model_preset("nemotron-3-super");
+  REQUIRE(m.mtp_repeated_layer);
+  TrainingPlan p;
+  p.seq = 4096;
+  p.pp = 2;  // the last stage holds its own embedding copy, once
+  const auto mtp_params = [&](const ModelSpec& model) {
+    double first = 0, later = 0, flops = 0;
+    int depth = -1;
+    for (const OpCost& op : head_ops(model, p)) {
+      if (!op.name.starts_with("mtp_")) continue;
+      if (op.name == "mtp_embedding") ++depth;
+      (depth == 0 ? first : later) += op.params;
+      flops += op.fwd_flops;
+    }
+    return std::array<double, 3>{first, later, flops};
+  };
+  const auto repeated = mtp_params(m);
+  CHECK(repeated[0] > 0);
+  CHECK(repeated[1] == 0);
+  m.mtp_repeated_layer = false;
+  const auto own = mtp_params(m);
+  CHECK(own[0] == repeated[0]);
+  // Each depth its own module: the second holds the first's parameters less the embedding
+  // table, which the depths always share.
+  double table = 0;
+  for (const OpCost& op : embedding_ops(m, p)) table += op.params;
+  CHECK(own[1] == doctest::Approx(repeated[0] - table));
+  CHECK(own[2] == repeated[2]);  // the same work either way
+  m.mtp_repeated_layer = true;
+  m.mtp_layers = 1;
+  CHECK_THROWS_WITH_AS(validate_model(m), doctest::Contains("model.mtp_repeated_layer"),
                        loom::ValidationError);
 }
