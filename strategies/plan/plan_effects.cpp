@@ -78,6 +78,13 @@ class EffectChecker {
                          models::to_string(p_.precision)));
       }
     }
+    if (p_.first_last_layers_bf16 && low && p_.num_layers_at_start_in_bf16 == 0 &&
+        p_.num_layers_at_end_in_bf16 == 0) {
+      fail("first_last_layers_bf16", "num_layers_at_end_in_bf16",
+           fmt::format("with {} 0 and {} 0: no layer is kept",
+                       s_.name("num_layers_at_start_in_bf16"),
+                       s_.name("num_layers_at_end_in_bf16")));
+    }
     const TrainingPlan plain;
     if ((given("num_layers_at_start_in_bf16", p_.num_layers_at_start_in_bf16,
                plain.num_layers_at_start_in_bf16) ||

@@ -145,6 +145,11 @@ TEST_CASE("strategies::PlanEffects: model-parallel switches need their dimension
   check_rejected(
       {{"num_layers_at_end_in_bf16", std::int64_t{14}}, {"precision", std::string("nvfp4")}},
       "--num-layers-at-end-in-bf16 14", "--first-last-layers-bf16");
+  check_rejected({{"first_last_layers_bf16", true},
+                  {"num_layers_at_start_in_bf16", std::int64_t{0}},
+                  {"num_layers_at_end_in_bf16", std::int64_t{0}},
+                  {"precision", std::string("fp8")}},
+                 "--first-last-layers-bf16", "no layer is kept");
   CHECK(rejection({{"first_last_layers_bf16", true},
                    {"num_layers_at_end_in_bf16", std::int64_t{14}},
                    {"num_layers_at_start_in_bf16", std::int64_t{0}},
