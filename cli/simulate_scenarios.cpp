@@ -117,10 +117,12 @@ void add_scenario_flags(CLI::App& app, ScenarioFlags& f) {
                  "exponential of mean MEAN - 1");
   app.add_option("--seed", f.seed, "seed of the random straggler and slow-link draws")
       ->capture_default_str();
-  app.add_option("--host-launch", f.host_launch,
-                 "host time per eager kernel launch (the host's speed: TE's expert-block host time "
-                 "scales with it): a layer's pass takes at least its launches "
-                 "(not CUDA-graphed ones); DataParallel: launches under the GIL (default 10us)");
+  app.add_option(
+      "--host-launch", f.host_launch,
+      "host time per eager kernel launch (the host's speed: TE's expert-block host time "
+      "scales with it): a layer's pass takes at least its launches "
+      "(not CUDA-graphed ones); DataParallel: launches under the GIL (default: the GPU's "
+      "host, host_op_time: 13.48us on Xeon HGX/DGX boards, 37.08us on Grace, else 10us)");
   app.add_option("--compare", f.compare,
                  "KEY=VALUE: also simulate the plan with one plan flag changed, e.g. "
                  "dp-mode=ddp, and print both");

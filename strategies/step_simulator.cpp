@@ -89,7 +89,7 @@ void check_simulate_options(const SimulateOptions& o, int gpus) {
                                       "factor {} a number >= 1",
                                       rs.fraction, rs.mean_factor));
   }
-  if (!(o.host_launch_s >= 0 && o.host_launch_s < 1)) {
+  if (!(o.host_launch_s < 1) || (o.host_launch_s < 0 && o.host_launch_s != -1)) {
     throw ValidationError::bad_value("host_launch", fmt::format("{}s", o.host_launch_s),
                                      "a time from 0 to 1s, e.g. 10us");
   }

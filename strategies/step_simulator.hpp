@@ -77,8 +77,8 @@ struct SimulateOptions {
   RandomStragglers random_stragglers;
   /// Host seconds per eager kernel launch (--host-launch): a layer's pass takes at least its
   /// launches (pass_cost host_bound_passes); single-process DataParallel runs them under
-  /// Python's GIL.
-  double host_launch_s = REFERENCE_HOST_LAUNCH_S;
+  /// Python's GIL. Negative: each GPU type's host (host_launch_for).
+  double host_launch_s = -1;
 };
 
 /// Per-step times of a run of SimulateOptions::steps steps.

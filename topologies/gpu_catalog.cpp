@@ -135,6 +135,19 @@ GpuSpec with_load_clock(GpuSpec s, double fraction) {
   s.load_clock_fraction = fraction;
   return s;
 }
+// The host CPU time of one eager op, measured by TE issue #2053 (M. Sievers, "High CPU
+// overhead on Grace systems", Aug 2025): a torch.nn.Linear forward (one cuBLAS GEMM; hidden
+// 2048, 8192 tokens, bf16) costs the host 13.48 us on a DGX H100 (Intel Xeon Platinum 8480C),
+// 37.08 us on a GB200 and 33.17 us on a GH200 (Grace). The x86 figure is taken for the HGX /
+// DGX boards of Hopper and Blackwell (their Xeon hosts; no B200 / B300 host was measured), the
+// GB200 figure for the Grace-hosted GB200 and GB300.
+GpuSpec with_host(GpuSpec s, double op_s) {
+  s.host_op_s = op_s;
+  return s;
+}
+constexpr double XEON_HOST_OP_S = 13.48e-6;
+constexpr double GRACE_HOST_OP_S = 37.08e-6;
+
 constexpr double H200_SUSTAINED = (755.0 / 850 + 1354.0 / 1525) / 2;
 constexpr double B200_SUSTAINED = (1439.0 / 1737 + 2788.0 / 3350) / 2;
 constexpr double B300_SUSTAINED = (1519.0 / 1892 + 2969.0 / 3608) / 2;
@@ -194,10 +207,12 @@ std::vector<GpuSpec> build_catalog() {
                 108, GpuArch::AMPERE, ARCH_A100),
       // H100 datasheet, SXM5: 67 / 494.7 / 989.4 / 989.4 / 1978.9 TF dense, 80 GB HBM3 at
       // 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5, up to 700 W.
-      with_load_clock(with_arch(spec("h100-sxm", "H100 SXM5 80GB", "nvidia", 67, 494.7, 989.4,
-                                     989.4, 1978.9, 80, 3350, 900, 4, 5, 700, SRC_H100),
-                                132, GpuArch::HOPPER, ARCH_H100_SXM),
-                      H200_SUSTAINED),
+      with_host(
+          with_load_clock(with_arch(spec("h100-sxm", "H100 SXM5 80GB", "nvidia", 67, 494.7, 989.4,
+                                         989.4, 1978.9, 80, 3350, 900, 4, 5, 700, SRC_H100),
+                                    132, GpuArch::HOPPER, ARCH_H100_SXM),
+                          H200_SUSTAINED),
+          XEON_HOST_OP_S),
       // H100 datasheet (2022 PCIe column): 51 / 378 / 756 / 756 / 1513 TF, 80 GB HBM2e at
       // 2.0 TB/s, NVLink bridge 600 GB/s, 300-350 W (upper bound kept).
       with_arch(spec("h100-pcie", "H100 PCIe 80GB", "nvidia", 51, 378, 756, 756, 1513, 80, 2000,
@@ -209,10 +224,11 @@ std::vector<GpuSpec> build_catalog() {
                      600, 4, 5, 400, SRC_H100),
                 132, GpuArch::HOPPER, ARCH_H100_NVL),
       // H200 datasheet, SXM: H100 SXM compute, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s, 700 W.
-      with_load_clock(with_arch(spec("h200", "H200 SXM 141GB", "nvidia", 67, 494.7, 989.4, 989.4,
-                                     1978.9, 141, 4800, 900, 4, 5, 700, SRC_H200),
-                                132, GpuArch::HOPPER, ARCH_H200),
-                      H200_SUSTAINED),
+      with_host(with_load_clock(with_arch(spec("h200", "H200 SXM 141GB", "nvidia", 67, 494.7, 989.4,
+                                               989.4, 1978.9, 141, 4800, 900, 4, 5, 700, SRC_H200),
+                                          132, GpuArch::HOPPER, ARCH_H200),
+                                H200_SUSTAINED),
+                XEON_HOST_OP_S),
       // H200 datasheet, NVL column: 60 / 417.5 / 835 / 835 / 1670.5 TF, 141 GB at 4.8 TB/s,
       // NVLink bridge 900 GB/s, up to 600 W.
       with_arch(spec("h200-nvl", "H200 NVL 141GB", "nvidia", 60, 417.5, 835, 835, 1670.5, 141, 4800,
@@ -220,48 +236,55 @@ std::vector<GpuSpec> build_catalog() {
                 132, GpuArch::HOPPER, ARCH_H200),
       // HGX B200 (1000 W): 80 / 1100 / 2250 / 2250 / 4500 TF dense, 180 GB usable HBM3e
       // (DGX B200: 1,440 GB / 8) at 8 TB/s, NVLink5 1.8 TB/s, PCIe Gen5; dense FP4 9,000 TF.
-      with_load_clock(with_fp4(with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250,
-                                              2250, 4500, 180, 8000, 1800, 5, 5, 1000, SRC_B200),
-                                         148, GpuArch::BLACKWELL, ARCH_B200),
-                               9000),
-                      B200_SUSTAINED),
+      with_host(with_load_clock(
+                    with_fp4(with_arch(spec("b200", "B200 (HGX, 1000W)", "nvidia", 80, 1100, 2250,
+                                            2250, 4500, 180, 8000, 1800, 5, 5, 1000, SRC_B200),
+                                       148, GpuArch::BLACKWELL, ARCH_B200),
+                             9000),
+                    B200_SUSTAINED),
+                XEON_HOST_OP_S),
       // B200 in GB200 NVL72 (1200 W): 90 / 1250 / 2500 / 2500 / 5000 TF, 186 GB (13.4 TB / 72)
       // at 8 TB/s, NVLink5 1.8 TB/s. The GPU talks to Grace over NVLink-C2C; its NICs sit on
       // PCIe Gen5, which is what pcie_generation records.
       // Its own MAMF (S. Bekman, ml-engineering compute/accelerator/README.md): bf16
       // 1822 / 2500 = 72.9%, fp8 3615.6 / 5000 = 72.3% of the 1200 W datasheet peaks.
       // Dense FP4 10,000 TF (reference gpus.json, the GB200 NVL72 product page).
-      with_load_clock(
-          with_fp4(with_gemm_fractions(
-                       with_arch(spec("gb200", "B200 in GB200 NVL72", "nvidia", 90, 1250, 2500,
-                                      2500, 5000, 186, 8000, 1800, 5, 5, 1200, SRC_GB200),
-                                 148, GpuArch::BLACKWELL, ARCH_B200),
-                       0.729, 0.723),
-                   10000),
-          sustained_at_higher_limit(1439, 2788, 1000, 1200, 1822, 3615.6)),
+      with_host(with_load_clock(with_fp4(with_gemm_fractions(
+                                             with_arch(spec("gb200", "B200 in GB200 NVL72",
+                                                            "nvidia", 90, 1250, 2500, 2500, 5000,
+                                                            186, 8000, 1800, 5, 5, 1200, SRC_GB200),
+                                                       148, GpuArch::BLACKWELL, ARCH_B200),
+                                             0.729, 0.723),
+                                         10000),
+                                sustained_at_higher_limit(1439, 2788, 1000, 1200, 1822, 3615.6)),
+                GRACE_HOST_OP_S),
       // HGX B300 (1100 W): 75 / 1100 / 2250 / 2250 / 4500 TF dense (the B200's rates; Blackwell
       // Ultra adds dense FP4 — 14,000 TF, Verda's per-GPU table — and exponent throughput,
       // its attention fractions: with_blackwell_ultra_attention), 270 GB usable HBM3e at
       // 7.7 TB/s, NVLink5 1.8 TB/s; ConnectX-8 NICs on PCIe Gen6.
-      with_load_clock(with_blackwell_ultra_attention(with_fp4(
-                          with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250,
-                                         2250, 4500, 270, 7700, 1800, 5, 6, 1100, SRC_B300),
-                                    160, GpuArch::BLACKWELL, ARCH_B300),
-                          14000)),
-                      B300_SUSTAINED),
+      with_host(
+          with_load_clock(with_blackwell_ultra_attention(with_fp4(
+                              with_arch(spec("b300", "B300 (HGX, 1100W)", "nvidia", 75, 1100, 2250,
+                                             2250, 4500, 270, 7700, 1800, 5, 6, 1100, SRC_B300),
+                                        160, GpuArch::BLACKWELL, ARCH_B300),
+                              14000)),
+                          B300_SUSTAINED),
+          XEON_HOST_OP_S),
       // B300 in GB300 NVL72 (1400 W): 80 / 1250 / 2500 / 2500 / 5000 TF dense (rack 180 PF
       // BF16, 360 PF FP8 / 72), 279 GB (20 TB / 72) at 8 TB/s (576 TB/s / 72), NVLink5
       // 1.8 TB/s; its ConnectX-8 NICs sit on PCIe Gen6. Dense FP4 15,000 TF (rack 1,080 PF
       // dense FP4 / 72; Verda's per-GPU table).
-      with_load_clock(with_blackwell_ultra_attention(with_fp4(
-                          with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500,
-                                         2500, 5000, 279, 8000, 1800, 5, 6, 1400, SRC_GB300),
-                                    160, GpuArch::BLACKWELL, ARCH_B300),
-                          15000)),
-                      sustained_at_higher_limit(
-                          1519, 2969, 1100, 1400,
-                          2500 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::BF16),
-                          5000 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::FP8))),
+      with_host(with_load_clock(
+                    with_blackwell_ultra_attention(with_fp4(
+                        with_arch(spec("gb300", "B300 in GB300 NVL72", "nvidia", 80, 1250, 2500,
+                                       2500, 5000, 279, 8000, 1800, 5, 6, 1400, SRC_GB300),
+                                  160, GpuArch::BLACKWELL, ARCH_B300),
+                        15000)),
+                    sustained_at_higher_limit(
+                        1519, 2969, 1100, 1400,
+                        2500 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::BF16),
+                        5000 * architecture_gemm_fraction(GpuArch::BLACKWELL, DType::FP8))),
+                GRACE_HOST_OP_S),
       // L40S datasheet: 91.6 / 183 / 362.05 / 362.05 / 733 TF, 48 GB GDDR6 at 864 GB/s,
       // no NVLink, PCIe Gen4 x16, 350 W.
       with_arch(spec("l40s", "L40S 48GB", "nvidia", 91.6, 183, 362.05, 362.05, 733, 48, 864, 0, 0,
@@ -363,15 +386,15 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   } catch (const ValidationError& e) {
     throw ConfigError(r.file(), r.pointer_of("base"), e.what());
   }
-  const bool overridden = r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") ||
-                          r.has("fp8") || r.has("fp4") || r.has("hbm_capacity") ||
-                          r.has("hbm_bandwidth") || r.has("nvlink_bandwidth") ||
-                          r.has("nvlink_generation") || r.has("pcie_generation") ||
-                          r.has("tdp_watts") || r.has("sm_count") || r.has("architecture") ||
-                          r.has("power_limit_w") || r.has("load_clock_fraction") ||
-                          r.has("gemm_efficiency_tf32") || r.has("gemm_efficiency_bf16") ||
-                          r.has("gemm_efficiency_fp16") || r.has("gemm_efficiency_fp8") ||
-                          r.has("attention_efficiency") || r.has("attention_backward_efficiency");
+  const bool overridden =
+      r.has("fp32") || r.has("tf32") || r.has("bf16") || r.has("fp16") || r.has("fp8") ||
+      r.has("fp4") || r.has("hbm_capacity") || r.has("hbm_bandwidth") ||
+      r.has("nvlink_bandwidth") || r.has("nvlink_generation") || r.has("pcie_generation") ||
+      r.has("tdp_watts") || r.has("sm_count") || r.has("architecture") || r.has("power_limit_w") ||
+      r.has("load_clock_fraction") || r.has("host_op_time") || r.has("gemm_efficiency_tf32") ||
+      r.has("gemm_efficiency_bf16") || r.has("gemm_efficiency_fp16") ||
+      r.has("gemm_efficiency_fp8") || r.has("attention_efficiency") ||
+      r.has("attention_backward_efficiency");
   s.display_name =
       r.get_string_or("display_name", overridden ? s.display_name + " (custom)" : s.display_name);
   s.fp32_flops = r.get_quantity_or("fp32", Unit::FLOP_RATE, s.fp32_flops);
@@ -401,6 +424,10 @@ GpuSpec read_gpu_spec(ObjectReader& r) {
   if (!(s.power_limit_watts >= 0 && s.power_limit_watts <= 1e5))
     r.fail("power_limit_w", json_excerpt(r.raw("power_limit_w")),
            "a power in watts from 0 to 100000 (0: the TDP)");
+  s.host_op_s = r.get_quantity_or("host_op_time", Unit::TIME, s.host_op_s);
+  if (!(s.host_op_s >= 0 && s.host_op_s < 1))
+    r.fail("host_op_time", json_excerpt(r.raw("host_op_time")),
+           "a host CPU time per eager op below 1 s, e.g. \"13.48us\" (0: the reference)");
   s.load_clock_fraction = r.get_number_or("load_clock_fraction", s.load_clock_fraction);
   if (!(s.load_clock_fraction >= 0 && s.load_clock_fraction <= 1))
     r.fail("load_clock_fraction", json_excerpt(r.raw("load_clock_fraction")),
@@ -447,6 +474,7 @@ OrderedJson write_gpu_spec(const GpuSpec& g) {
   };
   for (const auto& [key, value] : optional)
     if (value > 0) out[key] = value;
+  if (g.host_op_s > 0) out["host_op_time"] = fmt::format("{}s", g.host_op_s);
   return out;
 }
 

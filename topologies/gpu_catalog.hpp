@@ -50,6 +50,11 @@ struct GpuSpec {
   /// Short GEMM benchmarks (the measured GEMM fractions) run at boost; a training step keeps
   /// every GPU of a node at its power limit for its whole length.
   double load_clock_fraction = 0;
+  /// CPU seconds the GPU's host spends per eager framework op (Python, the ATen dispatcher,
+  /// the launch): how fast the system's CPU issues kernels; 0: the reference
+  /// (strategies::REFERENCE_HOST_LAUNCH_S). Systems differ: Grace hosts take 2.75x a DGX
+  /// H100's Xeon per op (gpu_catalog.cpp).
+  double host_op_s = 0;
   /// Fraction of the dense peak a large GEMM reaches, per tensor-core dtype; 0: the
   /// architecture's measured figure (kernel_model.hpp, architecture_gemm_fraction).
   double gemm_fraction_tf32 = 0;

@@ -248,7 +248,8 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
   const auto cost_key = std::make_pair(key.first, ep_nodes);
   auto ct = costs_.find(cost_key);
   if (ct == costs_.end()) {
-    const double host_s = pass_host_launch_s(p, options.host_launch_s);
+    const double host_s =
+        pass_host_launch_s(p, host_launch_for(options.host_launch_s, cluster.gpu.host_op_s));
     LayerCosts lc;
     const auto emb = models::embedding_ops(model, p);
     if (!emb.empty())

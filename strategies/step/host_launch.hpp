@@ -4,10 +4,21 @@
 
 namespace loom::strategies {
 
-/// The host seconds per eager kernel launch loom assumes by default (SimulateOptions::
-/// host_launch_s, --host-launch): Python, the ATen dispatcher and cudaLaunchKernel, 5-25 us
-/// per op (docs/defaults.md); the host speed at which the framework host costs of
-/// pass_cost.hpp are quoted.
+/// The host seconds per eager kernel launch loom assumes for a GPU whose host was not measured
+/// (GpuSpec::host_op_s 0; SimulateOptions::host_launch_s, --host-launch, overrides both):
+/// Python, the ATen dispatcher and cudaLaunchKernel, 5-25 us per op (docs/defaults.md).
 inline constexpr double REFERENCE_HOST_LAUNCH_S = 10e-6;
+
+/// The host seconds per eager op of the system TE issue #2897 measured its routed-expert block
+/// on (a GB200: Grace, GpuSpec::host_op_s of the gb200 entry, TE issue #2053): the block's
+/// host time scales from it to the host that runs the plan (pass_cost expert_block_host_s).
+inline constexpr double GRACE_HOST_OP_S = 37.08e-6;
+
+/// The host seconds per eager launch a run takes: the option (--host-launch) when given
+/// (>= 0), else the GPU's host (GpuSpec::host_op_s) when known (> 0), else the reference.
+inline double host_launch_for(double option_s, double gpu_host_op_s) {
+  if (option_s >= 0) return option_s;
+  return gpu_host_op_s > 0 ? gpu_host_op_s : REFERENCE_HOST_LAUNCH_S;
+}
 
 }  // namespace loom::strategies

@@ -243,7 +243,7 @@ double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s
 
 void host_bound_passes(PassCost& c, double host_launch_s) {
   if (host_launch_s <= 0) return;
-  const double speed = host_launch_s / REFERENCE_HOST_LAUNCH_S;
+  const double speed = host_launch_s / GRACE_HOST_OP_S;
   c.fwd_s = std::max(c.fwd_s, c.fwd_launches * host_launch_s + c.fwd_host_s * speed);
   c.recompute_s =
       std::max(c.recompute_s, c.recompute_launches * host_launch_s + c.recompute_host_s * speed);
@@ -321,16 +321,16 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (not the per-group scale swizzles of containers before
       // GEMM-ready scales, kernels it did not launch): what the block takes beyond them, at
-      // the reference host speed. Where the launches alone take longer (many local experts)
-      // they bound it. The block's activation keeps its own launch.
-      // Quantised as the op is (a layer kept in bf16 sets up no weight quantisers).
+      // the measuring GB200's host speed (GRACE_HOST_OP_S per launch). Where the launches alone
+      // take longer (many local experts) they bound it. The block's activation keeps its own
+      // launch. Quantised as the op is (a layer kept in bf16 sets up no weight quantisers).
       const ExpertBlockHost h =
           expert_block_host_s(static_cast<double>(op.shape.batch),
                               models::low_precision_linears(plan.precision) && op.fp8_linear);
-      const double fwd_extra = std::max(
-          0.0, h.forward_s / 2 - (o.fwd_launches - o.fwd_swizzles) * REFERENCE_HOST_LAUNCH_S);
-      const double bwd_extra = std::max(
-          0.0, h.backward_s / 2 - (o.bwd_launches - o.bwd_swizzles) * REFERENCE_HOST_LAUNCH_S);
+      const double fwd_extra =
+          std::max(0.0, h.forward_s / 2 - (o.fwd_launches - o.fwd_swizzles) * GRACE_HOST_OP_S);
+      const double bwd_extra =
+          std::max(0.0, h.backward_s / 2 - (o.bwd_launches - o.bwd_swizzles) * GRACE_HOST_OP_S);
       c.fwd_host_s += fwd_extra;
       c.bwd_host_s += bwd_extra;
       c.recompute_host_s += share * fwd_extra;

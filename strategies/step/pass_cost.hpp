@@ -50,7 +50,8 @@ struct PassCost {
   double bwd_launches = 0;        ///< see fwd_launches
   double recompute_launches = 0;  ///< see fwd_launches
   /// Host seconds the framework spends in the forward, the backward and the recompute beyond
-  /// its kernels' launches, at the reference host speed (REFERENCE_HOST_LAUNCH_S per launch):
+  /// its kernels' launches, at the speed of the host that measured them (GRACE_HOST_OP_S per
+  /// launch):
   /// what Transformer Engine's routed-expert MLP blocks take beyond their launches
   /// (expert_block_host_s).
   double fwd_host_s = 0;
@@ -109,7 +110,7 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// host bound.
 /// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is the
 /// larger of its launches' and its half of expert_block_host_s, both scaled by host_launch_s /
-/// REFERENCE_HOST_LAUNCH_S (a slower host is slower at both).
+/// GRACE_HOST_OP_S (the GB200 host it was measured on; a slower host is slower at both).
 /// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
 /// torchtitan's every-k-th layer): nothing of it re-runs.
 /// `ep_nodes`: the nodes one expert-parallel group spans, which a flex dispatcher's
@@ -119,7 +120,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
                   double host_launch_s = 0, bool recomputed = true, int ep_nodes = 1);
 
 /// A pass's seconds raised to its host time, `launches` x `host_launch_s` plus the framework's
-/// host seconds (fwd_host_s ..., scaled by host_launch_s / REFERENCE_HOST_LAUNCH_S): the
+/// host seconds (fwd_host_s ..., scaled by host_launch_s / GRACE_HOST_OP_S): the
 /// forward and the recompute to their own, the backward's input- and weight-gradient parts
 /// scaled together to the backward's.
 void host_bound_passes(PassCost& c, double host_launch_s);

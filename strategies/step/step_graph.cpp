@@ -89,11 +89,15 @@ std::vector<std::shared_ptr<const topo::KernelTimeModel>> extra_type_models(
 }
 
 std::vector<StageWork> extra_type_work(
-    const models::ModelSpec& m, const models::TrainingPlan& p,
-    const std::vector<std::shared_ptr<const topo::KernelTimeModel>>& models, double host_s,
-    int ep_nodes) {
+    const models::ModelSpec& m, const models::TrainingPlan& p, const topo::Cluster& c,
+    const SimulateOptions& o,
+    const std::vector<std::shared_ptr<const topo::KernelTimeModel>>& models, int ep_nodes) {
   std::vector<StageWork> out;
-  for (const auto& k : models) out.push_back(cost_stages(m, p, *k, host_s, ep_nodes));
+  for (size_t k = 0; k < models.size(); ++k) {
+    const topo::GpuSpec& gpu = c.gpu_type(static_cast<int>(k) + 1);
+    const double host_s = pass_host_launch_s(p, host_launch_for(o.host_launch_s, gpu.host_op_s));
+    out.push_back(cost_stages(m, p, *models[k], host_s, ep_nodes));
+  }
   return out;
 }
 
@@ -160,9 +164,10 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       ep_nodes(flex_exchange_nodes(p, c, index.group(0, models::Dim::EP))),
       engine(c, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
-      work(cost_stages(m, p, *kernels, pass_host_launch_s(p, o.host_launch_s), ep_nodes)),
-      extra_work(
-          extra_type_work(m, p, extra_kernels, pass_host_launch_s(p, o.host_launch_s), ep_nodes)),
+      work(cost_stages(m, p, *kernels,
+                       pass_host_launch_s(p, host_launch_for(o.host_launch_s, c.gpu.host_op_s)),
+                       ep_nodes)),
+      extra_work(extra_type_work(m, p, c, o, extra_kernels, ep_nodes)),
       unit_expert_params(expert_params(m, p, work)),
       edp(p.expert_dp()),
       roles(find_roles(schedule, p.vpp)),

@@ -287,13 +287,13 @@ TEST_CASE("strategies::PassCost: --first-last-layers-bf16 runs its layers as bf1
 
 TEST_CASE("strategies::PassCost: kept MoE layers and MTP modules cost as bf16 ones") {
   // DeepSeek-V3 (61 layers, the first 3 dense, one MTP depth built like the last layer), fp8,
-  // ep 8: with --first-last-layers-bf16 the last layer is an MoE layer kept in bf16. Its
+  // ep 64: with --first-last-layers-bf16 the last layer is an MoE layer kept in bf16. Its
   // routed-expert block sets up no weight quantisers (the host time of a bf16 block), and its
   // passes are the bf16 layer's.
   const auto model = models::load_model("deepseek-v3");
   auto bf16 = plan_with(1);
-  bf16.ep = 8;
-  bf16.dp = 8;
+  bf16.ep = 64;  // 4 local experts: the block's host time is more than its launches'
+  bf16.dp = 64;
   auto fp8 = bf16;
   fp8.precision = models::Precision::FP8;
   fp8.first_last_layers_bf16 = true;
@@ -305,7 +305,11 @@ TEST_CASE("strategies::PassCost: kept MoE layers and MTP modules cost as bf16 on
   CHECK(k.fwd_host_s == rel(b.fwd_host_s, 1e-12));
   CHECK(k.fwd_s == rel(b.fwd_s, 1e-12));
   const PassCost q = cost_ops(models::layer_ops(model, fp8, last - 1), fp8, h100());
-  CHECK(q.fwd_host_s > k.fwd_host_s);  // a quantised block sets up its weight quantisers
+  // A quantised layer costs the host more (its casts' launches, its block's quantisers).
+  const auto host = [](const PassCost& c) {
+    return c.fwd_launches * GRACE_HOST_OP_S + c.fwd_host_s;
+  };
+  CHECK(host(q) > host(k));
   // The MTP depth runs under the global context: quantised though the last layer is kept,
   // unquantised (every linear, eh_proj too) with --keep-mtp-in-bf16.
   const auto mtp_linears = [&](const models::TrainingPlan& plan) {
@@ -397,7 +401,7 @@ TEST_CASE("strategies::PassCost: a partial CUDA-graph scope captures only its mo
   CHECK(graphed.fwd_launches == rel(eager.fwd_launches - captured_fwd + 1));
   CHECK(graphed.bwd_launches == rel(eager.bwd_launches - captured_bwd + 1));
   // The routed experts stay eager: their block's host time stays.
-  CHECK(graphed.fwd_host_s == rel(eager.fwd_host_s));
+  CHECK(graphed.fwd_host_s == eager.fwd_host_s);
   // The captured ops save the graph launch gap on the GPU; the pass is still bounded by the
   // eager part's host time, unlike a whole-layer graph, which never is.
   CHECK(graphed.fwd_s < eager.fwd_s);
@@ -728,8 +732,9 @@ TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its
   CHECK(expert_block_host_s(8, false).forward_s == rel(1.0775e-3 - 8 * 1.40625e-6));
   CHECK(expert_block_host_s(8, false).backward_s == rel(1.575e-3));
   // Mixtral 8x7B in FP8 at ep 2: 4 local experts. Each grouped linear's host time, its launches
-  // at 10 us plus what the block takes beyond them, is half the block's: (1.2 ms - 60 x
-  // 2.1875 us) / 2 = 0.534375 ms forward, (2.1 ms - 60 x 9.375 us) / 2 = 0.76875 ms backward.
+  // at the measuring GB200's 37.08 us (GRACE_HOST_OP_S, TE issue #2053) plus what the block
+  // takes beyond them, is half the block's: (1.2 ms - 60 x 2.1875 us) / 2 = 0.534375 ms
+  // forward, (2.1 ms - 60 x 9.375 us) / 2 = 0.76875 ms backward.
   const auto model = models::load_model("mixtral-8x7b");
   models::TrainingPlan p;
   p.seq = 4096;
@@ -742,8 +747,8 @@ TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its
     if (!op.expert || op.kind != models::OpKind::MATMUL) continue;
     ++grouped;
     const PassCost one = cost_ops({op}, p, h100());
-    CHECK(one.fwd_launches * 10e-6 + one.fwd_host_s == rel(0.534375e-3));
-    CHECK(one.bwd_launches * 10e-6 + one.bwd_host_s == rel(0.76875e-3));
+    CHECK(one.fwd_launches * GRACE_HOST_OP_S + one.fwd_host_s == rel(0.534375e-3));
+    CHECK(one.bwd_launches * GRACE_HOST_OP_S + one.bwd_host_s == rel(0.76875e-3));
   }
   CHECK(grouped == 2);
   const PassCost layer = cost_ops(ops, p, h100());
@@ -770,7 +775,7 @@ TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its
   CHECK(bound_by_launches.fwd_host_s == 0);
   // At 4096 tokens the GPU's forward hides the host's; in bf16 at 128 tokens and ep 8 (one
   // local expert) the GPU takes less than the host, so the forward is host-bound: exactly its
-  // host time at 10 us per launch.
+  // host time at 10 us per launch, the block's part scaled from the GB200's 37.08 us.
   CHECK(cost_ops(ops, p, h100(), OpList::LAYER, 10e-6).fwd_s == rel(layer.fwd_s));
   models::TrainingPlan short_seq = p;
   short_seq.seq = 128;
@@ -779,8 +784,9 @@ TEST_CASE("strategies::PassCost: TE's routed-expert MLP block costs the host its
   const auto short_ops = models::layer_ops(model, short_seq, 0);
   const PassCost gpu = cost_ops(short_ops, short_seq, h100());
   const PassCost bound = cost_ops(short_ops, short_seq, h100(), OpList::LAYER, 10e-6);
-  CHECK(gpu.fwd_s < gpu.fwd_launches * 10e-6 + gpu.fwd_host_s);
-  CHECK(bound.fwd_s == rel(gpu.fwd_launches * 10e-6 + gpu.fwd_host_s));
+  const double host = gpu.fwd_launches * 10e-6 + gpu.fwd_host_s * (10e-6 / GRACE_HOST_OP_S);
+  CHECK(gpu.fwd_s < host);
+  CHECK(bound.fwd_s == rel(host));
   CHECK(bound.recompute_s == 0);  // no recompute planned
   // Full recompute re-runs the block's forward on the host too.
   models::TrainingPlan full = short_seq;
@@ -874,4 +880,25 @@ TEST_CASE("strategies::PassCost: torchtitan's op-level recompute re-runs what it
   // Megatron's selective recompute (the attention core) re-runs no collective.
   p.selective_recompute = models::SelectiveRecompute::ATTENTION;
   CHECK(cost_ops(models::layer_ops(m, p, 0), p, h100()).recompute_comm.empty());
+}
+
+TEST_CASE("strategies::PassCost: the host's speed is the system's") {
+  // --host-launch when given; else the GPU's host (TE issue #2053: a DGX H100's Xeon 13.48 us,
+  // a GB200's Grace 37.08 us per op); else the 10 us reference.
+  CHECK(host_launch_for(20e-6, 37.08e-6) == 20e-6);
+  CHECK(host_launch_for(-1, 13.48e-6) == 13.48e-6);
+  CHECK(host_launch_for(-1, 0) == REFERENCE_HOST_LAUNCH_S);
+  // Mixtral 8x7B in bf16, 128 tokens, one local expert (ep 8): host-bound. On a Grace host the
+  // forward takes 37.08 / 13.48 = 2.75 times the Xeon host's, launches and expert block alike
+  // (the block measured on a GB200 runs there at its measured time).
+  const auto model = models::load_model("mixtral-8x7b");
+  models::TrainingPlan p;
+  p.seq = 128;
+  p.dp = p.ep = 8;
+  const auto ops = models::layer_ops(model, p, 0);
+  const PassCost xeon = cost_ops(ops, p, h100(), OpList::LAYER, 13.48e-6);
+  const PassCost grace = cost_ops(ops, p, h100(), OpList::LAYER, GRACE_HOST_OP_S);
+  REQUIRE(xeon.fwd_s > cost_ops(ops, p, h100()).fwd_s);  // host-bound on the faster host too
+  CHECK(grace.fwd_s == rel(xeon.fwd_s * 37.08 / 13.48));
+  CHECK(grace.fwd_s == rel(grace.fwd_launches * GRACE_HOST_OP_S + grace.fwd_host_s));
 }

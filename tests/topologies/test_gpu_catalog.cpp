@@ -156,6 +156,7 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   g.gemm_fraction_fp8 = 0.65;
   g.attention_fraction = 0.5;
   g.attention_backward_fraction = 0.375;
+  g.host_op_s = 21.5e-6;
   const loom::OrderedJson out = loom::topo::write_gpu_spec(g);
   CHECK(out["power_limit_w"] == 500);
   CHECK(!out.contains("gemm_efficiency_bf16"));  // unset: the architecture's default
@@ -165,6 +166,7 @@ TEST_CASE("topologies::GpuCatalog: a written GPU object reads back to the same s
   loom::ObjectReader r(doc, "w.json", "");
   const auto back = loom::topo::read_gpu_spec(r);
   CHECK(back.display_name == g.display_name);
+  CHECK(back.host_op_s == doctest::Approx(g.host_op_s));
   CHECK(back.fp32_flops == g.fp32_flops);
   CHECK(back.tf32_flops == g.tf32_flops);
   CHECK(back.bf16_flops == g.bf16_flops);
@@ -208,4 +210,23 @@ TEST_CASE("topologies::GpuCatalog: a GPU JSON rejects a GEMM efficiency above 1"
   loom::ObjectReader rb(bwd, "g.json", "");
   CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(rb),
                        doctest::Contains("attention_backward_efficiency"), loom::ConfigError);
+}
+
+TEST_CASE("topologies::GpuCatalog: the host's time per eager op, by system") {
+  // TE issue #2053: one torch Linear forward costs the host 13.48 us on a DGX H100 (Xeon
+  // Platinum 8480C) and 37.08 us on a GB200 (Grace); the Xeon figure is taken for the HGX /
+  // DGX boards, the Grace one for the NVL72 systems; GPUs without a measured host keep 0.
+  using loom::topo::find_gpu;
+  for (const char* xeon : {"h100-sxm", "h200", "b200", "b300"})
+    CHECK_MESSAGE(find_gpu(xeon).host_op_s == doctest::Approx(13.48e-6), xeon);
+  for (const char* grace : {"gb200", "gb300"})
+    CHECK_MESSAGE(find_gpu(grace).host_op_s == doctest::Approx(37.08e-6), grace);
+  CHECK(find_gpu("a100-sxm-80gb").host_op_s == 0);
+  auto doc = loom::parse_json_text(R"({"base": "h100-sxm", "host_op_time": "20us"})", "t.json");
+  loom::ObjectReader r(doc, "t.json", "");
+  CHECK(loom::topo::read_gpu_spec(r).host_op_s == doctest::Approx(20e-6));
+  auto slow = loom::parse_json_text(R"({"base": "h100-sxm", "host_op_time": "2s"})", "t.json");
+  loom::ObjectReader r2(slow, "t.json", "");
+  CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r2), doctest::Contains("host_op_time"),
+                       loom::ConfigError);
 }
