@@ -77,7 +77,7 @@ struct SimulateOptions {
   RandomStragglers random_stragglers;
   /// Host seconds per eager kernel launch (--host-launch): a layer's pass takes at least its
   /// launches (pass_cost host_bound_passes); single-process DataParallel runs them under
-  /// Python's GIL. Negative: each GPU type's host (host_launch_for).
+  /// Python's GIL. -1: each GPU type's host (host_launch_for).
   double host_launch_s = -1;
 };
 
@@ -197,8 +197,8 @@ StepReport simulate_step(const models::ModelSpec& model, const models::TrainingP
 inline constexpr int MAX_STEPS = 10000;
 /// Checks the options against a cluster of `gpus` GPUs: steps in 1..MAX_STEPS, straggler
 /// ranks in range with factors >= 1, the random model's fraction in [0, 1] and mean >= 1, the
-/// host launch time in [0, 1 s). Throws ValidationError naming "steps", "straggler" or
-/// "host_launch".
+/// host launch time in [0, 1 s) or -1 (the GPU's host). Throws ValidationError naming "steps",
+/// "straggler" or "host_launch".
 void check_simulate_options(const SimulateOptions& options, int gpus);
 
 }  // namespace loom::strategies

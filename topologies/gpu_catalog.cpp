@@ -1,4 +1,5 @@
 #include "topologies/gpu_catalog.hpp"
+#include "topologies/host_speed.hpp"
 
 #include <fmt/format.h>
 
@@ -145,8 +146,6 @@ GpuSpec with_host(GpuSpec s, double op_s) {
   s.host_op_s = op_s;
   return s;
 }
-constexpr double XEON_HOST_OP_S = 13.48e-6;
-constexpr double GRACE_HOST_OP_S = 37.08e-6;
 
 constexpr double H200_SUSTAINED = (755.0 / 850 + 1354.0 / 1525) / 2;
 constexpr double B200_SUSTAINED = (1439.0 / 1737 + 2788.0 / 3350) / 2;
@@ -474,7 +473,9 @@ OrderedJson write_gpu_spec(const GpuSpec& g) {
   };
   for (const auto& [key, value] : optional)
     if (value > 0) out[key] = value;
-  if (g.host_op_s > 0) out["host_op_time"] = fmt::format("{}s", g.host_op_s);
+  // The host's time per op when it differs from the base's (0 included: the reference).
+  if (g.host_op_s != find_gpu(g.name).host_op_s)
+    out["host_op_time"] = fmt::format("{}s", g.host_op_s);
   return out;
 }
 

@@ -13,7 +13,9 @@ namespace loom::topo {
 /// "80GB"), "hbm_bandwidth" ("3.35TBps"), "nvlink_bandwidth" (per direction, "450GBps"),
 /// "nvlink_generation", "pcie_generation", "tdp_watts", "sm_count" (plain numbers),
 /// "architecture" ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3"), "power_limit_w"
-/// (the sustained power cap in watts, 0 = the TDP), "gemm_efficiency_tf32", "_bf16", "_fp16",
+/// (the sustained power cap in watts, 0 = the TDP), "load_clock_fraction", "host_op_time" (the
+/// host CPU time per eager op, "13.48us"; 0 = the reference), "gemm_efficiency_tf32", "_bf16",
+/// "_fp16",
 /// "_fp8", "attention_efficiency" and "attention_backward_efficiency" (measured fractions of
 /// the dense peak, 0 = the architecture default; the backward's default is the forward's
 /// times 0.8); every key absent keeps the base GPU's value. Throws ConfigError on an

@@ -125,7 +125,7 @@ class SingleProcessLowering final : public DataParallelLowering {
         const TaskId launch = g_.add_compute(
             host_,
             kernels * host_launch_for(g_.options.host_launch_s,
-                                      g_.cluster.gpu_type(h.gpu_type).host_op_s),
+                                      g_.cluster.gpu_type(g_.gpus[0][0].gpu_type).host_op_s),
             g_.label("launch F mb{} {} gpu{}", mb, units[u].name, ri), TraceCategory::DP, deps);
         record("kernel launches (GIL)", launch);
         g_.engine.add_dependency(launch, h.units[static_cast<size_t>(pi)][u].first);

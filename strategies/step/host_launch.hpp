@@ -2,6 +2,8 @@
 // The default host time per eager kernel launch, shared by the step options and the pass
 // costing (a tiny header: step_simulator.hpp is widely included).
 
+#include "topologies/host_speed.hpp"
+
 namespace loom::strategies {
 
 /// The host seconds per eager kernel launch loom assumes for a GPU whose host was not measured
@@ -10,9 +12,9 @@ namespace loom::strategies {
 inline constexpr double REFERENCE_HOST_LAUNCH_S = 10e-6;
 
 /// The host seconds per eager op of the system TE issue #2897 measured its routed-expert block
-/// on (a GB200: Grace, GpuSpec::host_op_s of the gb200 entry, TE issue #2053): the block's
-/// host time scales from it to the host that runs the plan (pass_cost expert_block_host_s).
-inline constexpr double GRACE_HOST_OP_S = 37.08e-6;
+/// on (a GB200's Grace): the block's host time scales from it to the host that runs the plan
+/// (pass_cost expert_block_host_s).
+using topo::GRACE_HOST_OP_S;
 
 /// The host seconds per eager launch a run takes: the option (--host-launch) when given
 /// (>= 0), else the GPU's host (GpuSpec::host_op_s) when known (> 0), else the reference.

@@ -319,18 +319,21 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     }
     if (expert_block) {
       // The grouped linear's host time is its half of the measured block's, which covers its
-      // GEMMs' and casts' launches (not the per-group scale swizzles of containers before
-      // GEMM-ready scales, kernels it did not launch): what the block takes beyond them, at
-      // the measuring GB200's host speed (GRACE_HOST_OP_S per launch). Where the launches alone
-      // take longer (many local experts) they bound it. The block's activation keeps its own
-      // launch. Quantised as the op is (a layer kept in bf16 sets up no weight quantisers).
+      // GEMMs' and casts' launches (issued inside Transformer Engine's C++ op, not as Python
+      // ops) but not the per-group scale swizzles of containers before GEMM-ready scales,
+      // kernels it did not launch. Its launches are counted above at the host's time per op,
+      // so the block adds what it takes beyond them at the measuring GB200's speed
+      // (GRACE_HOST_OP_S per launch), negative where its launches are many: in all, half the
+      // block plus the swizzles' launches, scaled to the host (host_bound_passes). The
+      // block's activation keeps its own launch. Quantised as the op is (a layer kept in
+      // bf16 sets up no weight quantisers).
       const ExpertBlockHost h =
           expert_block_host_s(static_cast<double>(op.shape.batch),
                               models::low_precision_linears(plan.precision) && op.fp8_linear);
       const double fwd_extra =
-          std::max(0.0, h.forward_s / 2 - (o.fwd_launches - o.fwd_swizzles) * GRACE_HOST_OP_S);
+          h.forward_s / 2 - (o.fwd_launches - o.fwd_swizzles) * GRACE_HOST_OP_S;
       const double bwd_extra =
-          std::max(0.0, h.backward_s / 2 - (o.bwd_launches - o.bwd_swizzles) * GRACE_HOST_OP_S);
+          h.backward_s / 2 - (o.bwd_launches - o.bwd_swizzles) * GRACE_HOST_OP_S;
       c.fwd_host_s += fwd_extra;
       c.bwd_host_s += bwd_extra;
       c.recompute_host_s += share * fwd_extra;

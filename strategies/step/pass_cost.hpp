@@ -51,9 +51,9 @@ struct PassCost {
   double recompute_launches = 0;  ///< see fwd_launches
   /// Host seconds the framework spends in the forward, the backward and the recompute beyond
   /// its kernels' launches, at the speed of the host that measured them (GRACE_HOST_OP_S per
-  /// launch):
-  /// what Transformer Engine's routed-expert MLP blocks take beyond their launches
-  /// (expert_block_host_s).
+  /// launch): what Transformer Engine's routed-expert MLP blocks take beyond their launches
+  /// (expert_block_host_s), negative where their launches, issued inside one TE op, are more
+  /// than the measured block (many local experts).
   double fwd_host_s = 0;
   double bwd_host_s = 0;        ///< see fwd_host_s
   double recompute_host_s = 0;  ///< see fwd_host_s
@@ -108,9 +108,10 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// partially graphed one (a partial --cuda-graph-scope, or an MoE layer, whose dispatch,
 /// routed experts and combine no graph captures) launches one graph plus its eager ops. 0: no
 /// host bound.
-/// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is the
-/// larger of its launches' and its half of expert_block_host_s, both scaled by host_launch_s /
-/// GRACE_HOST_OP_S (the GB200 host it was measured on; a slower host is slower at both).
+/// Under Megatron's fusions (Transformer Engine) a routed-expert matmul's host time is its half
+/// of expert_block_host_s plus its scale swizzles' launches, scaled by host_launch_s /
+/// GRACE_HOST_OP_S (the GB200 host it was measured on; the block's GEMM launches are inside
+/// that measurement).
 /// `recomputed` false: a layer the plan's recompute skips (models::layer_recomputed, e.g.
 /// torchtitan's every-k-th layer): nothing of it re-runs.
 /// `ep_nodes`: the nodes one expert-parallel group spans, which a flex dispatcher's

@@ -32,9 +32,9 @@ TEST_CASE(
   // every replica's logits to GPU 0 (4 x 1024 x 50257 x 2 B = 412 MB each; 7 x 412 MB over
   // GPU 0's NVLink at 450 GB/s x 0.8 = 360 GB/s: 8.0 ms), runs the loss of all 8 there,
   // scatters the logits' gradient back (8.0 ms again) and reduces the gradients to GPU 0;
-  // its forward kernels are launched one at a time by the one Python thread (10 us each).
-  // DDP all-reduces the gradients, overlapping nothing of that. So DataParallel is slower,
-  // and its breakdown shows each of those terms.
+  // its forward kernels are launched one at a time by the one Python thread (at the host's time per
+  // op each). DDP all-reduces the gradients, overlapping nothing of that. So DataParallel is
+  // slower, and its breakdown shows each of those terms.
   const auto model = models::load_model(source_path("examples/models/gpt2-medium.json"));
   const auto cluster = topo::load_cluster({"dgx-h100", 1, std::nullopt});
   models::TrainingPlan p;

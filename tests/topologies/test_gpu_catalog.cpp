@@ -225,6 +225,15 @@ TEST_CASE("topologies::GpuCatalog: the host's time per eager op, by system") {
   auto doc = loom::parse_json_text(R"({"base": "h100-sxm", "host_op_time": "20us"})", "t.json");
   loom::ObjectReader r(doc, "t.json", "");
   CHECK(loom::topo::read_gpu_spec(r).host_op_s == doctest::Approx(20e-6));
+  // Written back whenever it differs from the base's, 0 (the reference) included.
+  auto zero = loom::parse_json_text(R"({"base": "h100-sxm", "host_op_time": "0s"})", "t.json");
+  loom::ObjectReader rz(zero, "t.json", "");
+  const auto unmeasured = loom::topo::read_gpu_spec(rz);
+  CHECK(unmeasured.host_op_s == 0);
+  auto again = nlohmann::json::parse(loom::topo::write_gpu_spec(unmeasured).dump());
+  loom::ObjectReader ra(again, "w.json", "");
+  CHECK(loom::topo::read_gpu_spec(ra).host_op_s == 0);
+  CHECK(!loom::topo::write_gpu_spec(find_gpu("h100-sxm")).contains("host_op_time"));
   auto slow = loom::parse_json_text(R"({"base": "h100-sxm", "host_op_time": "2s"})", "t.json");
   loom::ObjectReader r2(slow, "t.json", "");
   CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r2), doctest::Contains("host_op_time"),
