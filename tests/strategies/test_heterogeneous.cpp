@@ -212,3 +212,20 @@ TEST_CASE("strategies::StepSimulator: options out of range are bad input") {
   CHECK(straggler_factor(fixed, 5, 2) == 1.25);
   CHECK(straggler_factor(fixed, 5, 3) == 1.0);
 }
+
+TEST_CASE("strategies::Heterogeneous: each GPU type's host launches at its own speed") {
+  // H100 + A100 nodes: the H100's host is a DGX H100's Xeon (13.48 us per op, TE issue
+  // #2053), the A100's unmeasured (the 10 us reference). A host-bound step (128 tokens per
+  // micro-batch) lies strictly between the same step with every host at 10 us and at 13.48 us.
+  const auto model = models::load_model("gpt-1.7b");
+  models::TrainingPlan p = plan(1, 2, 8);
+  p.seq = 128;
+  const auto step = [&](double host_s) {
+    SimulateOptions o;
+    o.host_launch_s = host_s;
+    return simulate_step(model, p, mixed(), o).step_time_s;
+  };
+  const double own = step(-1), ten = step(10e-6), xeon = step(13.48e-6);
+  CHECK(ten < own);
+  CHECK(own < xeon);
+}
