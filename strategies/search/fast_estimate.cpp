@@ -383,7 +383,13 @@ double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
       offload_Bps_ = std::min(offload_Bps_, link.bandwidth_Bps * eff.of(link.kind));
     }
   }
-  return memory_ops(p).layer(model, p, 0).stored_bytes / offload_Bps_;
+  // The offloaded layers' mean stored bytes (a hybrid's blocks, or a first layer kept in
+  // bf16, store more or less than the others).
+  const models::MemoryOps& mops = memory_ops(p);
+  const int n = std::clamp(p.cpu_offloading_num_layers, 1, model.layers);
+  double bytes = 0;
+  for (int l = 0; l < n; ++l) bytes += mops.layer(model, p, l).stored_bytes;
+  return bytes / n / offload_Bps_;
 }
 
 double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {

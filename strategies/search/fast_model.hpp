@@ -146,8 +146,9 @@ struct FastCaches {
                       double bytes);
   /// Seconds of a memory-bound copy moving `bytes` (reads + writes).
   double copy_s(const models::TrainingPlan& plan, double bytes) const;
-  /// Seconds of one offloaded layer's copy to the host (or back) for one micro-batch: its
-  /// stored activations over the path from GPU 0 to its nearest CPU (cpu_offload.cpp).
+  /// Seconds of one offloaded layer's copy to the host (or back) for one micro-batch: the
+  /// offloaded layers' mean stored activations over the path from GPU 0 to its nearest CPU
+  /// (cpu_offload.cpp).
   double offload_copy_s(const models::TrainingPlan& plan);
   /// Seconds of the optimizer step over `params` local parameters.
   double optimizer_s(const models::TrainingPlan& plan, double params) const;
