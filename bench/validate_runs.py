@@ -341,7 +341,7 @@ def moe_a2a_overlap(model, gpu, precision, p):
     return False
 
 
-def flex_dispatcher(model, gpu, p, precision=""):
+def flex_dispatcher(model, gpu, precision, p):
     """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
     (DeepEP or HybridEP; the performance layer's apply_flex_dispatcher_backend then sets
     moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
@@ -656,7 +656,7 @@ def mbridge_jobs(runs, families, tmp):
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
-        if flex_dispatcher(model, gpu, p, r["precision"]):
+        if flex_dispatcher(model, gpu, r["precision"], p):
             args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None

@@ -11,6 +11,7 @@
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_fields.hpp"
+#include "strategies/step/host_launch.hpp"
 
 namespace loom::cli {
 namespace {
@@ -119,10 +120,13 @@ void add_scenario_flags(CLI::App& app, ScenarioFlags& f) {
       ->capture_default_str();
   app.add_option(
       "--host-launch", f.host_launch,
-      "host time per eager kernel launch (the host's speed: TE's expert-block host time "
-      "scales with it): a layer's pass takes at least its launches "
-      "(not CUDA-graphed ones); DataParallel: launches under the GIL (default: the GPU's "
-      "host, host_op_time: 13.48us on Xeon HGX/DGX boards, 37.08us on Grace, else 10us)");
+      fmt::format("host time per eager kernel launch (the host's speed: TE's expert-block host "
+                  "time scales with it): a layer's pass takes at least its launches (not "
+                  "CUDA-graphed ones); DataParallel: launches under the GIL (default: the GPU's "
+                  "host, host_op_time: {:g}us on Xeon HGX/DGX boards, {:g}us on Grace, else "
+                  "{:g}us)",
+                  topo::XEON_HOST_OP_S * 1e6, topo::GRACE_HOST_OP_S * 1e6,
+                  strategies::REFERENCE_HOST_LAUNCH_S * 1e6));
   app.add_option("--compare", f.compare,
                  "KEY=VALUE: also simulate the plan with one plan flag changed, e.g. "
                  "dp-mode=ddp, and print both");

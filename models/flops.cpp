@@ -102,7 +102,7 @@ void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
-  push_pre_norm(c, "attn_norm", ops);
+  push_pre_norm(c, "attn_norm", ops, true);
   const double qw = static_cast<double>(m.q_width()), kw = static_cast<double>(m.k_width()),
                vw = static_cast<double>(m.v_width());
   const double kv_local = c.act * T * (kw + vw) / c.t;
@@ -214,7 +214,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
   const double h = static_cast<double>(m.hidden);
   const double T = c.T, seq_in = c.act * T * h / c.seq_div;
-  push_pre_norm(c, "mlp_norm", ops);
+  push_pre_norm(c, "mlp_norm", ops, true);
   const size_t first = ops.size();
   if (!m.is_moe_layer(layer_index)) {
     mlp_block(c, "mlp", T, h, static_cast<double>(m.ffn), m.linear_bias, seq_in, false, 1, ops);
@@ -417,7 +417,7 @@ std::vector<OpCost> build_layer_ops(const ModelSpec& model, const TrainingPlan& 
     // A transformer layer is attention then the MLP (or routed experts); a hybrid
     // pattern's layer is one of the blocks.
     const LayerKind kind = model.layer_kind(layer_index);
-    if (kind == LayerKind::DENSE || kind == LayerKind::MOE || kind == LayerKind::ATTENTION) {
+    if (has_attention_block(kind)) {
       attention_ops(c, layer_index, ops);
       for (OpCost& op : ops) op.graph_module = GraphModule::ATTN;
     }
@@ -426,7 +426,7 @@ std::vector<OpCost> build_layer_ops(const ModelSpec& model, const TrainingPlan& 
       detail::mamba_ops(c, ops);
       for (OpCost& op : ops) op.graph_module = GraphModule::MAMBA;
     }
-    if (kind != LayerKind::ATTENTION && kind != LayerKind::MAMBA) mlp_ops(c, layer_index, ops);
+    if (has_mlp_block(kind)) mlp_ops(c, layer_index, ops);
   }
   for (OpCost& op : ops)
     if (op.attention_core) tag(op, RecomputeModule::CORE_ATTN, true, true);
@@ -438,10 +438,15 @@ std::vector<OpCost> build_layer_ops(const ModelSpec& model, const TrainingPlan& 
 
 }  // namespace
 
+Bf16Layers bf16_layers(const ModelSpec& model, const TrainingPlan& plan) {
+  if (!low_precision_linears(plan.precision) || !plan.first_last_layers_bf16)
+    return {0, model.layers};
+  const int start_end = std::min(plan.num_layers_at_start_in_bf16, model.layers);
+  return {start_end, std::max(model.layers - plan.num_layers_at_end_in_bf16, start_end)};
+}
+
 bool layer_in_bf16(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
-  return low_precision_linears(plan.precision) && plan.first_last_layers_bf16 &&
-         (layer_index < plan.num_layers_at_start_in_bf16 ||
-          layer_index >= model.layers - plan.num_layers_at_end_in_bf16);
+  return bf16_layers(model, plan).contains(layer_index);
 }
 
 std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index) {
@@ -457,7 +462,7 @@ void push_lm_head(const Ctx& c, bool shares_weights, std::vector<OpCost>& ops) {
   const double h = static_cast<double>(model.hidden), V = static_cast<double>(model.vocab);
   const bool mlp = model.kind == ModelKind::MLP;
   const double div = mlp ? 1 : c.seq_div;
-  if (!mlp) push_pre_norm(c, "final_norm", ops);
+  if (!mlp) push_pre_norm(c, "final_norm", ops, false);
   // The head's weights stay 16-bit (or fp32) under fp8: they are read at activation width.
   OpCost head = linear(c, mlp ? "classifier" : "lm_head", c.T, h, V, Parallel::COLUMN, mlp,
                        c.act * c.T * h / div, c.act);
@@ -487,38 +492,39 @@ void push_lm_head(const Ctx& c, bool shares_weights, std::vector<OpCost>& ops) {
 // GPTModel builds `embedding` when mtp_process); the head is the main model's.
 void push_mtp(const Ctx& c, std::vector<OpCost>& ops) {
   const ModelSpec& m = c.m;
+  if (m.mtp_layers <= 0) return;
   const double h = static_cast<double>(m.hidden);
-  for (int d = 0; d < m.mtp_layers; ++d) {
-    std::vector<OpCost> mtp = embedding_ops(m, c.p);
-    if (c.p.pp == 1 || d > 0) mtp.front().params = 0;  // the first stage's table, shared
-    mtp.push_back(norm(c, "enorm", c.T / c.seq_div, h));
-    mtp.push_back(norm(c, "hnorm", c.T / c.seq_div, h));
-    OpCost eh = linear(c, "eh_proj", c.T, 2 * h, h, Parallel::COLUMN, false,
-                       2 * c.act * c.T * h / c.seq_div, c.wbytes);
-    if (c.p.sp && c.p.tp > 1) {  // the concatenation is gathered before the column linear
-      eh.comm = CommKind::TP_ALL_GATHER;
-      eh.comm_bytes = 2 * c.act * c.T * h;
-    }
-    mtp.push_back(eh);
-    // The depth's blocks: a hybrid's MTP pattern (each block built like the model's first
-    // layer of that type), else one layer like the model's last.
-    std::vector<int> blocks;
-    for (const char b : m.mtp_pattern) blocks.push_back(static_cast<int>(m.pattern.find(b)));
-    if (blocks.empty()) blocks.push_back(m.layers - 1);
-    for (const int l : blocks)
-      for (OpCost& op : build_layer_ops(m, c.p, l, c.p.keep_mtp_in_bf16))
-        mtp.push_back(std::move(op));
-    push_lm_head(c, true, mtp);
-    // Megatron-Bridge's keep_mtp_spec_in_bf16 (Nemotron 3 Super's recipe sets it): eh_proj too.
-    if (c.p.keep_mtp_in_bf16) unquantised(c, mtp);
-    for (OpCost& op : mtp) {
-      op.name = "mtp_" + op.name;
-      // A repeated module's later depths run the first depth's weights (its parameters, and
-      // their gradients, counted once).
-      if (m.mtp_repeated_layer && d > 0) op.params = 0;
-      ops.push_back(std::move(op));
-    }
+  // One depth, built once: every depth runs the same ops.
+  std::vector<OpCost> mtp = embedding_ops(m, c.p);
+  if (c.p.pp == 1) mtp.front().params = 0;  // the first stage's table, shared
+  mtp.push_back(norm(c, "enorm", c.T / c.seq_div, h));
+  mtp.push_back(norm(c, "hnorm", c.T / c.seq_div, h));
+  OpCost eh = linear(c, "eh_proj", c.T, 2 * h, h, Parallel::COLUMN, false,
+                     2 * c.act * c.T * h / c.seq_div, c.wbytes);
+  if (c.p.sp && c.p.tp > 1) {  // the concatenation is gathered before the column linear
+    eh.comm = CommKind::TP_ALL_GATHER;
+    eh.comm_bytes = 2 * c.act * c.T * h;
   }
+  mtp.push_back(eh);
+  // The depth's blocks: a hybrid's MTP pattern (each block built like the model's first
+  // layer of that type), else one layer like the model's last.
+  std::vector<int> blocks;
+  for (const char b : m.mtp_pattern) blocks.push_back(static_cast<int>(m.pattern.find(b)));
+  if (blocks.empty()) blocks.push_back(m.layers - 1);
+  for (const int l : blocks)
+    for (OpCost& op : build_layer_ops(m, c.p, l, c.p.keep_mtp_in_bf16))
+      mtp.push_back(std::move(op));
+  push_lm_head(c, true, mtp);
+  // Megatron-Bridge's keep_mtp_spec_in_bf16 (Nemotron 3 Super's recipe sets it): eh_proj too.
+  if (c.p.keep_mtp_in_bf16) unquantised(c, mtp);
+  for (OpCost& op : mtp) op.name = "mtp_" + op.name;
+  ops.insert(ops.end(), mtp.begin(), mtp.end());
+  // The later depths share the embedding table; a repeated module's run the first depth's
+  // weights too (its parameters, and their gradients, counted once).
+  mtp.front().params = 0;
+  if (m.mtp_repeated_layer)
+    for (OpCost& op : mtp) op.params = 0;
+  for (int d = 1; d < m.mtp_layers; ++d) ops.insert(ops.end(), mtp.begin(), mtp.end());
 }
 
 }  // namespace

@@ -135,11 +135,21 @@ double tokens_per_gpu(const ModelSpec& model, const TrainingPlan& plan);
 std::vector<OpCost> embedding_ops(const ModelSpec& model, const TrainingPlan& plan);
 /// The ops of layer `layer_index` (0-based) for one micro-batch, forward order.
 std::vector<OpCost> layer_ops(const ModelSpec& model, const TrainingPlan& plan, int layer_index);
-/// Whether layer `layer_index` runs its linears in bf16 though the plan's precision is fp8 or
-/// nvfp4: plan.first_last_layers_bf16 and the layer among the first
-/// plan.num_layers_at_start_in_bf16 or the last plan.num_layers_at_end_in_bf16 of the model
-/// (global layer numbers, as Megatron-core's is_first_last_bf16_layer; a hybrid pattern's
-/// every block counts). layer_ops builds such a layer's linears unquantised.
+/// The layers that run their linears in bf16 though the plan's precision is fp8 or nvfp4:
+/// under plan.first_last_layers_bf16 the first plan.num_layers_at_start_in_bf16 and the last
+/// plan.num_layers_at_end_in_bf16 of the model (global layer numbers, as Megatron-core's
+/// is_first_last_bf16_layer; a hybrid pattern's every block counts), as two ranges
+/// [0, start_end) and [end_begin, layers) with start_end <= end_begin; none when the rule is
+/// off. layer_ops builds such a layer's linears unquantised.
+struct Bf16Layers {
+  int start_end = 0;
+  int end_begin = 0;
+  bool contains(int layer_index) const {
+    return layer_index < start_end || layer_index >= end_begin;
+  }
+};
+Bf16Layers bf16_layers(const ModelSpec& model, const TrainingPlan& plan);
+/// Whether layer `layer_index` is one of bf16_layers.
 bool layer_in_bf16(const ModelSpec& model, const TrainingPlan& plan, int layer_index);
 /// The final norm, LM head (or classifier) and cross-entropy for one micro-batch.
 /// With tied embeddings the head holds parameters only when pp > 1 (a copy on the last

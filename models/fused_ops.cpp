@@ -51,11 +51,9 @@ void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion) 
   if (!eager(fusion)) return;  // Megatron bias_swiglu / bias_gelu fusions; Inductor
   // Eager SwiGLU: silu(gate) (r f w f) then gate * up (r 2f w f): 5f against the fused 3f.
   if (mlp == MlpKind::SWIGLU) unfuse(op, 2, 5.0 / 3.0);
-  // Eager squared ReLU: relu (r f w f) then pow(2) (r f w f): twice the fused bytes.
-  else if (mlp == MlpKind::RELU2)
-    unfuse(op, 2, 2.0);
-  // Eager GeLU with a bias: bias add (r f w f) then gelu (r f w f): 4f against 2f.
-  else if (bias)
+  // Eager squared ReLU: relu (r f w f) then pow(2) (r f w f); eager GeLU with a bias: bias
+  // add (r f w f) then gelu (r f w f). Either is twice the fused bytes.
+  else if (mlp == MlpKind::RELU2 || bias)
     unfuse(op, 2, 2.0);
 }
 

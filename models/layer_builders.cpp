@@ -53,13 +53,14 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width) {
 
 // The norm before attention, the MLP or the LM head; with SP it works on the sequence shard
 // and its output is all-gathered over TP before the column-parallel projections.
-void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
+void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops,
+                   bool layernorm_recompute) {
   const double h = static_cast<double>(c.m.hidden);
   OpCost ln = norm(c, name, c.T / c.seq_div, h);
   // Megatron's "layernorm" recompute (transformer_layer.py recompute_input_layernorm /
   // recompute_pre_mlp_layernorm) discards the norm's output, which the next linear saved
   // as its input: one h-wide tensor on the sequence shard. The norm keeps its own input.
-  if (std::string_view(name) != "final_norm")
+  if (layernorm_recompute)
     tag(ln, RecomputeModule::LAYERNORM, true, true, ln.saved_bytes - ln.output_bytes);
   if (c.p.sp && c.p.tp > 1) {
     ln.comm = CommKind::TP_ALL_GATHER;

@@ -62,7 +62,10 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width);
 
 /// The norm before attention, the MLP or the LM head; with SP it works on the sequence shard
 /// and its output is all-gathered over TP before the column-parallel projections.
-void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops);
+/// `layernorm_recompute`: Megatron's "layernorm" recompute module covers it (a transformer
+/// layer's two pre-norms; not the final norm nor a Mamba layer's).
+void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops,
+                   bool layernorm_recompute);
 
 /// The residual add closing a block (with dropout on the block output for dropout models,
 /// keeping a 1-byte mask): it works on the sequence-parallel shard.

@@ -31,9 +31,8 @@ void mamba_ops(const Ctx& c, std::vector<OpCost>& ops) {
   const double width = static_cast<double>(s.in_proj_width()) / t;
   const double conv = static_cast<double>(s.conv_channels()) / t;
 
-  push_pre_norm(c, "mamba_norm", ops);
   // Megatron's "layernorm" recompute module applies to transformer layers only.
-  ops.back().rerun_by = ops.back().freed_by = 0;
+  push_pre_norm(c, "mamba_norm", ops, false);
   // in_proj keeps its input (an FP8 copy under fp8: keep_fp8_linear_inputs).
   ops.push_back(linear(c, "mamba_in_proj", T, h, static_cast<double>(s.in_proj_width()),
                        Parallel::COLUMN, false, seq_in, c.wbytes));

@@ -294,11 +294,12 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     OpParams cast_params;  // of layers whose linears hold fp8 / fp4 weight casts
     double largest_layer = 0, widest_tensor = 0;
     double offloaded = 0, largest_offloaded = 0;  // per micro-batch
+    const Bf16Layers kept = bf16_layers(m, p);
     for (int l : s.layers) {
       const LayerMemoryFacts& f = mops.layer(m, p, l);
       layer_params.dense += f.dense_params;
       layer_params.expert += f.expert_params;
-      if (!layer_in_bf16(m, p, l)) {
+      if (!kept.contains(l)) {
         cast_params.dense += f.dense_params;
         cast_params.expert += f.expert_params;
       }

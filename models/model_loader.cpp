@@ -98,8 +98,8 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   }
   m.rope = r.get_bool_or("rope", m.rope);
-  m.pattern = r.has("pattern") ? r.get_string("pattern") : m.pattern;
-  m.mtp_pattern = r.has("mtp_pattern") ? r.get_string("mtp_pattern") : m.mtp_pattern;
+  m.pattern = r.get_string_or("pattern", m.pattern);
+  m.mtp_pattern = r.get_string_or("mtp_pattern", m.mtp_pattern);
   m.mtp_repeated_layer = r.get_bool_or("mtp_repeated_layer", m.mtp_repeated_layer);
   if (r.has("mamba")) {
     ObjectReader a = r.child("mamba");

@@ -356,9 +356,8 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
   // A transformer layer holds attention and an MLP (or experts); a pattern's block one of
   // them (or a Mamba-2 mixer), each with its own pre-norm.
   const LayerKind kind = m.layer_kind(layer_index);
-  const bool attention =
-      kind == LayerKind::DENSE || kind == LayerKind::MOE || kind == LayerKind::ATTENTION;
-  const bool mlp = kind != LayerKind::ATTENTION && kind != LayerKind::MAMBA;
+  const bool attention = has_attention_block(kind);
+  const bool mlp = has_mlp_block(kind);
   p.norms = (attention && mlp ? 2 : 1) * m.norm_params(h);
   if (kind == LayerKind::MAMBA) p.mamba = mamba_params(m);
   if (attention) attention_parameters(m, p);

@@ -68,7 +68,19 @@ struct MambaSpec {
 /// What one layer holds: the transformer layer (attention, then a dense MLP or routed
 /// experts), or one block of a hybrid pattern (ModelSpec::pattern).
 enum class LayerKind { DENSE, MOE, MAMBA, ATTENTION, MLP, MOE_MLP };
-inline constexpr int LAYER_KINDS = 6;
+inline constexpr int LAYER_KINDS = static_cast<int>(LayerKind::MOE_MLP) + 1;
+/// Whether a layer of kind `k` holds routed experts.
+constexpr bool is_moe_kind(LayerKind k) {
+  return k == LayerKind::MOE || k == LayerKind::MOE_MLP;
+}
+/// Whether a layer of kind `k` holds attention (a transformer layer; a pattern's '*').
+constexpr bool has_attention_block(LayerKind k) {
+  return k == LayerKind::DENSE || k == LayerKind::MOE || k == LayerKind::ATTENTION;
+}
+/// Whether a layer of kind `k` holds an MLP or routed experts.
+constexpr bool has_mlp_block(LayerKind k) {
+  return k != LayerKind::ATTENTION && k != LayerKind::MAMBA;
+}
 
 /// DeepSeek multi-head latent attention sizes (used when attention == MLA).
 struct MlaSpec {
@@ -163,10 +175,7 @@ struct ModelSpec {
     return pattern > 0 && (layer_index + 1) % pattern == 0;
   }
   /// True when layer `layer_index` (0-based) uses routed experts.
-  bool is_moe_layer(int layer_index) const {
-    const LayerKind k = layer_kind(layer_index);
-    return k == LayerKind::MOE || k == LayerKind::MOE_MLP;
-  }
+  bool is_moe_layer(int layer_index) const { return is_moe_kind(layer_kind(layer_index)); }
   /// Width of the routed experts' input and output (MoeSpec::latent, else hidden).
   std::int64_t expert_width() const { return moe.latent > 0 ? moe.latent : hidden; }
   /// Width of all query heads together (heads x head_dim; MLA: heads x (nope + rope)).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "models/plan_dtypes.hpp"
 #include "strategies/plan/framework_profile.hpp"
@@ -85,15 +86,17 @@ class EffectChecker {
                        s_.name("num_layers_at_start_in_bf16"),
                        s_.name("num_layers_at_end_in_bf16")));
     }
+    if (p_.first_last_layers_bf16) return;
     const TrainingPlan plain;
-    if ((given("num_layers_at_start_in_bf16", p_.num_layers_at_start_in_bf16,
-               plain.num_layers_at_start_in_bf16) ||
-         given("num_layers_at_end_in_bf16", p_.num_layers_at_end_in_bf16,
-               plain.num_layers_at_end_in_bf16)) &&
-        !p_.first_last_layers_bf16) {
-      const bool start = in_.has("num_layers_at_start_in_bf16");
-      fail(start ? "num_layers_at_start_in_bf16" : "num_layers_at_end_in_bf16",
-           "first_last_layers_bf16", fmt::format("without {}", s_.name("first_last_layers_bf16")));
+    const std::tuple<const char*, int, int> counts[] = {
+        {"num_layers_at_start_in_bf16", p_.num_layers_at_start_in_bf16,
+         plain.num_layers_at_start_in_bf16},
+        {"num_layers_at_end_in_bf16", p_.num_layers_at_end_in_bf16,
+         plain.num_layers_at_end_in_bf16}};
+    for (const auto& [key, value, fallback] : counts) {
+      if (given(key, value, fallback))
+        fail(key, "first_last_layers_bf16",
+             fmt::format("without {}", s_.name("first_last_layers_bf16")));
     }
   }
 

@@ -292,9 +292,9 @@ void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
 // the first chunk builds one transformer layer fewer for the embedding, the last one fewer
 // for the loss (so a chunk may hold the embedding or the head alone). False when neither is set.
 bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers, TrainingPlan& p) {
-  if (accounting_layers(in) == 0) return false;
   const bool embedding = in.flag("account_for_embedding_in_pipeline_split", false);
   const bool loss = in.flag("account_for_loss_in_pipeline_split", false);
+  if (!embedding && !loss) return false;
   const PlanSources& s = in.sources();
   const char* key =
       embedding ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
@@ -312,7 +312,7 @@ bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers,
                fmt::format("{} needs the model's layer count; give {} instead", s.where(key),
                            s.name("pipeline_split")));
   }
-  const std::int64_t units = *layers + accounting_layers(in);
+  const std::int64_t units = *layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
   if (units % chunks != 0) {
     fail_field(s, key,
                fmt::format("{}: the model's {} layers{}{} = {} do not divide over {} {} x {} {} = "

@@ -120,11 +120,7 @@ FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const
                         : std::make_shared<topo::DatasheetKernelModel>(c.gpu, o.efficiency)),
       engine(c, engine_options(o)),
       slowdown(overlap_slowdown(c.gpu)),
-      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()),
-      moe_layers_before(static_cast<size_t>(m.layers) + 1, 0) {
-  for (int l = 0; l < m.layers; ++l)
-    moe_layers_before[static_cast<size_t>(l) + 1] =
-        moe_layers_before[static_cast<size_t>(l)] + (m.is_moe_layer(l) ? 1 : 0);
+      shared(s ? std::move(s) : std::make_shared<SharedCollectiveTimes>()) {
   for (int b = 0; b < models::LAYER_KINDS; ++b) {
     std::vector<int>& before = block_layers_before[static_cast<size_t>(b)];
     before.assign(static_cast<size_t>(m.layers) + 1, 0);
@@ -248,8 +244,7 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
   const auto cost_key = std::make_pair(key.first, ep_nodes);
   auto ct = costs_.find(cost_key);
   if (ct == costs_.end()) {
-    const double host_s =
-        pass_host_launch_s(p, host_launch_for(options.host_launch_s, cluster.gpu.host_op_s));
+    const double host_s = pass_host_launch_s(p, options.host_launch_s, cluster.gpu);
     LayerCosts lc;
     const auto emb = models::embedding_ops(model, p);
     if (!emb.empty())

@@ -128,10 +128,10 @@ struct FastCaches {
   sim::Engine engine;                             ///< only its frozen collective times are used
   double slowdown = 1.0;                          ///< overlap_slowdown of the GPU
   std::shared_ptr<SharedCollectiveTimes> shared;  ///< collective times, across threads
-  /// MoE layers among the model's first l layers, l = 0..layers: a chunk's MoE count is a
-  /// difference (the first_k_dense layout and hybrid patterns alike).
-  std::vector<int> moe_layers_before;
-  /// Likewise per block (models::LayerKind), for the blocks the model has (`blocks_present`).
+  /// Per block (models::LayerKind), the model's layers of that block among its first l
+  /// layers, l = 0..layers: a chunk's count of each block (and so of MoE layers) is a
+  /// difference (the first_k_dense layout and hybrid patterns alike). Filled for the blocks
+  /// the model has (`blocks_present`).
   std::array<std::vector<int>, models::LAYER_KINDS> block_layers_before;
   std::vector<int> blocks_present;  ///< LayerKind values, ascending
 

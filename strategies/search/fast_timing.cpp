@@ -85,31 +85,25 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   };
   if (vs == 0 && x.units[static_cast<size_t>(UnitKind::EMBEDDING)].fwd > 0)
     add(UnitKind::EMBEDDING, 1, true);
-  const std::vector<int>& before = x.fc.moe_layers_before;
-  const auto end = static_cast<size_t>(first_layer + layers);
-  const auto begin = static_cast<size_t>(first_layer);
-  const int moe = before[end] - before[begin];
-  add(UnitKind::DENSE, layers - moe, false);
-  add(UnitKind::MOE, moe, false);
-  // The layers the first/last-layer rule keeps in bf16 (models::layer_in_bf16): [0, a) and
-  // [z, layers), z >= a.
-  const TrainingPlan& p = x.p;
-  const int n_layers = x.fc.model.layers;
-  const bool rule = models::low_precision_linears(p.precision) && p.first_last_layers_bf16;
-  const int a = rule ? std::min(p.num_layers_at_start_in_bf16, n_layers) : 0;
-  const int z = rule ? std::max(n_layers - p.num_layers_at_end_in_bf16, a) : n_layers;
+  // The layers' sums block by block, the kept ranges of the first/last-layer rule apart.
+  const models::Bf16Layers kept_layers = models::bf16_layers(x.fc.model, x.p);
   const int stop = first_layer + layers;
+  int moe = 0;
   for (const int b : x.fc.blocks_present) {
     const std::vector<int>& in_block = x.fc.block_layers_before[static_cast<size_t>(b)];
     const auto count = [&](int lo, int hi) {
       return hi > lo ? in_block[static_cast<size_t>(hi)] - in_block[static_cast<size_t>(lo)] : 0;
     };
-    const int n = in_block[end] - in_block[begin];
-    const int kept = count(first_layer, std::min(stop, a)) + count(std::max(first_layer, z), stop);
+    const int n = count(first_layer, stop);
+    const int kept = count(first_layer, std::min(stop, kept_layers.start_end)) +
+                     count(std::max(first_layer, kept_layers.end_begin), stop);
     const auto& times = x.blocks[static_cast<size_t>(b)];
     if (n - kept > 0) c.sum.add(times[0], n - kept);
     if (kept > 0) c.sum.add(times[1], kept);
+    if (models::is_moe_kind(static_cast<models::LayerKind>(b))) moe += n;
   }
+  add(UnitKind::DENSE, layers - moe, false);
+  add(UnitKind::MOE, moe, false);
   if (last) add(UnitKind::HEAD, 1, true);
   return c;
 }

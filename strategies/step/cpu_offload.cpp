@@ -53,17 +53,10 @@ topo::VertexId nearest_cpu(const topo::Cluster& c, topo::VertexId gpu) {
 void lower_cpu_offload(StepGraph& g) {
   const int n = g.plan.cpu_offloading_num_layers;
   if (n <= 0) return;
-  // Stored bytes per micro-batch, by kind and whether the layer is kept in bf16.
-  std::map<std::pair<models::LayerKind, bool>, double> layer_bytes;
-  const auto bytes_of = [&](int layer) {
-    const std::pair<models::LayerKind, bool> kind{g.model.layer_kind(layer),
-                                                  models::layer_in_bf16(g.model, g.plan, layer)};
-    auto it = layer_bytes.find(kind);
-    if (it == layer_bytes.end())
-      it = layer_bytes.emplace(kind, models::stored_layer_activation_bytes(g.model, g.plan, layer))
-               .first;
-    return it->second;
-  };
+  // Stored bytes per micro-batch of each layer, from the memory model's per-layer facts (as the
+  // search's fast tier takes them).
+  const models::MemoryOps mops = models::memory_ops(g.model, g.plan);
+  const auto bytes_of = [&](int layer) { return mops.layer(g.model, g.plan, layer).stored_bytes; };
   // By virtual stage: layer -> index of its unit.
   std::vector<std::map<int, size_t>> unit_of_vs(g.work.units.size());
   for (size_t vs = 0; vs < g.work.units.size(); ++vs)

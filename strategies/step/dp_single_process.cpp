@@ -47,6 +47,9 @@ class SingleProcessLowering final : public DataParallelLowering {
     const int rank0 = g.gpus[0][0].rank;
     const int node = g.cluster.node_of_rank(rank0);
     host_ = g.engine.add_stream(fmt::format("node{}/python", node), rank0);
+    // The one Python thread runs on GPU 0's host.
+    launch_s_ = host_launch_for(g.options.host_launch_s,
+                                g.cluster.gpu_type(g.gpus[0][0].gpu_type).host_op_s);
     loss_stream_ = g.engine.add_stream(fmt::format("rank{}/loss", rank0), rank0);
     for (size_t ri = 0; ri < g.replicas.size(); ++ri) ranks_.push_back(g.gpus[ri][0].rank);
     const models::OpCost loss = loss_op(g);
@@ -123,10 +126,8 @@ class SingleProcessLowering final : public DataParallelLowering {
         std::vector<TaskId> deps{bc};
         if (u == 0) deps.push_back(ready[ri]);
         const TaskId launch = g_.add_compute(
-            host_,
-            kernels * host_launch_for(g_.options.host_launch_s,
-                                      g_.cluster.gpu_type(g_.gpus[0][0].gpu_type).host_op_s),
-            g_.label("launch F mb{} {} gpu{}", mb, units[u].name, ri), TraceCategory::DP, deps);
+            host_, kernels * launch_s_, g_.label("launch F mb{} {} gpu{}", mb, units[u].name, ri),
+            TraceCategory::DP, deps);
         record("kernel launches (GIL)", launch);
         g_.engine.add_dependency(launch, h.units[static_cast<size_t>(pi)][u].first);
       }
@@ -211,7 +212,8 @@ class SingleProcessLowering final : public DataParallelLowering {
   sim::StreamId host_ = sim::NO_STREAM, loss_stream_ = sim::NO_STREAM;
   std::vector<int> ranks_;
   double output_bytes_ = 0, input_bytes_ = 0, params_ = 0;
-  double loss_s_ = 0;  ///< GPU 0's loss of every replica, one micro-batch, seconds
+  double loss_s_ = 0;    ///< GPU 0's loss of every replica, one micro-batch, seconds
+  double launch_s_ = 0;  ///< host seconds per kernel launch of the Python thread
   TaskId last_optimizer_ = -1;
   std::vector<std::pair<std::string, std::vector<TaskId>>> phases_;
 };

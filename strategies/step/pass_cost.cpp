@@ -241,6 +241,11 @@ double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s
   return plan.dp_mode == models::DpMode::DATAPARALLEL ? 0 : host_launch_s;
 }
 
+double pass_host_launch_s(const models::TrainingPlan& plan, double option_s,
+                          const topo::GpuSpec& gpu) {
+  return pass_host_launch_s(plan, host_launch_for(option_s, gpu.host_op_s));
+}
+
 void host_bound_passes(PassCost& c, double host_launch_s) {
   if (host_launch_s <= 0) return;
   const double speed = host_launch_s / GRACE_HOST_OP_S;

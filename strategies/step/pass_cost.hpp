@@ -130,6 +130,10 @@ void host_bound_passes(PassCost& c, double host_launch_s);
 /// except 0 under DataParallel, whose one process's launches are simulated as host tasks
 /// (dp_single_process.cpp).
 double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s);
+/// The same for a run's option (SimulateOptions::host_launch_s, -1: the GPU's host) on `gpu`:
+/// pass_host_launch_s(plan, host_launch_for(option_s, gpu.host_op_s)).
+double pass_host_launch_s(const models::TrainingPlan& plan, double option_s,
+                          const topo::GpuSpec& gpu);
 
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last
 /// (`host_launch_s` and `ep_nodes` as cost_ops).

@@ -95,7 +95,7 @@ std::vector<StageWork> extra_type_work(
   std::vector<StageWork> out;
   for (size_t k = 0; k < models.size(); ++k) {
     const topo::GpuSpec& gpu = c.gpu_type(static_cast<int>(k) + 1);
-    const double host_s = pass_host_launch_s(p, host_launch_for(o.host_launch_s, gpu.host_op_s));
+    const double host_s = pass_host_launch_s(p, o.host_launch_s, gpu);
     out.push_back(cost_stages(m, p, *models[k], host_s, ep_nodes));
   }
   return out;
@@ -164,9 +164,7 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       ep_nodes(flex_exchange_nodes(p, c, index.group(0, models::Dim::EP))),
       engine(c, engine_options(o)),
       schedule(build_schedule(p.schedule, p.pp, static_cast<int>(p.micro_batches()), p.vpp)),
-      work(cost_stages(m, p, *kernels,
-                       pass_host_launch_s(p, host_launch_for(o.host_launch_s, c.gpu.host_op_s)),
-                       ep_nodes)),
+      work(cost_stages(m, p, *kernels, pass_host_launch_s(p, o.host_launch_s, c.gpu), ep_nodes)),
       extra_work(extra_type_work(m, p, c, o, extra_kernels, ep_nodes)),
       unit_expert_params(expert_params(m, p, work)),
       edp(p.expert_dp()),
