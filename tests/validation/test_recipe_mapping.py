@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The validator's mapping of the Megatron-Bridge summaries' precision labels to loom's
 --fp8-recipe and --scale-swizzle (bench/validate_runs.py), checked label by label and over
-every FP8 row of the reference copy: no row may ask a GPU for a recipe it cannot run; and of
-the recipes' pipeline splits."""
+every FP8 row of the reference copy: no row may ask a GPU for a recipe it cannot run; of
+the recipes' pipeline splits; and the family scores' floor and dense / MoE parts, by hand."""
 import json
 import os
 import sys
@@ -76,6 +76,32 @@ class RecipeMapping(unittest.TestCase):
                                       "--num-layers-at-end-in-bf16", "14"])
         self.assertEqual(f("MXFP8"), ["--keep-mtp-in-bf16"])  # the recipe's MTP setting only
         self.assertEqual(f("BF16"), [])
+
+
+class FamilyScores(unittest.TestCase):
+    def family(self):
+        fam = validate_runs.Family("f", "F", "tokens/s/GPU")
+        # (row id, published, loom); rows a and b have the same loom inputs.
+        fam.rows = [("a", 100.0, 110.0), ("b", 200.0, 110.0), ("c", 50.0, 40.0)]
+        fam.inputs = {"a": ("x",), "b": ("x",), "c": ("y",)}
+        fam.parts = {"a": "MoE", "b": "MoE", "c": "dense"}
+        return fam
+
+    def test_floor(self):
+        # Group {100, 200}: predicting 100 costs 0 + 100/200 = 0.5, predicting 200 costs
+        # 100/100 + 0 = 1: the floor takes 0.5. Row c alone costs nothing: (0.5 + 0) / 3 rows.
+        self.assertAlmostEqual(self.family().floor_pct(), 100 * 0.5 / 3)
+
+    def test_parts(self):
+        s = self.family().summaries()
+        self.assertEqual([x["family"] for x in s], ["f", "f/dense", "f/MoE"])
+        self.assertEqual(s[1]["scored"], 1)
+        self.assertAlmostEqual(s[1]["mape_pct"], 20.0)  # |40 - 50| / 50
+        self.assertAlmostEqual(s[2]["mape_pct"], 100 * (0.1 + 0.45) / 2)
+        # A guard on a part fails the check on its own.
+        failed = validate_runs.check(s, {"guards": {"f/dense": 19.0}})
+        self.assertEqual(len(failed), 1)
+        self.assertIn("f/dense", failed[0])
 
 
 if __name__ == "__main__":
