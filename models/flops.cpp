@@ -181,6 +181,10 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double h,
       elementwise(prefix + "_act", c.act * tokens * up_width / c.t, c.act * tokens * f / c.t,
                   c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
   apply_activation_fusion(act, c.m.mlp, bias, c.fusion);
+  const std::optional<OpCost> clamp =
+      gated && c.m.activation_clamp > 0
+          ? activation_clamp_op(prefix + "_act_clamp", c.act * tokens * f / c.t, c.fusion)
+          : std::nullopt;
   OpCost down = linear(c, prefix + "_down", tokens, f, h, Parallel::ROW, bias,
                        c.act * tokens * f / c.t, c.wbytes);
   if (expert) {
@@ -194,6 +198,7 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double h,
   }
   c.tp_reduce(down, c.act * tokens * h);
   ops.push_back(up);
+  if (clamp) ops.push_back(*clamp);
   ops.push_back(act);
   ops.push_back(down);
 }
@@ -201,11 +206,18 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double h,
 // Megatron's "moe" recompute checkpoints the whole MoE block from `first` (router, dispatch,
 // experts, combine, shared experts: moe_layer.py), keeping the router's input; "moe_act"
 // re-runs the routed experts' activation (experts.py TEGroupedMLP, activation_recompute),
-// freeing its output, which the down-projection saved.
+// freeing its output, which the down-projection saved. The checkpoint takes the up
+// projection's output: with a clamp (ModelSpec::activation_clamp) the clamp keeps it and the
+// activation's own saved input, the clamped copy, is freed.
 void tag_moe_recompute(double router_input, size_t first, std::vector<OpCost>& ops) {
+  bool clamped = false;
   for (size_t i = first; i < ops.size(); ++i) {
     tag(ops[i], RecomputeModule::MOE, true, true, i == first ? router_input : 0);
-    if (ops[i].name == "expert_act") tag(ops[i], RecomputeModule::MOE_ACT, true, false);
+    if (ops[i].name == "expert_act_clamp") {
+      tag(ops[i], RecomputeModule::MOE_ACT, true, false);
+      clamped = true;
+    }
+    if (ops[i].name == "expert_act") tag(ops[i], RecomputeModule::MOE_ACT, true, clamped);
     if (ops[i].name == "expert_down") tag(ops[i], RecomputeModule::MOE_ACT, false, true);
   }
 }

@@ -57,6 +57,24 @@ void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion) 
     unfuse(op, 2, 2.0);
 }
 
+std::optional<OpCost> activation_clamp_op(std::string name, double half_bytes, Fusion fusion) {
+  if (fusion == Fusion::COMPILE) return std::nullopt;  // Inductor: one pointwise kernel
+  // Megatron-core (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, the routed
+  // experts' path, and transformer/mlp.py for dense MLPs): x_glu, x_linear = chunk(2);
+  // x_glu.clamp(max=c) (r 1 w 1 half), x_linear.clamp(-c, c) (r 1 w 1), torch.cat of the two
+  // (r 2 w 2) before the fused activation: 3 kernels, 4 halves read and 4 written, the cat's
+  // output (2 halves) the result. Backward: each clamp's mask applied to its gradient (r 2
+  // w 1 per half) and the chunk's gradients rejoined (r 2 w 2): 10 halves, 3 kernels. Eager
+  // (HF GptOssMLP): the two clamps only, forward 4 halves, backward 6, 2 kernels. The clamps
+  // keep their input for backward (the up projection's output).
+  const bool megatron = fusion == Fusion::MEGATRON;
+  OpCost op = elementwise(std::move(name), (megatron ? 6 : 2) * half_bytes, 2 * half_bytes,
+                          2 * half_bytes, 0);
+  op.kernels = megatron ? 3 : 2;
+  op.backward_bytes = (megatron ? 10 : 6) * half_bytes;
+  return op;
+}
+
 void apply_softmax_fusion(OpCost& op, Fusion fusion) {
   // Megatron's FusedScaleMaskSoftmax is one kernel; eager masks (masked_fill) and then
   // softmaxes the score square: two passes over it.

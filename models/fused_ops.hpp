@@ -5,6 +5,9 @@
 // fused kernels, torch.compile), and the cross-entropy kernels under plan.cross_entropy.
 // flops.cpp builds the op list; this file owns the per-framework fusion rules and their
 // sources (docs/defaults.md lists them).
+#include <optional>
+#include <string>
+
 #include "models/flops.hpp"
 #include "models/training_plan.hpp"
 
@@ -23,6 +26,13 @@ void apply_norm_fusion(OpCost& op, NormKind norm, Fusion fusion);
 /// Applies `fusion` to an MLP activation op (forward bytes of one fused kernel): eager runs
 /// SwiGLU as silu + mul, GeLU with a bias as bias add + gelu.
 void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion);
+
+/// The clamp of a gated MLP's two halves before its activation (ModelSpec::activation_clamp),
+/// each half `half_bytes` (one GPU's share): under Megatron two clamps and the cat that
+/// rejoins the halves, eager two clamps; none under torch.compile, which fuses the clamp into
+/// the activation kernel (std::nullopt). Keeps its input (the up projection's output) for the
+/// clamps' backward.
+std::optional<OpCost> activation_clamp_op(std::string name, double half_bytes, Fusion fusion);
 
 /// Applies `fusion` to a non-flash attention softmax (scale, mask, softmax).
 void apply_softmax_fusion(OpCost& op, Fusion fusion);

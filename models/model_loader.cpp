@@ -72,6 +72,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   m.head_dim = r.get_positive_int_or("head_dim", from_base ? m.head_dim : m.hidden / m.heads);
   m.vocab = size("vocab", m.vocab);
   m.mlp = get_enum_or(r, "mlp", mlp_kind_names(), m.mlp);
+  m.activation_clamp = r.get_number_or("activation_clamp", m.activation_clamp);
   m.norm = get_enum_or(r, "norm", norm_kind_names(), m.norm);
   m.tied_embeddings = r.get_bool_or("tied_embeddings", m.tied_embeddings);
   m.linear_bias = r.get_bool_or("linear_bias", m.linear_bias);
@@ -343,6 +344,15 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     // GPT-OSS: biases on the attention projections (attention_bias) and on every expert
     // linear (gate_up_proj_bias, down_proj_bias; transformers modeling_gpt_oss.py).
     if (type == "gpt_oss") m.linear_bias = true;
+    // GPT-OSS clamps the gated activation's halves (GptOssConfig swiglu_limit, 7.0).
+    if (type == "gpt_oss" && r.has("swiglu_limit")) {
+      const nlohmann::json& limit = r.raw("swiglu_limit");
+      if (!limit.is_number() || !(limit.get<double>() >= 0))
+        throw ValidationError("swiglu_limit",
+                              fmt::format("{}: /swiglu_limit: {} is not a non-negative number",
+                                          origin, json_excerpt(limit)));
+      m.activation_clamp = limit.get<double>();
+    }
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     m.moe.experts = r.small("num_experts", 1);
     m.moe.top_k = r.small("num_experts_per_tok", 1);

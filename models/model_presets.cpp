@@ -69,8 +69,8 @@ ModelSpec gpt_oss(std::string name, int layers, int experts) {
   // 8 KV heads of 64, every layer MoE with top-4 experts of 2880 (SwiGLU), vocab 201088,
   // untied, biases on the attention projections and the expert linears, sliding-window
   // attention of 128 tokens on alternate layers (sliding first), trained at 4096 tokens
-  // (YaRN's original_max_position_embeddings). The per-head attention sinks (one logit
-  // each) are not counted.
+  // (YaRN's original_max_position_embeddings), the gated activation's halves clamped to 7
+  // (swiglu_limit). The per-head attention sinks (one logit each) are not counted.
   ModelSpec m = llama(std::move(name), layers, 2880, 64, 8, 0, 201088, 4096);
   m.head_dim = 64;
   m.linear_bias = true;
@@ -79,6 +79,7 @@ ModelSpec gpt_oss(std::string name, int layers, int experts) {
   m.moe.expert_ffn = 2880;
   m.sliding_window = 128;
   m.sliding_window_pattern = 2;
+  m.activation_clamp = 7.0;  // config.json swiglu_limit
   return m;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -245,6 +246,18 @@ void validate_model(const ModelSpec& m) {
                           fmt::format("model.sliding_window_pattern: {} exceeds model.layers {}; "
                                       "give 1 to {} (every k-th layer full) or 0 (all windowed)",
                                       m.sliding_window_pattern, m.layers, m.layers));
+  }
+  if (!(m.activation_clamp >= 0) || !std::isfinite(m.activation_clamp)) {
+    throw ValidationError("model.activation_clamp",
+                          fmt::format("model.activation_clamp: {} is not a finite non-negative "
+                                      "number; give the clamp (GPT-OSS 7) or 0 for none",
+                                      m.activation_clamp));
+  }
+  if (m.activation_clamp > 0 && m.mlp != MlpKind::SWIGLU) {
+    throw ValidationError("model.activation_clamp",
+                          fmt::format("model.activation_clamp: {} clamps a gated MLP's two halves, "
+                                      "and model.mlp is {}; use mlp \"swiglu\" or drop the clamp",
+                                      m.activation_clamp, to_string(m.mlp)));
   }
   if (m.mtp_layers < 0)
     throw ValidationError::not_positive("model.mtp_layers", std::to_string(m.mtp_layers));

@@ -104,6 +104,10 @@ struct ModelSpec {
   std::int64_t head_dim = 0;  ///< per-head dimension (usually hidden / heads)
   std::int64_t ffn = 0;       ///< dense MLP intermediate size
   MlpKind mlp = MlpKind::SWIGLU;
+  /// A gated MLP's two halves clamped before the activation: the gate to at most this, the
+  /// linear half to [-this, this] (GPT-OSS 7.0: HF GptOssConfig `swiglu_limit`, Megatron-core
+  /// `activation_func_clamp_value`); 0: no clamp.
+  double activation_clamp = 0;
   std::int64_t vocab = 0;        ///< vocabulary size V
   bool tied_embeddings = false;  ///< LM head shares the input embedding matrix
   NormKind norm = NormKind::RMSNORM;

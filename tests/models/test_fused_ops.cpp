@@ -5,6 +5,7 @@
 // 2021, Table 1 (hidden 2304; learned positions, GeLU MLP with biases, dropout).
 #include <doctest/doctest.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,57 @@ TEST_CASE("models::FusedOps: eager SwiGLU and RMSNorm launch more kernels and mo
         doctest::Approx(9 * 2 * 8192.0 * 4096 * 2));
   CHECK(find_op(eager, "attn_norm")->kernels == 6);
   CHECK(find_op(compiled, "attn_norm")->kernels == 1);
+}
+
+TEST_CASE("models::FusedOps: GPT-OSS's clamped halves: Megatron clamps and rejoins them") {
+  // gpt-oss-120b (config.json swiglu_limit 7): 4096 tokens x top-4 = 16384 routed copies on
+  // one GPU (ep 1), expert FFN 2880; one half of the up projection's output is
+  // 16384 x 2880 x 2 B.
+  const ModelSpec m = model_preset("gpt-oss-120b");
+  REQUIRE(m.activation_clamp == 7.0);
+  TrainingPlan plan = llama_plan(Fusion::MEGATRON);
+  plan.seq = 4096;
+  const double half = 16384.0 * 2880 * 2;
+  const auto fused = layer_ops(m, plan, 0);
+  const OpCost* clamp = find_op(fused, "expert_act_clamp");
+  REQUIRE(clamp != nullptr);
+  // Two clamps (r 1 w 1 half each) and the cat (r 2 w 2): 3 kernels, 8 halves; backward the
+  // two masks (r 2 w 1 each) and the gradients' cat (r 2 w 2): 10 halves. It keeps the up
+  // projection's output (2 halves) and sits between it and the activation.
+  CHECK(clamp->kernels == 3);
+  CHECK(clamp->input_bytes + clamp->output_bytes == doctest::Approx(8 * half));
+  CHECK(clamp->backward_bytes == doctest::Approx(10 * half));
+  CHECK(clamp->saved_bytes == doctest::Approx(2 * half));
+  CHECK(std::prev(clamp)->name == "expert_up");
+  CHECK(std::next(clamp)->name == "expert_act");
+  // Megatron's moe_act checkpoint re-runs both and keeps only the clamp's input: the
+  // activation's own saved input (the clamped copy) is freed.
+  CHECK((clamp->rerun_by & module_bit(RecomputeModule::MOE_ACT)) != 0);
+  CHECK((clamp->freed_by & module_bit(RecomputeModule::MOE_ACT)) == 0);
+  const OpCost* act = std::next(clamp);
+  CHECK((act->freed_by & module_bit(RecomputeModule::MOE_ACT)) != 0);
+  CHECK(act->kept_when_freed == 0);
+  // Eager: the two clamps only (4 halves; backward 6); torch.compile fuses them away.
+  const OpCost* eager = find_op(layer_ops(
+                                    m,
+                                    [&] {
+                                      TrainingPlan p = plan;
+                                      p.fusion = Fusion::NONE;
+                                      return p;
+                                    }(),
+                                    0),
+                                "expert_act_clamp");
+  REQUIRE(eager != nullptr);
+  CHECK(eager->kernels == 2);
+  CHECK(eager->input_bytes + eager->output_bytes == doctest::Approx(4 * half));
+  CHECK(eager->backward_bytes == doctest::Approx(6 * half));
+  TrainingPlan compiled = plan;
+  compiled.fusion = Fusion::COMPILE;
+  CHECK(find_op(layer_ops(m, compiled, 0), "expert_act_clamp") == nullptr);
+  // A model without the clamp has no such op, and its activation keeps its input under moe_act.
+  const auto qwen = layer_ops(model_preset("qwen3-30b-a3b"), plan, 0);
+  CHECK(find_op(qwen, "expert_act_clamp") == nullptr);
+  CHECK((find_op(qwen, "expert_act")->freed_by & module_bit(RecomputeModule::MOE_ACT)) == 0);
 }
 
 TEST_CASE("models::FusedOps: two residual adds per layer, dropout fused into them by Megatron") {

@@ -191,7 +191,7 @@ TEST_CASE("models::Loader: sliding-window layouts from HF configs and loom model
       "intermediate_size": 2880, "num_attention_heads": 64, "num_hidden_layers": 36,
       "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128,
       "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128,
-      "attention_bias": true, "tie_word_embeddings": false)";
+      "attention_bias": true, "tie_word_embeddings": false, "swiglu_limit": 7.0)";
   std::string types = "[";
   for (int i = 0; i < 36; ++i)
     types += std::string(i ? ", " : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
@@ -203,8 +203,21 @@ TEST_CASE("models::Loader: sliding-window layouts from HF configs and loom model
     CHECK(m.attention_window(0) == 128);
     CHECK(m.attention_window(1) == 0);
     CHECK(m.linear_bias);
+    CHECK(m.activation_clamp == 7.0);  // swiglu_limit
     CHECK(count_parameters(m).total == count_parameters(model_preset("gpt-oss-120b")).total);
   }
+  CHECK_THROWS_WITH_AS(import_hf_config(oss + R"(, "swiglu_limit": "7"})", "c.json"),
+                       doctest::Contains("/swiglu_limit"), ValidationError);
+  // loom model JSON: activation_clamp on a gated MLP; not on an ungated one, not negative.
+  CHECK(parse_model_json(R"({"base": "llama3-8b", "activation_clamp": 7})", "c.json")
+            .activation_clamp == 7.0);
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "mlp": "relu2", "activation_clamp": 7})", "c.json"),
+      doctest::Contains("model.activation_clamp: 7 clamps a gated MLP"), ValidationError);
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "activation_clamp": -1})", "c.json"),
+      doctest::Contains("model.activation_clamp: -1 is not a finite non-negative"),
+      ValidationError);
   // A layout with no period is refused with the fix; so is a wrong length.
   std::string odd = "[\"full_attention\"";
   for (int i = 1; i < 36; ++i) odd += ", \"sliding_attention\"";
