@@ -7,6 +7,7 @@
 #include "common/sliding_window.hpp"
 #include "models/fused_ops.hpp"
 #include "models/layer_builders.hpp"
+#include "models/moe_routing.hpp"
 #include "models/plan_dtypes.hpp"
 
 namespace loom::models {
@@ -285,7 +286,15 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       op.comm_bytes = flex ? c.act * local_tokens * eh : c.act * R * eh;
       op.routing = m.moe;
     };
-    OpCost dispatch = elementwise("moe_dispatch", c.act * T * eh * etp / c.t, c.act * R * eh, 0, 0);
+    // The permute that lays the routed copies out by expert reads the tokens it has: all of
+    // the GPU's own before an all-to-all dispatch; after a flex exchange the tokens it
+    // received, each once per destination GPU (its top-k experts reach `reached` GPUs of the
+    // EP group: Megatron-core fused_a2a.py / token_dispatcher.py _DeepepManager
+    // get_permuted_hidden_states_by_experts permutes DeepEP's receive buffer). The unpermute
+    // before the combine writes as many rows back.
+    const double reached = flex && c.p.ep > 1 ? expected_blocks_reached(m.moe, c.p.ep) : 1.0;
+    const double held = c.act * T * eh * etp / c.t * reached;
+    OpCost dispatch = elementwise("moe_dispatch", held, c.act * R * eh, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
     // The all-to-all arrives grouped by source rank; with several local experts the
@@ -309,8 +318,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // which keeps the fp32 probability of each routed token; the unpermute after the combine
     // all-to-all runs without probs (token_dispatcher.py, MoEAlltoAllTokenDispatcher.
     // combine_postprocess) and keeps only its index map, not the expert outputs.
-    OpCost combine =
-        elementwise("moe_combine", c.act * R * eh, c.act * T * eh * etp / c.t, 4 * R, 2 * R * eh);
+    OpCost combine = elementwise("moe_combine", c.act * R * eh, held, 4 * R, 2 * R * eh);
     exchange(combine);
     ops.push_back(combine);
     for (size_t i = routed; i < ops.size(); ++i) ops[i].dynamic_shape = true;

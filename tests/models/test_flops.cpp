@@ -402,6 +402,36 @@ TEST_CASE("models::Flops: LatentMoE dispatches at the latent width") {
   CHECK(up);
 }
 
+// The permute after a flex (DeepEP) exchange reads the receive buffer, each token once per
+// GPU its experts reach, and writes the routed copies; the unpermute before the combine the
+// reverse (Megatron-core _DeepepManager.get_permuted_hidden_states_by_experts /
+// get_restored_hidden_states_by_experts). The all-to-all dispatcher permutes its own tokens.
+TEST_CASE("models::Flops: a flex dispatcher permutes the tokens it received") {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");  // h 2048, 128 experts top-8
+  TrainingPlan p;
+  p.ep = 16;
+  p.dp = 16;
+  p.seq = 4096;
+  const auto bytes = [&](MoeDispatcher d, const char* name) {
+    p.moe_dispatcher = d;
+    for (const OpCost& op : layer_ops(m, p, 0))
+      if (op.name == name) return std::pair{op.input_bytes, op.output_bytes};
+    return std::pair{0.0, 0.0};
+  };
+  const double tokens = 4096.0 * 2048 * 2, copies = 8 * tokens;
+  // 8 local experts of 128: a token's top-8 reach 16 (1 - C(120, 8) / C(128, 8)) GPUs.
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (120.0 - i) / (128.0 - i);
+  const double reached = 16 * (1 - miss);
+  CHECK(reached == doctest::Approx(6.5965).epsilon(1e-4));
+  CHECK(bytes(MoeDispatcher::FLEX, "moe_dispatch").first == doctest::Approx(tokens * reached));
+  CHECK(bytes(MoeDispatcher::FLEX, "moe_dispatch").second == doctest::Approx(copies));
+  CHECK(bytes(MoeDispatcher::FLEX, "moe_combine").first == doctest::Approx(copies));
+  CHECK(bytes(MoeDispatcher::FLEX, "moe_combine").second == doctest::Approx(tokens * reached));
+  CHECK(bytes(MoeDispatcher::ALLTOALL, "moe_dispatch").first == doctest::Approx(tokens));
+  CHECK(bytes(MoeDispatcher::ALLTOALL, "moe_combine").second == doctest::Approx(tokens));
+}
+
 // A hybrid's MTP depth is built from its MTP pattern (Nemotron 3 Super: "*E", an attention
 // and an MoE block; Megatron --mtp-hybrid-override-pattern), each depth after the main loss.
 TEST_CASE("models::Flops: a hybrid's MTP depths follow its MTP pattern") {

@@ -105,15 +105,10 @@ TEST_CASE("models::FusedOps: GPT-OSS's clamped halves: Megatron clamps and rejoi
   CHECK((act->freed_by & module_bit(RecomputeModule::MOE_ACT)) != 0);
   CHECK(act->kept_when_freed == 0);
   // Eager: the two clamps only (4 halves; backward 6); torch.compile fuses them away.
-  const OpCost* eager = find_op(layer_ops(
-                                    m,
-                                    [&] {
-                                      TrainingPlan p = plan;
-                                      p.fusion = Fusion::NONE;
-                                      return p;
-                                    }(),
-                                    0),
-                                "expert_act_clamp");
+  TrainingPlan eager_plan = plan;
+  eager_plan.fusion = Fusion::NONE;
+  const auto eager_ops = layer_ops(m, eager_plan, 0);
+  const OpCost* eager = find_op(eager_ops, "expert_act_clamp");
   REQUIRE(eager != nullptr);
   CHECK(eager->kernels == 2);
   CHECK(eager->input_bytes + eager->output_bytes == doctest::Approx(4 * half));

@@ -676,11 +676,14 @@ TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU an
   }
   // The same kernels but the all-to-all dispatcher's sort by expert and unsort (16 local
   // experts): each moves the 8 B copies in and out, 2 x 8 B / (3.35 TB/s x 0.80) + 4 us =
-  // 104.17 us; a flex dispatcher's exchange arrives grouped by expert.
-  CHECK(a2a.fwd_s - flex.fwd_s == rel(2 * (2 * 8 * B / (3.35e12 * 0.80) + 4e-6), 1e-4));
-  // The backward runs the inverse copies: the same bytes.
+  // 104.17 us; a flex dispatcher's exchange arrives grouped by expert. Its permute reads,
+  // and its unpermute writes, the 5.3394 B of tokens received instead of the B sent.
+  const double bw = 3.35e12 * 0.80, sorts = 2 * (2 * 8 * B / bw + 4e-6);
+  CHECK(a2a.fwd_s - flex.fwd_s == rel(sorts - 2 * 4.3394 * B / bw, 1e-4));
+  // The backward runs the inverse copies: the sorts' bytes again, the permutes' twice their
+  // forward bytes (the memory-bound default).
   CHECK(a2a.bwd_input_s + a2a.bwd_weight_s - flex.bwd_input_s - flex.bwd_weight_s ==
-        rel(2 * (2 * 8 * B / (3.35e12 * 0.80) + 4e-6), 1e-4));
+        rel(sorts - 2 * 2 * 4.3394 * B / bw, 1e-4));
   p.dp = p.ep = 16;
   const PassCost two =
       cost_ops(models::layer_ops(model, p, 0), p, h100(), OpList::LAYER, 0, true, 2);
