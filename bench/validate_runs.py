@@ -163,9 +163,11 @@ class Family:
         return 100 * total / len(self.rows)
 
     def part(self, name):
-        """The family's rows of one part (Family.parts), as a family of its own."""
+        """The family's rows of one part (Family.parts), scored and skipped, as a family of
+        its own."""
         sub = Family(f"{self.key}/{name}", f"  {name}", self.metric)
         sub.rows = [r for r in self.rows if self.parts.get(r[0]) == name]
+        sub.skipped = [s for s in self.skipped if self.parts.get(s[0]) == name]
         sub.inputs = self.inputs
         return sub
 
@@ -182,9 +184,13 @@ class Family:
         return out
 
     def summaries(self):
-        """This family's summary, then one per part (dense, MoE) where its rows have parts."""
-        names = sorted(set(self.parts.get(r[0]) for r in self.rows) - {None}, key=str.lower)
-        return [self.summary()] + [self.part(n).summary() for n in names]
+        """This family's summary, then one per part (dense, MoE) when its rows, scored or
+        skipped, fall in two or more (a part whose every row failed still reports, so its guard
+        fails)."""
+        names = sorted(set(self.parts.values()), key=str.lower)
+        if len(names) < 2:
+            return [self.summary()]
+        return [self.summary()] + [dict(self.part(n).summary(), part_of=self.key) for n in names]
 
 
 def spearman(a, b):
@@ -260,7 +266,8 @@ QWEN3_235B = MODELS["Qwen3-235B-A22B"]
 ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
                "gpt-oss-120b", "nemotron-3-nano", "nemotron-3-super"}
 # Mixture-of-experts models: the Megatron-Bridge families report their dense and MoE rows apart.
-MOE_MODELS = ETP1_MODELS
+MOE_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B, "gpt-oss-120b", "nemotron-3-nano",
+              "nemotron-3-super"}
 # Recipes that count the embedding and the loss as pipeline layers
 # (accounts_for_embedding_and_loss).
 ACCOUNTING_MODELS = {"llama3-405b", QWEN3_235B}
@@ -374,28 +381,33 @@ def moe_a2a_overlap(model, gpu, precision, p):
 
 
 def flex_dispatcher(model, gpu, precision, p):
-    """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
-    (DeepEP or HybridEP; the performance layer's apply_flex_dispatcher_backend then sets
-    moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
+    """The flex dispatcher's backend ("deepep" or "hybridep") when the Megatron-Bridge
+    performance recipe sets moe_flex_dispatcher_backend (the performance layer's
+    apply_flex_dispatcher_backend then sets moe_token_dispatcher_type="flex"), else None: deepseek_workload_base_configs.py
     (@042641823051ce167c52b0ae289941a227c11535) on every GPU (hybridep; deepep for the B200
     V2 MX / NVFP4 configs); qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2)
-    for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (alltoall on B200,
-    B300 and H100); nemotron_3_workload_base_configs.py (@06e8da4ede242ba8e8e60325b69baa1dec59aa30)
+    for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (hybridep; alltoall
+    on B200, B300 and H100); nemotron_3_workload_base_configs.py (@06e8da4ede242ba8e8e60325b69baa1dec59aa30)
     for Nemotron 3 Nano on every GPU (hybridep) and Super on GB300, GB200 and B200 (hybridep)
     and B300 (deepep), except the GB200 / B200 NVFP4 configs (the base one, without a
     backend); gpt_oss_workload_base_configs.py (@1e7adfa90b18d15594c049ed3ca3554096495594)
     sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
     rows. Only with ep > 1: Megatron refuses flex without an expert group."""
     if (p.get("ep") or 1) <= 1:
-        return False
+        return None
     g = recipe_gpu(gpu)
-    if model in ("deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano"):
-        return True
+    if model == "deepseek-v3":
+        v2 = "NVFP4" in precision or mx_label(precision, gpu)
+        return "deepep" if g.startswith("B200") and v2 else "hybridep"
+    if model == "nemotron-3-nano":
+        return "hybridep"
     if model == "nemotron-3-super":  # the base config (GB200 / B200 NVFP4) sets no backend
-        return not ("NVFP4" in precision and (g == "GB200" or g.startswith("B200")))
-    if model == QWEN3_235B:
-        return g in ("GB200", "GB300")
-    return False
+        if "NVFP4" in precision and (g == "GB200" or g.startswith("B200")):
+            return None
+        return "deepep" if g.startswith("B300") else "hybridep"
+    if model == "qwen3-30b-a3b" or (model == QWEN3_235B and g in ("GB200", "GB300")):
+        return "hybridep"
+    return None
 
 
 def cpu_offload_layers(model, gpu, precision, p, fsdp_on):
@@ -639,6 +651,7 @@ def mbridge_jobs(runs, families, tmp):
             continue
         p, gpus = r["parallelism"], r["hardware"]["num_gpus"]
         model = MODELS[r["model"]["name"]]
+        fam.parts[r["id"]] = "MoE" if model in MOE_MODELS else "dense"
         layers = r["model"]["num_layers"] or MODEL_LAYERS.get(model)
         reason = layout_skip_reason(p, gpus, layers, 1 if model in ETP1_MODELS else None, model)
         if reason:
@@ -688,11 +701,11 @@ def mbridge_jobs(runs, families, tmp):
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
-        if flex_dispatcher(model, gpu, r["precision"], p):
-            args += ["--moe-token-dispatcher", "flex"]
+        backend = flex_dispatcher(model, gpu, r["precision"], p)
+        if backend:
+            args += ["--moe-token-dispatcher", "flex", "--moe-flex-dispatcher-backend", backend]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
-        fam.parts[r["id"]] = "MoE" if model in MOE_MODELS else "dense"
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],
                      tokens_metric(B, s, gpus)))
     return jobs

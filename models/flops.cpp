@@ -287,14 +287,24 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       op.routing = m.moe;
     };
     // The permute that lays the routed copies out by expert reads the tokens it has: all of
-    // the GPU's own before an all-to-all dispatch; after a flex exchange the tokens it
+    // the GPU's own before an all-to-all dispatch; after a DeepEP exchange the tokens it
     // received, each once per destination GPU (its top-k experts reach `reached` GPUs of the
-    // EP group: Megatron-core fused_a2a.py / token_dispatcher.py _DeepepManager
+    // EP group: Megatron-core token_dispatcher.py _DeepepManager
     // get_permuted_hidden_states_by_experts permutes DeepEP's receive buffer). The unpermute
-    // before the combine writes as many rows back.
+    // before the combine writes as many rows back. HybridEP permutes inside its exchange
+    // kernels (_HybridEPManager: dispatch_with_permute, combine_with_unpermute): no kernel of
+    // their own. A permute's backward is the inverse permute, the same bytes once.
+    const bool fused_permute = flex && c.p.moe_flex_backend == FlexBackend::HYBRIDEP;
     const double reached = flex && c.p.ep > 1 ? expected_blocks_reached(m.moe, c.p.ep) : 1.0;
     const double held = c.act * T * eh * etp / c.t * reached;
-    OpCost dispatch = elementwise("moe_dispatch", held, c.act * R * eh, 0, 0);
+    const auto permute = [&](std::string name, double in, double out, double saved, double flops) {
+      OpCost op = fused_permute ? elementwise(std::move(name), 0, 0, saved, 0)
+                                : elementwise(std::move(name), in, out, saved, flops);
+      if (fused_permute) op.kernels = 0;
+      op.backward_bytes = op.input_bytes + op.output_bytes;
+      return op;
+    };
+    OpCost dispatch = permute("moe_dispatch", held, c.act * R * eh, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
     // The all-to-all arrives grouped by source rank; with several local experts the
@@ -318,7 +328,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // which keeps the fp32 probability of each routed token; the unpermute after the combine
     // all-to-all runs without probs (token_dispatcher.py, MoEAlltoAllTokenDispatcher.
     // combine_postprocess) and keeps only its index map, not the expert outputs.
-    OpCost combine = elementwise("moe_combine", c.act * R * eh, held, 4 * R, 2 * R * eh);
+    OpCost combine = permute("moe_combine", c.act * R * eh, held, 4 * R, 2 * R * eh);
     exchange(combine);
     ops.push_back(combine);
     for (size_t i = routed; i < ops.size(); ++i) ops[i].dynamic_shape = true;

@@ -344,7 +344,8 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     // GPT-OSS: biases on the attention projections (attention_bias) and on every expert
     // linear (gate_up_proj_bias, down_proj_bias; transformers modeling_gpt_oss.py).
     if (type == "gpt_oss") m.linear_bias = true;
-    // GPT-OSS clamps the gated activation's halves (GptOssConfig swiglu_limit, 7.0).
+    // GPT-OSS clamps the gated activation's halves (GptOssConfig swiglu_limit, default 7.0).
+    if (type == "gpt_oss") m.activation_clamp = 7.0;
     if (type == "gpt_oss" && r.has("swiglu_limit")) {
       const nlohmann::json& limit = r.raw("swiglu_limit");
       if (!limit.is_number() || !(limit.get<double>() >= 0))

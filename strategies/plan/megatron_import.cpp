@@ -56,8 +56,7 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--recompute-activations", MegatronArg::RECOMPUTE_ACTIVATIONS},
       {"--recompute-method", MegatronArg::RECOMPUTE_METHOD},
       {"--moe-token-dispatcher-type", MegatronArg::FIELD},
-      // DeepEP and HybridEP move the same copies (loom models their traffic, not kernels).
-      {"--moe-flex-dispatcher-backend", MegatronArg::IGNORED_VALUE},
+      {"--moe-flex-dispatcher-backend", MegatronArg::FIELD},
       {"--moe-enable-deepep", MegatronArg::IGNORED_FLAG},
       {"--moe-router-num-groups", MegatronArg::MODEL_SHAPE},
       {"--moe-router-group-topk", MegatronArg::MODEL_SHAPE},

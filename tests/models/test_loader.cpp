@@ -206,6 +206,12 @@ TEST_CASE("models::Loader: sliding-window layouts from HF configs and loom model
     CHECK(m.activation_clamp == 7.0);  // swiglu_limit
     CHECK(count_parameters(m).total == count_parameters(model_preset("gpt-oss-120b")).total);
   }
+  // transformers' GptOssConfig defaults swiglu_limit to 7.0.
+  std::string no_limit = oss;
+  no_limit.erase(no_limit.find(R"(, "swiglu_limit": 7.0)"),
+                 std::string(R"(, "swiglu_limit": 7.0)").size());
+  CHECK(import_hf_config(no_limit + "}", "c.json").activation_clamp == 7.0);
+  CHECK(import_hf_config(no_limit + R"(, "swiglu_limit": 0})", "c.json").activation_clamp == 0.0);
   CHECK_THROWS_WITH_AS(import_hf_config(oss + R"(, "swiglu_limit": "7"})", "c.json"),
                        doctest::Contains("/swiglu_limit"), ValidationError);
   // loom model JSON: activation_clamp on a gated MLP; not on an ungated one, not negative.

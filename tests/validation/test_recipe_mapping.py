@@ -98,10 +98,22 @@ class FamilyScores(unittest.TestCase):
         self.assertEqual(s[1]["scored"], 1)
         self.assertAlmostEqual(s[1]["mape_pct"], 20.0)  # |40 - 50| / 50
         self.assertAlmostEqual(s[2]["mape_pct"], 100 * (0.1 + 0.45) / 2)
+        self.assertEqual(s[1]["part_of"], "f")
         # A guard on a part fails the check on its own.
         failed = validate_runs.check(s, {"guards": {"f/dense": 19.0}})
         self.assertEqual(len(failed), 1)
         self.assertIn("f/dense", failed[0])
+        # A part whose every row failed still reports (no MAPE), so its guard fails too.
+        fam = self.family()
+        fam.rows = fam.rows[:2]
+        fam.skipped = [("c", "loom error: x")]
+        s = fam.summaries()
+        self.assertEqual(s[1]["family"], "f/dense")
+        self.assertEqual(s[1]["skipped"], 1)
+        self.assertIn("f/dense", validate_runs.check(s, {"guards": {"f/dense": 19.0}})[0])
+        # A family of one part reports no parts.
+        fam.parts = {"a": "MoE", "b": "MoE", "c": "MoE"}
+        self.assertEqual([x["family"] for x in fam.summaries()], ["f"])
 
 
 if __name__ == "__main__":
