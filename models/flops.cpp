@@ -307,6 +307,17 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     OpCost dispatch = permute("moe_dispatch", held, c.act * R * eh, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
+    // The all-to-all dispatcher sends each routed copy's fp32 router probability in an
+    // all-to-all of its own (token_dispatcher.py token_dispatch: "global_probs =
+    // all_to_all(self.ep_group, permuted_probs, ...)"), its backward the gradients back; the
+    // flex dispatchers carry them in their exchange.
+    if (!flex && c.p.ep > 1) {
+      OpCost probs = elementwise("moe_probs_dispatch", 0, 0, 0, 0);
+      probs.kernels = 0;
+      probs.comm = CommKind::EP_ALL_TO_ALL;
+      probs.comm_bytes = 4 * R;
+      ops.push_back(probs);
+    }
     // The all-to-all arrives grouped by source rank; with several local experts the
     // dispatcher sorts it by expert for the grouped GEMM and unsorts the outputs before the
     // combine, each a copy of the R x h copies, the backward the inverse copy (Megatron-core

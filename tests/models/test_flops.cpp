@@ -430,6 +430,17 @@ TEST_CASE("models::Flops: a flex dispatcher permutes the tokens it received") {
   CHECK(bytes(MoeDispatcher::FLEX, "moe_combine").second == doctest::Approx(tokens * reached));
   CHECK(bytes(MoeDispatcher::ALLTOALL, "moe_dispatch").first == doctest::Approx(tokens));
   CHECK(bytes(MoeDispatcher::ALLTOALL, "moe_combine").second == doctest::Approx(tokens));
+  // The all-to-all dispatcher sends the routed copies' fp32 probabilities in an all-to-all of
+  // their own: 4096 x 8 x 4 B; the flex exchange carries them.
+  const auto probs = [&](MoeDispatcher d) {
+    p.moe_dispatcher = d;
+    for (const OpCost& op : layer_ops(m, p, 0))
+      if (op.name == "moe_probs_dispatch")
+        return op.comm == CommKind::EP_ALL_TO_ALL ? op.comm_bytes : -1.0;
+    return 0.0;
+  };
+  CHECK(probs(MoeDispatcher::ALLTOALL) == doctest::Approx(4096.0 * 8 * 4));
+  CHECK(probs(MoeDispatcher::FLEX) == 0.0);
   // HybridEP permutes inside its exchange kernels (_HybridEPManager dispatch_with_permute):
   // the ops keep their exchange but launch no kernel and move no bytes of their own.
   p.moe_flex_backend = FlexBackend::HYBRIDEP;

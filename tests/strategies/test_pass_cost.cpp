@@ -424,9 +424,10 @@ TEST_CASE("strategies::PassCost: a partial CUDA-graph scope captures only its mo
   const PassCost full_moe = cost_ops(short_ops, whole_short, h100(), OpList::LAYER, 10e-6);
   CHECK(full_moe.fwd_s < bound.fwd_s);
   CHECK(full_moe.fwd_s == rel(host_at_10us(full_moe)));
-  // dispatch, sort by expert, up, activation, down, unsort, combine.
+  // dispatch, the probabilities' all-to-all, sort by expert, up, activation, down, unsort,
+  // combine.
   CHECK(std::count_if(ops.begin(), ops.end(),
-                      [](const models::OpCost& op) { return op.dynamic_shape; }) == 7);
+                      [](const models::OpCost& op) { return op.dynamic_shape; }) == 8);
   // A dense layer under the full scope is one graph, never host-bound, its launches counted
   // as eager ones (single-process DataParallel's host tasks read them).
   const auto dense = models::layer_ops(models::load_model("llama3-8b"), p, 0);
@@ -627,20 +628,24 @@ TEST_CASE("strategies::PassCost: EP all-to-alls dispatch and combine in every Mo
   p.seq = 4096;
   p.dp = 8;
   p.ep = 8;
+  // Between them the routed copies' fp32 probabilities, 4096 x 2 x 4 B, in an all-to-all of
+  // their own (Megatron-core token_dispatch: global_probs).
   const double dispatch = 2.0 * 4096 * 2 * 4096;
   const PassCost layer = cost_ops(models::layer_ops(model, p, 0), p, h100());
-  REQUIRE(layer.fwd_comm.size() == 2);
-  REQUIRE(layer.bwd_comm.size() == 2);
+  REQUIRE(layer.fwd_comm.size() == 3);
+  REQUIRE(layer.bwd_comm.size() == 3);
   for (const auto& items : {layer.fwd_comm, layer.bwd_comm}) {
     for (const CommItem& c : items) {
       CHECK(c.dim == Dim::EP);
       CHECK(c.op == CollectiveOp::ALL_TO_ALL);
-      CHECK(c.bytes == dispatch);
     }
+    CHECK(items[0].bytes == dispatch);
+    CHECK(items[1].bytes == 4.0 * 4096 * 2);
+    CHECK(items[2].bytes == dispatch);
   }
-  // The whole model: 32 MoE layers x 2, and nothing on EP without expert parallelism.
+  // The whole model: 32 MoE layers x 3, and nothing on EP without expert parallelism.
   const StageWork work = cost_stages(model, p, h100());
-  CHECK(only(work.chunk_cost[0].fwd_comm, Dim::EP, CollectiveOp::ALL_TO_ALL).size() == 64);
+  CHECK(only(work.chunk_cost[0].fwd_comm, Dim::EP, CollectiveOp::ALL_TO_ALL).size() == 96);
   p.ep = 1;
   const PassCost no_ep = cost_ops(models::layer_ops(model, p, 0), p, h100());
   CHECK(no_ep.fwd_comm.empty());
@@ -663,7 +668,7 @@ TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU an
   const double B = 2.0 * 4096 * 2048;
   const auto ops = models::layer_ops(model, p, 0);
   const PassCost a2a = cost_ops(ops, p, h100());
-  REQUIRE(a2a.fwd_comm.size() == 2);
+  REQUIRE(a2a.fwd_comm.size() == 3);  // dispatch, its probabilities, combine
   CHECK(a2a.fwd_comm[0].bytes == 8 * B);
   p.moe_dispatcher = models::MoeDispatcher::FLEX;
   const PassCost flex = cost_ops(models::layer_ops(model, p, 0), p, h100());
