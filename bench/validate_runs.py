@@ -396,8 +396,8 @@ def flex_dispatcher(model, gpu, precision, p):
     if (p.get("ep") or 1) <= 1:
         return None
     g = recipe_gpu(gpu)
-    if model == "deepseek-v3":
-        v2 = "NVFP4" in precision or mx_label(precision, gpu)
+    if model == "deepseek-v3":  # the B200 V2 configs (pp 8, ep 32) MX / NVFP4: deepep
+        v2 = ("NVFP4" in precision or mx_label(precision, gpu)) and p.get("pp") == 8
         return "deepep" if g.startswith("B200") and v2 else "hybridep"
     if model == "nemotron-3-nano":
         return "hybridep"
@@ -701,9 +701,10 @@ def mbridge_jobs(runs, families, tmp):
             args += ["--cpu-offloading-num-layers", str(offload)]
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
-        backend = flex_dispatcher(model, gpu, r["precision"], p)
-        if backend:
-            args += ["--moe-token-dispatcher", "flex", "--moe-flex-dispatcher-backend", backend]
+        if flex_dispatcher(model, gpu, r["precision"], p):
+            # Both backends permute the tokens received in a kernel of their own (HybridEP's
+            # fused permute is opt-in), so loom costs them alike and takes no backend.
+            args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None
         jobs.append((fam, r["id"], "simulate", args, r["measured"]["tokens_per_sec_per_gpu"],

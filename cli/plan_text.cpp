@@ -34,9 +34,7 @@ std::string plan_summary(const models::TrainingPlan& plan) {
       "tp {} pp {} dp {} cp {} ep {}{}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
       "zero {} recompute {} schedule {}{}{}{}",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
-      plan.moe_dispatcher == models::MoeDispatcher::FLEX
-          ? fmt::format(" (flex dispatcher, {})", models::to_string(plan.moe_flex_backend))
-          : "",
+      plan.moe_dispatcher == models::MoeDispatcher::FLEX ? " (flex dispatcher)" : "",
       plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
       plan.global_batch(), micro_batches, micro_batches == 1 ? "" : "es", plan.seq,
       precision_text(plan), models::to_string(plan.optimizer), models::to_string(plan.grad_dtype),

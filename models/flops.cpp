@@ -287,31 +287,32 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
       op.routing = m.moe;
     };
     // The permute that lays the routed copies out by expert reads the tokens it has: all of
-    // the GPU's own before an all-to-all dispatch; after a DeepEP exchange the tokens it
+    // the GPU's own before an all-to-all dispatch; after a flex exchange the tokens it
     // received, each once per destination GPU (its top-k experts reach `reached` GPUs of the
-    // EP group: Megatron-core token_dispatcher.py _DeepepManager
-    // get_permuted_hidden_states_by_experts permutes DeepEP's receive buffer). The unpermute
-    // before the combine writes as many rows back. HybridEP permutes inside its exchange
-    // kernels (_HybridEPManager: dispatch_with_permute, combine_with_unpermute): no kernel of
-    // their own. A permute's backward is the inverse permute, the same bytes once.
-    const bool fused_permute = flex && c.p.moe_flex_backend == FlexBackend::HYBRIDEP;
+    // EP group): Megatron-core token_dispatcher.py _DeepepManager
+    // get_permuted_hidden_states_by_experts permutes DeepEP's receive buffer, and HybridEP's
+    // dispatch_with_permute launches a permute kernel over its receive buffer after the
+    // exchange (DeepEP hybrid-ep Executor::dispatch_postprocess; its fused permute is opt-in
+    // and not modelled). The unpermute before the combine writes as many rows back. A
+    // permute's backward is the inverse permute, the same bytes once.
     const double reached = flex && c.p.ep > 1 ? expected_blocks_reached(m.moe, c.p.ep) : 1.0;
     const double held = c.act * T * eh * etp / c.t * reached;
     const auto permute = [&](std::string name, double in, double out, double saved, double flops) {
-      OpCost op = fused_permute ? elementwise(std::move(name), 0, 0, saved, 0)
-                                : elementwise(std::move(name), in, out, saved, flops);
-      if (fused_permute) op.kernels = 0;
+      OpCost op = elementwise(std::move(name), in, out, saved, flops);
       op.backward_bytes = op.input_bytes + op.output_bytes;
       return op;
     };
     OpCost dispatch = permute("moe_dispatch", held, c.act * R * eh, 0, 0);
     exchange(dispatch);
     ops.push_back(dispatch);
-    // The all-to-all dispatcher sends each routed copy's fp32 router probability in an
+    // Megatron's all-to-all dispatcher sends each routed copy's fp32 router probability in an
     // all-to-all of its own (token_dispatcher.py token_dispatch: "global_probs =
     // all_to_all(self.ep_group, permuted_probs, ...)"), its backward the gradients back; the
-    // flex dispatchers carry them in their exchange.
-    if (!flex && c.p.ep > 1) {
+    // flex dispatchers carry them in their exchange. torchtitan and DeepSpeed weight the
+    // outputs by the scores on the token's own GPU: their all-to-alls carry tokens only.
+    const bool probs_travel =
+        c.p.framework != Framework::TORCHTITAN && c.p.framework != Framework::DEEPSPEED;
+    if (!flex && c.p.ep > 1 && probs_travel) {
       OpCost probs = elementwise("moe_probs_dispatch", 0, 0, 0, 0);
       probs.kernels = 0;
       probs.comm = CommKind::EP_ALL_TO_ALL;

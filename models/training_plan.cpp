@@ -111,14 +111,6 @@ std::string to_string(MoeDispatcher v) {
   return moe_dispatcher_names()[static_cast<size_t>(v)];
 }
 
-const std::vector<std::string>& flex_backend_names() {
-  static const std::vector<std::string> names = {"deepep", "hybridep"};
-  return names;
-}
-std::string to_string(FlexBackend v) {
-  return flex_backend_names()[static_cast<size_t>(v)];
-}
-
 const std::vector<std::string>& fusion_names() {
   static const std::vector<std::string> names = {"none", "megatron", "compile"};
   return names;

@@ -68,11 +68,6 @@ enum class AttentionKernel { VENDOR, FA2 };
 /// ALLTOALL, NCCL all-to-all of every routed copy; FLEX, DeepEP / HybridEP, one copy per
 /// destination GPU inside a node and one per destination node across nodes.
 enum class MoeDispatcher { ALLTOALL, FLEX };
-/// The flex dispatcher's library (Megatron --moe-flex-dispatcher-backend, default deepep):
-/// DEEPEP exchanges the tokens and a separate permute lays the received ones out by expert
-/// (and the reverse before the combine); HYBRIDEP permutes inside its dispatch kernel
-/// (dispatch_with_permute, combine_with_unpermute).
-enum class FlexBackend { DEEPEP, HYBRIDEP };
 
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
@@ -166,7 +161,6 @@ struct TrainingPlan {
   /// hides each one's dispatch and combine behind the other's compute).
   bool overlap_moe_expert_parallel_comm = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::ALLTOALL;  ///< MoE token dispatch (ep > 1)
-  FlexBackend moe_flex_backend = FlexBackend::DEEPEP;      ///< the flex dispatcher's library
   Framework framework = Framework::NONE;         ///< whose defaults fill unset choices (plan/)
   FsdpImpl fsdp_impl = FsdpImpl::FSDP2;          ///< the ZeRO-3 design (zero 3 only)
   bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward
@@ -209,7 +203,6 @@ std::string to_string(Framework value);
 std::string to_string(Fusion value);
 std::string to_string(AttentionKernel value);
 std::string to_string(MoeDispatcher value);
-std::string to_string(FlexBackend value);
 std::string to_string(FsdpImpl value);
 std::string to_string(DpMode value);
 std::string to_string(PsShard value);
@@ -245,7 +238,6 @@ const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
 const std::vector<std::string>& attention_kernel_names();
 const std::vector<std::string>& moe_dispatcher_names();
-const std::vector<std::string>& flex_backend_names();
 const std::vector<std::string>& fsdp_impl_names();
 const std::vector<std::string>& dp_mode_names();
 const std::vector<std::string>& ps_shard_names();

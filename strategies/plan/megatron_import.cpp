@@ -56,7 +56,10 @@ const std::vector<std::pair<std::string, MegatronArg>>& megatron_args() {
       {"--recompute-activations", MegatronArg::RECOMPUTE_ACTIVATIONS},
       {"--recompute-method", MegatronArg::RECOMPUTE_METHOD},
       {"--moe-token-dispatcher-type", MegatronArg::FIELD},
-      {"--moe-flex-dispatcher-backend", MegatronArg::FIELD},
+      // DeepEP and HybridEP move the same copies and, by default, both permute the tokens
+      // received in a kernel of their own (HybridEP's fused permute is opt-in): loom costs
+      // them alike, so the backend is read and set aside.
+      {"--moe-flex-dispatcher-backend", MegatronArg::IGNORED_VALUE},
       {"--moe-enable-deepep", MegatronArg::IGNORED_FLAG},
       {"--moe-router-num-groups", MegatronArg::MODEL_SHAPE},
       {"--moe-router-group-topk", MegatronArg::MODEL_SHAPE},

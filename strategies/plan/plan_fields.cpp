@@ -356,14 +356,6 @@ void add_moe_rows(std::vector<PlanField>& t) {
       "alltoall", 74, models::moe_dispatcher_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.moe_dispatcher); }));
   t.back().megatron = "--moe-token-dispatcher-type";
-  t.push_back(choice_row(
-      "moe_flex_dispatcher_backend", "--moe-flex-dispatcher-backend",
-      "the flex dispatcher's library (Megatron's flag; read only with the flex dispatcher, as "
-      "Megatron does): deepep (a permute of the received tokens after the exchange, the "
-      "unpermute before the combine) or hybridep (permutes inside its exchange kernels)",
-      "deepep", 75, models::flex_backend_names(),
-      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.moe_flex_backend); }));
-  t.back().megatron = "--moe-flex-dispatcher-backend";
 }
 
 // Data-parallel designs beyond DDP (issue 13; one block).

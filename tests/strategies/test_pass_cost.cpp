@@ -688,15 +688,6 @@ TEST_CASE("strategies::PassCost: a flex dispatcher sends a token once per GPU an
   // The backward runs the inverse copies: the same bytes once, the sorts' and the permutes'.
   CHECK(a2a.bwd_input_s + a2a.bwd_weight_s - flex.bwd_input_s - flex.bwd_weight_s ==
         rel(sorts - 2 * 4.3394 * B / bw, 1e-4));
-  // HybridEP permutes inside its exchange kernels: no permute kernels of their own, the
-  // same exchange.
-  p.moe_flex_backend = models::FlexBackend::HYBRIDEP;
-  const PassCost hybrid = cost_ops(models::layer_ops(model, p, 0), p, h100());
-  CHECK(flex.fwd_s - hybrid.fwd_s == rel(2 * ((5.3394 + 8) * B / bw + 4e-6), 1e-4));
-  CHECK(hybrid.fwd_comm.size() == 2);
-  CHECK(hybrid.fwd_comm[0].bytes == flex.fwd_comm[0].bytes);
-  CHECK(hybrid.fwd_launches == flex.fwd_launches - 2);
-  p.moe_flex_backend = models::FlexBackend::DEEPEP;
   p.dp = p.ep = 16;
   const PassCost two =
       cost_ops(models::layer_ops(model, p, 0), p, h100(), OpList::LAYER, 0, true, 2);
