@@ -263,11 +263,11 @@ def pipeline_args(layers, pp, vp, model=None):
 # (scripts/performance configs: BASE_DEEPSEEK_V3_CONFIG, BASE_QWEN3_235B_A22B_CONFIG,
 # BASE_QWEN3_30B_A3B_CONFIG = WorkloadBaseConfig(expert_tensor_parallel_size=1, ...)).
 QWEN3_235B = MODELS["Qwen3-235B-A22B"]
-ETP1_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
-               "gpt-oss-120b", "nemotron-3-nano", "nemotron-3-super"}
 # Mixture-of-experts models: the Megatron-Bridge families report their dense and MoE rows apart.
-MOE_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B, "gpt-oss-120b", "nemotron-3-nano",
-              "nemotron-3-super"}
+MOE_MODELS = {"deepseek-v3", "qwen3-30b-a3b", QWEN3_235B,
+              "gpt-oss-120b", "nemotron-3-nano", "nemotron-3-super"}
+# Models whose recipes set expert_tensor_parallel_size = 1: every MoE recipe scored.
+ETP1_MODELS = MOE_MODELS
 # Recipes that count the embedding and the loss as pipeline layers
 # (accounts_for_embedding_and_loss).
 ACCOUNTING_MODELS = {"llama3-405b", QWEN3_235B}
@@ -381,9 +381,9 @@ def moe_a2a_overlap(model, gpu, precision, p):
 
 
 def flex_dispatcher(model, gpu, precision, p):
-    """The flex dispatcher's backend ("deepep" or "hybridep") when the Megatron-Bridge
-    performance recipe sets moe_flex_dispatcher_backend (the performance layer's
-    apply_flex_dispatcher_backend then sets moe_token_dispatcher_type="flex"), else None: deepseek_workload_base_configs.py
+    """Whether the Megatron-Bridge performance recipe sets moe_flex_dispatcher_backend
+    (DeepEP or HybridEP, which loom costs alike; the performance layer's
+    apply_flex_dispatcher_backend then sets moe_token_dispatcher_type="flex"): deepseek_workload_base_configs.py
     (@042641823051ce167c52b0ae289941a227c11535) on every GPU (hybridep; deepep for the B200
     V2 MX / NVFP4 configs); qwen3_workload_base_configs.py (@01b2977e518f0a58ec870daba2fb2c04d76a91b2)
     for Qwen3-30B-A3B on every GPU and Qwen3-235B-A22B on GB200 and GB300 (hybridep; alltoall
@@ -394,20 +394,15 @@ def flex_dispatcher(model, gpu, precision, p):
     sets none. As for moe_a2a_overlap, one recipe revision is applied to every container's
     rows. Only with ep > 1: Megatron refuses flex without an expert group."""
     if (p.get("ep") or 1) <= 1:
-        return None
+        return False
     g = recipe_gpu(gpu)
-    if model == "deepseek-v3":  # the B200 V2 configs (pp 8, ep 32) MX / NVFP4: deepep
-        v2 = ("NVFP4" in precision or mx_label(precision, gpu)) and p.get("pp") == 8
-        return "deepep" if g.startswith("B200") and v2 else "hybridep"
-    if model == "nemotron-3-nano":
-        return "hybridep"
+    if model in ("deepseek-v3", "qwen3-30b-a3b", "nemotron-3-nano"):
+        return True
     if model == "nemotron-3-super":  # the base config (GB200 / B200 NVFP4) sets no backend
-        if "NVFP4" in precision and (g == "GB200" or g.startswith("B200")):
-            return None
-        return "deepep" if g.startswith("B300") else "hybridep"
-    if model == "qwen3-30b-a3b" or (model == QWEN3_235B and g in ("GB200", "GB300")):
-        return "hybridep"
-    return None
+        return not ("NVFP4" in precision and (g == "GB200" or g.startswith("B200")))
+    if model == QWEN3_235B:
+        return g in ("GB200", "GB300")
+    return False
 
 
 def cpu_offload_layers(model, gpu, precision, p, fsdp_on):
@@ -702,8 +697,6 @@ def mbridge_jobs(runs, families, tmp):
         if moe_a2a_overlap(model, gpu, r["precision"], p):
             args.append("--overlap-moe-expert-parallel-comm")
         if flex_dispatcher(model, gpu, r["precision"], p):
-            # Both backends permute the tokens received in a kernel of their own (HybridEP's
-            # fused permute is opt-in), so loom costs them alike and takes no backend.
             args += ["--moe-token-dispatcher", "flex"]
         if "w/o MTP" in (r["model"].get("benchmark_name") or ""):
             args += ["--mtp", "off"]  # 25.11 "DeepSeekV3 (w/o MTP)": mtp_num_layers None

@@ -174,20 +174,19 @@ void mlp_block(const Ctx& c, const std::string& prefix, double tokens, double h,
                bool bias, double input_saved, bool expert, double batch, std::vector<OpCost>& ops) {
   const bool gated = c.m.mlp == MlpKind::SWIGLU;
   const double up_width = gated ? 2 * f : f;
+  const double inner = c.act * tokens * f / c.t;  // one f-wide activation on this GPU, bytes
   OpCost up =
       linear(c, prefix + "_up", tokens, h, up_width, Parallel::COLUMN, bias, input_saved, c.wbytes);
   // torchtitan's FeedForward runs the gate (w1) and up (w3) projections as two matmuls.
-  if (gated) up.output_parts = {c.act * tokens * f / c.t, c.act * tokens * f / c.t, 0};
-  OpCost act =
-      elementwise(prefix + "_act", c.act * tokens * up_width / c.t, c.act * tokens * f / c.t,
-                  c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
+  if (gated) up.output_parts = {inner, inner, 0};
+  OpCost act = elementwise(prefix + "_act", c.act * tokens * up_width / c.t, inner,
+                           c.act * tokens * up_width / c.t, (gated ? 6 : 8) * tokens * f / c.t);
   apply_activation_fusion(act, c.m.mlp, bias, c.fusion);
   const std::optional<OpCost> clamp =
       gated && c.m.activation_clamp > 0
-          ? activation_clamp_op(prefix + "_act_clamp", c.act * tokens * f / c.t, c.fusion)
+          ? activation_clamp_op(prefix + "_act_clamp", inner, c.fusion)
           : std::nullopt;
-  OpCost down = linear(c, prefix + "_down", tokens, f, h, Parallel::ROW, bias,
-                       c.act * tokens * f / c.t, c.wbytes);
+  OpCost down = linear(c, prefix + "_down", tokens, f, h, Parallel::ROW, bias, inner, c.wbytes);
   if (expert) {
     for (OpCost* op : {&up, &down}) {
       op->expert = true;
@@ -327,9 +326,7 @@ void mlp_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
     // all-gather brings. A flex dispatcher's permute after its exchange groups by expert.
     const bool sorted = !flex && (c.p.ep > 1 || etp > 1) && local_experts > 1;
     const auto sort = [&](const char* name) {
-      OpCost op = elementwise(name, c.act * R * eh, c.act * R * eh, 0, 0);
-      op.backward_bytes = 2 * c.act * R * eh;
-      ops.push_back(op);
+      ops.push_back(permute(name, c.act * R * eh, c.act * R * eh, 0, 0));
     };
     if (sorted) sort("moe_sort");
     mlp_block(ec, "expert", R, eh, static_cast<double>(m.moe.expert_ffn), m.linear_bias,

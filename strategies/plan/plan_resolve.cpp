@@ -312,7 +312,7 @@ bool resolve_pipeline_accounting(const PlanInput& in, std::optional<int> layers,
                fmt::format("{} needs the model's layer count; give {} instead", s.where(key),
                            s.name("pipeline_split")));
   }
-  const std::int64_t units = *layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::int64_t units = *layers + accounting_layers(in);
   if (units % chunks != 0) {
     fail_field(s, key,
                fmt::format("{}: the model's {} layers{}{} = {} do not divide over {} {} x {} {} = "

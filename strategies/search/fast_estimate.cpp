@@ -344,14 +344,15 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
   };
   // The routed experts' parameters (reduced over EDP), as step_graph's expert_params: the
   // first MoE layer's (of the block), which the memory model's inputs already hold.
-  const auto moe_layer = [&](int l) { return m.is_moe_layer(l); };
   for (size_t k = 0; k < UNIT_KINDS; ++k) {
     const std::vector<LayerVariant>& variants = ct->second.variants[k];
     if (variants.empty()) continue;
     UnitTimes& u = out.units[k];
     for (const LayerVariant& v : variants) u.add(times_of(v.cost), v.share);  // one: share 1
     if (k == static_cast<size_t>(UnitKind::MOE) && p.ep > 1)
-      u.expert_params = memory_ops(p).layer(m, p, first_layer(moe_layer)).expert_params;
+      u.expert_params = memory_ops(p)
+                            .layer(m, p, first_layer([&](int l) { return m.is_moe_layer(l); }))
+                            .expert_params;
   }
   for (const int b : blocks_present) {
     const int first = first_layer([&](int l) { return static_cast<int>(m.layer_kind(l)) == b; });

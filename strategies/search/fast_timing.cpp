@@ -65,6 +65,7 @@ struct Ctx {
   const std::array<UnitTimes, UNIT_KINDS>& units;
   /// The layer units by block and kept in bf16 (UnitTimeSet::blocks).
   const std::array<std::array<UnitTimes, 2>, models::LAYER_KINDS>& blocks;
+  models::Bf16Layers kept;  ///< the plan's layers kept in bf16 (models::bf16_layers)
   const LayoutGroups& groups;
   double sd;
   bool zero3;
@@ -86,7 +87,6 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
   if (vs == 0 && x.units[static_cast<size_t>(UnitKind::EMBEDDING)].fwd > 0)
     add(UnitKind::EMBEDDING, 1, true);
   // The layers' sums block by block, the kept ranges of the first/last-layer rule apart.
-  const models::Bf16Layers kept_layers = models::bf16_layers(x.fc.model, x.p);
   const int stop = first_layer + layers;
   int moe = 0;
   for (const int b : x.fc.blocks_present) {
@@ -95,8 +95,8 @@ Chunk make_chunk(const Ctx& x, int vs, int first_layer, int layers, bool last) {
       return hi > lo ? in_block[static_cast<size_t>(hi)] - in_block[static_cast<size_t>(lo)] : 0;
     };
     const int n = count(first_layer, stop);
-    const int kept = count(first_layer, std::min(stop, kept_layers.start_end)) +
-                     count(std::max(first_layer, kept_layers.end_begin), stop);
+    const int kept = count(first_layer, std::min(stop, x.kept.start_end)) +
+                     count(std::max(first_layer, x.kept.end_begin), stop);
     const auto& times = x.blocks[static_cast<size_t>(b)];
     if (n - kept > 0) c.sum.add(times[0], n - kept);
     if (kept > 0) c.sum.add(times[1], kept);
@@ -354,7 +354,14 @@ StageTail dp_tail(const Ctx& x, const std::vector<Chunk>& chunks, const Schedule
 
 double fast_step_time(FastCaches& fc, const TrainingPlan& p) {
   const UnitTimeSet& times = fc.unit_times(p);
-  const Ctx x{fc, p, times.units, times.blocks, fc.layout(p), fc.slowdown, p.dp > 1 && p.zero >= 3};
+  const Ctx x{fc,
+              p,
+              times.units,
+              times.blocks,
+              models::bf16_layers(fc.model, p),
+              fc.layout(p),
+              fc.slowdown,
+              p.dp > 1 && p.zero >= 3};
   const ScheduleFacts& sf = fc.schedule(p);
   const int P = p.pp, V = p.vpp, S = P * V;
   const double m = static_cast<double>(p.micro_batches());
