@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
 #include "cli/memory_json.hpp"
+#include "cli/ops_output.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/progress.hpp"
@@ -44,6 +45,7 @@ struct SimulateFlags {
   std::string calibration;            // profile path; empty: the model alone
   std::string order = DEFAULT_ORDER;
   bool require_fit = false;
+  bool ops = false;        // --ops: the op lists' breakdown instead of the step
   ScenarioFlags scenario;  // steps, stragglers, slow links, --compare
 };
 
@@ -102,6 +104,21 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
   return 0;
 }
 
+// --ops: every op of the plan's distinct op lists, timed as the step would time them.
+int print_ops(const models::ModelSpec& model, const models::TrainingPlan& plan,
+              const topo::Cluster& cluster, const strategies::SimulateOptions& options,
+              const SimulateSetup& setup, Format format) {
+  const auto lists = strategies::op_breakdown(model, plan, cluster, options);
+  if (format == Format::JSON)
+    std::cout << render_document(
+        make_document(simulate_context_json(model, plan, cluster, setup), ops_results_json(lists)));
+  else if (format == Format::CSV)
+    std::cout << render_ops_csv(lists);
+  else
+    std::cout << render_ops_table(lists, cluster.gpu.name);
+  return 0;
+}
+
 int run_simulate(const SimulateFlags& f) {
   // Output paths are checked before the simulation: a bad path fails now, not after minutes.
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
@@ -135,6 +152,7 @@ int run_simulate(const SimulateFlags& f) {
   KernelCalibration kernel_calibration;
   if (!f.calibration.empty())
     options = calibrated(options, f.calibration, cluster, kernel_calibration);
+  if (f.ops) return print_ops(model, plan, cluster, options, setup, format);
   ProgressBar progress = ProgressBar::on_stderr("simulating");
   options.progress = [&progress](double done) { progress.update(done); };
   const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
@@ -186,6 +204,14 @@ Command add_simulate_command(CLI::App& root) {
       "(docs/calibration.md)");
   app->add_flag("--require-fit", flags->require_fit,
                 "exit 3 without simulating when the peak stage does not fit the GPU");
+  CLI::Option* ops = app->add_flag(
+      "--ops", flags->ops,
+      "print every op of each distinct layer (and the embedding and head) with its kernel time "
+      "per pass, launches and collective, instead of simulating the step");
+  // What --ops does not simulate cannot be asked of it.
+  for (const char* other : {"--trace", "--report", "--compare", "--full", "--steps", "--straggler",
+                            "--straggler-random", "--slow-link", "--slow-link-random"})
+    ops->excludes(other);
   add_format_flag(*app, flags->format, {"table", "json", "csv"});
   command.run = [flags]() { return run_simulate(*flags); };
   return command;

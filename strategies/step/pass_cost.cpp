@@ -262,7 +262,7 @@ void host_bound_passes(PassCost& c, double host_launch_s) {
 
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list, double host_launch_s,
-                  bool recomputed, int ep_nodes) {
+                  bool recomputed, int ep_nodes, std::vector<OpTiming>* timings) {
   const bool full =
       plan.recompute == models::Recompute::FULL && list == OpList::LAYER && recomputed;
   PassCost c;
@@ -296,9 +296,11 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     const bool expert_block = !graphed && te_expert_block(op, plan);
     const OpPasses o = op_seconds(op, plan, kernels, graphed, expert_block);
     const topo::PassSeconds& t = o.t;
+    const double bwd_weight_s =
+        t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
     c.fwd_s += t.forward;
     c.bwd_input_s += t.backward_input;
-    c.bwd_weight_s += t.backward_weight + grad_accumulation_seconds(op, plan, kernels, graphed);
+    c.bwd_weight_s += bwd_weight_s;
     const double share = full ? 1.0 : rerun_share[i];
     const bool rerun = share > 0;
     c.recompute_s += share * t.forward;
@@ -315,13 +317,19 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
         c.recompute_launches += 1;
         graph_recompute = true;
       }
-    } else {
-      const double fwd_launches = o.fwd_launches + (comm ? 1 : 0);
+    }
+    double fwd_launches = 0, bwd_launches = 0;  // eager ones
+    if (!graphed || whole) {
+      fwd_launches = o.fwd_launches + (comm ? 1 : 0);
+      bwd_launches = o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
       c.fwd_launches += fwd_launches;
-      c.bwd_launches +=
-          o.bwd_launches + (comm ? 1 : 0) + (grad_accumulation_kernel(op, plan) ? 1 : 0);
+      c.bwd_launches += bwd_launches;
       if (rerun) c.recompute_launches += fwd_launches;
     }
+    if (timings)
+      timings->push_back({op.name, op.kind, t.forward, t.backward_input, bwd_weight_s,
+                          graphed ? 0.0 : fwd_launches, graphed ? 0.0 : bwd_launches, graphed,
+                          comm ? op.comm : CommKind::NONE, comm ? op.comm_bytes : 0.0});
     if (expert_block) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (issued inside Transformer Engine's C++ op, not as Python

@@ -92,6 +92,23 @@ int exchange_nodes(const topo::Cluster& cluster, const std::vector<int>& ep_grou
 /// dispatcher with ep > 1, else 1 (no other exchange depends on it).
 int flex_exchange_nodes(const models::TrainingPlan& plan, const topo::Cluster& cluster,
                         const std::vector<int>& ep_group);
+/// One op of an op list as cost_ops times it, for one micro-batch on one GPU (loom simulate
+/// --ops): its kernels' seconds in each pass (the weight-gradient pass with its
+/// gradient-accumulation add), the launches the host issues for them (0 when a CUDA graph
+/// captures the op) and the collective that follows it in the forward.
+struct OpTiming {
+  std::string name;
+  models::OpKind kind = models::OpKind::ELEMENTWISE;
+  double fwd_s = 0;
+  double bwd_input_s = 0;
+  double bwd_weight_s = 0;
+  double fwd_launches = 0;
+  double bwd_launches = 0;
+  bool graphed = false;
+  models::CommKind comm = models::CommKind::NONE;
+  double comm_bytes = 0;  ///< the collective's tensor on this GPU, bytes
+};
+
 /// Which part of the model an op list is. Megatron's full recompute
 /// (--recompute-granularity full) checkpoints transformer layers only: the embedding and the
 /// LM head run once.
@@ -116,9 +133,11 @@ enum class OpList { LAYER, EMBEDDING, HEAD };
 /// torchtitan's every-k-th layer): nothing of it re-runs.
 /// `ep_nodes`: the nodes one expert-parallel group spans, which a flex dispatcher's
 /// exchange depends on (models::CommKind::EP_TOKEN_EXCHANGE; 1 keeps it inside nodes).
+/// `timings`: when set, receives each op's OpTiming in op order.
 PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::TrainingPlan& plan,
                   const topo::KernelTimeModel& kernels, OpList list = OpList::LAYER,
-                  double host_launch_s = 0, bool recomputed = true, int ep_nodes = 1);
+                  double host_launch_s = 0, bool recomputed = true, int ep_nodes = 1,
+                  std::vector<OpTiming>* timings = nullptr);
 
 /// A pass's seconds raised to its host time, `launches` x `host_launch_s` plus the framework's
 /// host seconds (fwd_host_s ..., scaled by host_launch_s / GRACE_HOST_OP_S): the

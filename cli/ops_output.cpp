@@ -1,0 +1,114 @@
+#include "cli/ops_output.hpp"
+
+#include <fmt/format.h>
+
+#include "common/csv.hpp"
+#include "common/table.hpp"
+#include "common/units.hpp"
+
+namespace loom::cli {
+namespace {
+
+std::string collective(const strategies::OpTiming& t) {
+  if (t.comm == models::CommKind::NONE) return "";
+  return fmt::format("{} {}", models::to_string(t.comm), format_bytes(t.comm_bytes));
+}
+
+std::string launches(double n) {
+  return fmt::format("{:.4g}", n);
+}
+
+// "1.84 ms" or "1.84 ms (host-bound: kernels 1.20 ms)".
+std::string pass_text(double as_run_s, double kernel_s) {
+  if (as_run_s > kernel_s * (1 + 1e-9))
+    return fmt::format("{} (host-bound; kernels {})", format_time(as_run_s), format_time(kernel_s));
+  return format_time(as_run_s);
+}
+
+}  // namespace
+
+std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists,
+                             const std::string& gpu) {
+  std::string out = fmt::format(
+      "ops of one micro-batch on one {} GPU, as the pass costing times them before the engine\n"
+      "schedules them (collectives: their size only; the engine times them)\n",
+      gpu);
+  for (const auto& l : lists) {
+    out +=
+        fmt::format("\n{}{}: forward {}, backward {}; {}\n", l.what,
+                    l.count > 1 ? fmt::format(" x {}", l.count) : std::string(),
+                    pass_text(l.pass.fwd_s, l.fwd_kernel_s),
+                    pass_text(l.pass.bwd_input_s + l.pass.bwd_weight_s, l.bwd_kernel_s),
+                    l.whole_graph ? std::string("one CUDA graph per pass")
+                                  : fmt::format("launches {} + {}", launches(l.pass.fwd_launches),
+                                                launches(l.pass.bwd_launches)));
+    if (l.pass.recompute_s > 0)
+      out += fmt::format("recompute {}\n", format_time(l.pass.recompute_s));
+    Table t(
+        {"op", "kind", "forward", "bwd input", "bwd weight", "share", "launches", "collective"});
+    t.align_left(1);
+    t.align_left(7);
+    const double total = l.fwd_kernel_s + l.bwd_kernel_s;
+    for (const auto& o : l.ops) {
+      const double s = o.fwd_s + o.bwd_input_s + o.bwd_weight_s;
+      // An op fused into another (the softmax inside fused attention) has nothing to show.
+      if (s == 0 && o.fwd_launches + o.bwd_launches == 0 && !o.graphed &&
+          o.comm == models::CommKind::NONE)
+        continue;
+      t.add_row(
+          {o.name, models::to_string(o.kind), format_time(o.fwd_s), format_time(o.bwd_input_s),
+           format_time(o.bwd_weight_s), total > 0 ? fmt::format("{:.1f}%", 100 * s / total) : "-",
+           o.graphed ? "graphed"
+                     : fmt::format("{} + {}", launches(o.fwd_launches), launches(o.bwd_launches)),
+           collective(o)});
+    }
+    out += t.render();
+  }
+  return out;
+}
+
+std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists) {
+  CsvTable t({"list", "alike", "op", "kind", "forward_s", "backward_input_s", "backward_weight_s",
+              "forward_launches", "backward_launches", "graphed", "collective",
+              "collective_bytes"});
+  for (const auto& l : lists)
+    for (const auto& o : l.ops)
+      t.add_row({l.what, std::to_string(l.count), o.name, models::to_string(o.kind),
+                 csv_number(o.fwd_s), csv_number(o.bwd_input_s), csv_number(o.bwd_weight_s),
+                 csv_number(o.fwd_launches), csv_number(o.bwd_launches),
+                 o.graphed ? "true" : "false", models::to_string(o.comm),
+                 csv_number(o.comm_bytes)});
+  return t.render();
+}
+
+OrderedJson ops_results_json(const std::vector<strategies::OpListBreakdown>& lists) {
+  OrderedJson out = OrderedJson::array();
+  for (const auto& l : lists) {
+    OrderedJson ops = OrderedJson::array();
+    for (const auto& o : l.ops)
+      ops.push_back({{"op", o.name},
+                     {"kind", models::to_string(o.kind)},
+                     {"forward_s", o.fwd_s},
+                     {"backward_input_s", o.bwd_input_s},
+                     {"backward_weight_s", o.bwd_weight_s},
+                     {"forward_launches", o.fwd_launches},
+                     {"backward_launches", o.bwd_launches},
+                     {"graphed", o.graphed},
+                     {"collective", models::to_string(o.comm)},
+                     {"collective_bytes", o.comm_bytes}});
+    out.push_back({{"list", l.what},
+                   {"alike", l.count},
+                   {"forward_s", l.pass.fwd_s},
+                   {"backward_s", l.pass.bwd_input_s + l.pass.bwd_weight_s},
+                   {"recompute_s", l.pass.recompute_s},
+                   {"forward_kernel_s", l.fwd_kernel_s},
+                   {"backward_kernel_s", l.bwd_kernel_s},
+                   {"forward_launches", l.whole_graph ? 1.0 : l.pass.fwd_launches},
+                   {"backward_launches", l.whole_graph ? 1.0 : l.pass.bwd_launches},
+                   {"whole_graph", l.whole_graph},
+                   {"ops", ops}});
+  }
+  return {{"op_lists", out}};
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,21 @@
+#pragma once
+// `loom simulate --ops`: every op of each distinct op list of the plan (the embedding, each
+// kind of layer, the head) with its kernel seconds per pass, launches and collective, in the
+// three output formats. Include only from .cpp files.
+#include <string>
+#include <vector>
+
+#include "common/document.hpp"
+#include "strategies/op_breakdown.hpp"
+
+namespace loom::cli {
+
+/// Plain-text tables, one per op list, with a line of pass totals above each.
+std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists,
+                             const std::string& gpu);
+/// One CSV record per op: list, op, kind, seconds per pass, launches, collective, bytes.
+std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists);
+/// The "results" of the JSON document: {"op_lists": [...]}, each with its ops and pass totals.
+OrderedJson ops_results_json(const std::vector<strategies::OpListBreakdown>& lists);
+
+}  // namespace loom::cli
