@@ -51,10 +51,7 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
     const double total = l.fwd_kernel_s + l.bwd_kernel_s;
     for (const auto& o : l.ops) {
       const double s = o.fwd_s + o.bwd_input_s + o.bwd_weight_s;
-      // An op fused into another (the softmax inside fused attention) has nothing to show.
-      if (s == 0 && o.fwd_launches + o.bwd_launches == 0 && !o.graphed &&
-          o.comm == models::CommKind::NONE)
-        continue;
+      if (strategies::fused_away(o)) continue;
       t.add_row(
           {o.name, models::to_string(o.kind), format_time(o.fwd_s), format_time(o.bwd_input_s),
            format_time(o.bwd_weight_s), total > 0 ? fmt::format("{:.1f}%", 100 * s / total) : "-",

@@ -294,7 +294,8 @@ std::string render_html_report(const ReportInputs& in) {
   out += fmt::format(
       "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\">one training step, {} network, "
       "loom {}</p>\n<nav><a href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "
-      "href=\"#communication\">communication</a><a href=\"#plan\">plan</a><a "
+      "href=\"#communication\">communication</a><a href=\"#ops\">ops</a><a "
+      "href=\"#plan\">plan</a><a "
       "href=\"#configuration\">configuration</a><a href=\"#assumptions\">assumptions</a></nav>\n"
       "</header>\n",
       subject, esc(in.network), VERSION);
@@ -318,6 +319,13 @@ std::string render_html_report(const ReportInputs& in) {
                  "compute stream is idle; pipeline transfers overlap, their waits are the "
                  "bubble.",
                  report::comm_html(in.report));
+  out += section(
+      "ops", "Where a layer's time goes",
+      "Every op of each distinct op list (the embedding, each kind of layer, the "
+      "head) for one micro-batch on one GPU, as the pass costing times it before "
+      "the engine schedules it; collectives by size only (the timeline has their "
+      "times). What <code>loom simulate --ops</code> prints.",
+      report::ops_html(strategies::op_breakdown(in.model, in.plan, in.cluster, in.options)));
   out += section("plan", "Plan", "", plan_html(in.plan));
   out += section("configuration", "Resolved configuration",
                  "Every plan field after defaults, framework profile and imports; what "

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/memory.hpp"
+#include "strategies/op_breakdown.hpp"
 #include "strategies/step_simulator.hpp"
 
 namespace loom::cli::report {
@@ -32,5 +33,10 @@ std::string memory_html(const models::MemoryReport& memory, double capacity_byte
 /// Communication per parallel dimension, exposed and overlapped, against the step time, then
 /// the same numbers as a table.
 std::string comm_html(const strategies::StepReport& r);
+
+/// The op lists of `loom simulate --ops` (strategies::op_breakdown), one table each: every op's
+/// kernel seconds per pass, its share of the list and its collective; above each table the
+/// list's passes as run, host-bound or not.
+std::string ops_html(const std::vector<strategies::OpListBreakdown>& lists);
 
 }  // namespace loom::cli::report

@@ -48,6 +48,11 @@ OpListBreakdown breakdown(std::string what, const std::vector<models::OpCost>& o
 
 }  // namespace
 
+bool fused_away(const OpTiming& op) {
+  return op.fwd_s + op.bwd_input_s + op.bwd_weight_s == 0 &&
+         op.fwd_launches + op.bwd_launches == 0 && !op.graphed && op.comm == models::CommKind::NONE;
+}
+
 std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
                                           const models::TrainingPlan& plan,
                                           const topo::Cluster& cluster,

@@ -32,6 +32,10 @@ struct OpListBreakdown {
   bool whole_graph = false;
 };
 
+/// Whether `op` has nothing of its own to show: no kernel seconds, launches, graph or
+/// collective (an op fused into another, e.g. the softmax inside fused attention).
+bool fused_away(const OpTiming& op);
+
 /// The op lists of `plan` on the cluster's (first) GPU type, timed as simulate_step times them
 /// under `options` (its kernel model or the datasheet one, its host launch time): the
 /// embedding, one entry per distinct layer (kind, recompute, attention window, precision) with

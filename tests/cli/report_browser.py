@@ -68,7 +68,7 @@ def check_dom(dom, stages, failures):
     for svg in ("timeline-svg", "memory-svg", "comm-svg"):
         expect(find("svg", id=svg), f"no <svg id={svg}>")
     for table in ("summary-table", "plan-table", "memory-table", "comm-table", "config-table",
-                  "assumptions-table"):
+                  "assumptions-table", "ops-table-0"):
         expect(find("table", id=table), f"no <table id={table}>")
     slices = [e for e in tags if e[0] == "rect" and e[2] == "timeline-svg"
               and "slice" in e[1].get("class", "").split()]

@@ -118,9 +118,10 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   const Simulated s = simulate("tiny");
   const std::string html = render(s);
   REQUIRE(s.report.stage_ranks.size() == 2);
-  for (const char* id : {"id=\"summary-table\"", "id=\"timeline-svg\"", "id=\"memory-svg\"",
-                         "id=\"memory-table\"", "id=\"comm-svg\"", "id=\"comm-table\"",
-                         "id=\"plan-table\"", "id=\"config-table\"", "id=\"assumptions-table\""})
+  for (const char* id :
+       {"id=\"summary-table\"", "id=\"timeline-svg\"", "id=\"memory-svg\"", "id=\"memory-table\"",
+        "id=\"comm-svg\"", "id=\"comm-table\"", "id=\"plan-table\"", "id=\"config-table\"",
+        "id=\"assumptions-table\"", "id=\"ops-table-0\""})
     CHECK_MESSAGE(html.find(id) != std::string::npos, id);
   for (int stage = 0; stage < 2; ++stage) {
     const std::string heading = "stage " + std::to_string(stage) + " (rank " +
@@ -135,6 +136,12 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   CHECK(count(html, "<rect class=\"slice c-tp\"") >= 2);
   CHECK(count(html, "<rect class=\"slice c-dp\"") >= 2);
   CHECK(html.find("id=\"fit-warning\"") == std::string::npos);
+  // The op lists: the embedding, the one kind of layer (8 alike), the head; the layer's
+  // matmuls are rows of its table.
+  CHECK(html.find("id=\"ops-table-2\"") != std::string::npos);
+  CHECK(html.find("id=\"ops-table-3\"") == std::string::npos);
+  CHECK(count(html, "layer 0 (dense) × 8") == 1);
+  CHECK(count(html, "<tr><td>qkv_proj</td>") == 1);
   // MFU names its peak: bf16 on an A100 (312 TFLOP/s dense, NVIDIA A100 datasheet).
   CHECK(html.find("of the BF16 dense peak (312.0 TFLOP/s per GPU)") != std::string::npos);
   // No network access: nothing is loaded from anywhere.
