@@ -115,7 +115,7 @@ int print_ops(const models::ModelSpec& model, const models::TrainingPlan& plan,
   else if (format == Format::CSV)
     std::cout << render_ops_csv(lists);
   else
-    std::cout << render_ops_table(lists, cluster.gpu.name);
+    std::cout << render_ops_table(lists);
   return 0;
 }
 

@@ -27,13 +27,13 @@ std::string pass_text(double as_run_s, double kernel_s) {
 
 }  // namespace
 
-std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists,
-                             const std::string& gpu) {
-  std::string out = fmt::format(
-      "ops of one micro-batch on one {} GPU, as the pass costing times them before the engine\n"
-      "schedules them (collectives: their size only; the engine times them)\n",
-      gpu);
-  for (const auto& l : lists) {
+std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists) {
+  std::string out =
+      "ops of one micro-batch on one GPU, as the pass costing times them before the engine\n"
+      "schedules them (collectives: their size only; the engine times them)\n";
+  for (size_t i = 0; i < lists.size(); ++i) {
+    const auto& l = lists[i];
+    if (i == 0 || lists[i - 1].gpu != l.gpu) out += fmt::format("\n== on one {}\n", l.gpu);
     out +=
         fmt::format("\n{}{}: forward {}, backward {}; {}\n", l.what,
                     l.count > 1 ? fmt::format(" x {}", l.count) : std::string(),
@@ -65,12 +65,12 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
 }
 
 std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists) {
-  CsvTable t({"list", "alike", "op", "kind", "forward_s", "backward_input_s", "backward_weight_s",
-              "forward_launches", "backward_launches", "graphed", "collective",
+  CsvTable t({"gpu", "list", "alike", "op", "kind", "forward_s", "backward_input_s",
+              "backward_weight_s", "forward_launches", "backward_launches", "graphed", "collective",
               "collective_bytes"});
   for (const auto& l : lists)
     for (const auto& o : l.ops)
-      t.add_row({l.what, std::to_string(l.count), o.name, models::to_string(o.kind),
+      t.add_row({l.gpu, l.what, std::to_string(l.count), o.name, models::to_string(o.kind),
                  csv_number(o.fwd_s), csv_number(o.bwd_input_s), csv_number(o.bwd_weight_s),
                  csv_number(o.fwd_launches), csv_number(o.bwd_launches),
                  o.graphed ? "true" : "false", models::to_string(o.comm),
@@ -93,7 +93,8 @@ OrderedJson ops_results_json(const std::vector<strategies::OpListBreakdown>& lis
                      {"graphed", o.graphed},
                      {"collective", models::to_string(o.comm)},
                      {"collective_bytes", o.comm_bytes}});
-    out.push_back({{"list", l.what},
+    out.push_back({{"gpu", l.gpu},
+                   {"list", l.what},
                    {"alike", l.count},
                    {"forward_s", l.pass.fwd_s},
                    {"backward_s", l.pass.bwd_input_s + l.pass.bwd_weight_s},

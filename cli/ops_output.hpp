@@ -10,10 +10,10 @@
 
 namespace loom::cli {
 
-/// Plain-text tables, one per op list, with a line of pass totals above each.
-std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists,
-                             const std::string& gpu);
-/// One CSV record per op: list, op, kind, seconds per pass, launches, collective, bytes.
+/// Plain-text tables, one per op list, with a line of pass totals above each, under a heading
+/// per GPU type.
+std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists);
+/// One CSV record per op: GPU, list, op, kind, seconds per pass, launches, collective, bytes.
 std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists);
 /// The "results" of the JSON document: {"op_lists": [...]}, each with its ops and pass totals.
 OrderedJson ops_results_json(const std::vector<strategies::OpListBreakdown>& lists);

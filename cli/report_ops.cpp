@@ -12,9 +12,11 @@ std::string ops_html(const std::vector<strategies::OpListBreakdown>& lists) {
   std::string out;
   for (size_t i = 0; i < lists.size(); ++i) {
     const auto& l = lists[i];
+    const bool types = lists.front().gpu != lists.back().gpu;  // a mixed cluster
     const double bwd = l.pass.bwd_input_s + l.pass.bwd_weight_s;
     out += fmt::format(
-        "<h3>{}{}</h3>\n<p class=\"note\">forward {}, backward {}{}{}</p>\n", html_escape(l.what),
+        "<h3>{}{}{}</h3>\n<p class=\"note\">forward {}, backward {}{}{}</p>\n",
+        types ? html_escape(l.gpu) + ": " : std::string(), html_escape(l.what),
         l.count > 1 ? fmt::format(" × {}", l.count) : std::string(), format_time(l.pass.fwd_s),
         format_time(bwd),
         l.pass.fwd_s > l.fwd_kernel_s * (1 + 1e-9) || bwd > l.bwd_kernel_s * (1 + 1e-9)

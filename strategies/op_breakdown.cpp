@@ -46,6 +46,17 @@ OpListBreakdown breakdown(std::string what, const std::vector<models::OpCost>& o
   return b;
 }
 
+// "layer 3 (moe, window 128, not recomputed, bf16)": the layer's index and what sets it apart.
+std::string layer_label(int index,
+                        const std::tuple<models::LayerKind, bool, std::int64_t, bool>& kind,
+                        const models::TrainingPlan& plan) {
+  std::string what = fmt::format("layer {} ({}", index, layer_kind_name(std::get<0>(kind)));
+  if (std::get<2>(kind) > 0) what += fmt::format(", window {}", std::get<2>(kind));
+  if (!std::get<1>(kind) && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
+  if (std::get<3>(kind) && models::low_precision_linears(plan.precision)) what += ", bf16";
+  return what + ")";
+}
+
 }  // namespace
 
 bool fused_away(const OpTiming& op) {
@@ -59,38 +70,40 @@ std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
                                           const SimulateOptions& options) {
   validate_plan_on_cluster(model, plan, cluster);
   check_simulate_options(options, cluster.num_gpus());
-  const std::shared_ptr<const topo::KernelTimeModel> kernels =
-      options.kernels
-          ? options.kernels
-          : std::make_shared<topo::DatasheetKernelModel>(cluster.gpu, options.efficiency);
-  const double host_s = pass_host_launch_s(plan, options.host_launch_s, cluster.gpu);
   const RankIndex index(RankLayout(plan, options.order), plan);
   const int ep_nodes = flex_exchange_nodes(plan, cluster, index.group(0, models::Dim::EP));
   std::vector<OpListBreakdown> out;
-  const auto emb = models::embedding_ops(model, plan);
-  if (!emb.empty())
-    out.push_back(breakdown("embedding", emb, plan, *kernels, OpList::EMBEDDING, host_s, true, 1));
-  // Layers alike as cost_stages groups them.
-  std::map<std::tuple<models::LayerKind, bool, std::int64_t, bool>, size_t> seen;
-  for (int i = 0; i < model.layers; ++i) {
-    const std::tuple<models::LayerKind, bool, std::int64_t, bool> kind{
-        model.layer_kind(i), models::layer_recomputed(model, plan, i), model.attention_window(i),
-        models::layer_in_bf16(model, plan, i)};
-    if (const auto it = seen.find(kind); it != seen.end()) {
-      ++out[it->second].count;
-      continue;
+  for (int type = 0; type < cluster.num_gpu_types(); ++type) {
+    const topo::GpuSpec& gpu = cluster.gpu_type(type);
+    // As StepGraph: the options' kernel model times the first type, datasheets the others.
+    const std::shared_ptr<const topo::KernelTimeModel> kernels =
+        type == 0 && options.kernels
+            ? options.kernels
+            : std::make_shared<topo::DatasheetKernelModel>(gpu, options.efficiency);
+    const double host_s = pass_host_launch_s(plan, options.host_launch_s, gpu);
+    const size_t first = out.size();
+    const auto emb = models::embedding_ops(model, plan);
+    if (!emb.empty())
+      out.push_back(
+          breakdown("embedding", emb, plan, *kernels, OpList::EMBEDDING, host_s, true, 1));
+    // Layers alike as cost_stages groups them.
+    std::map<std::tuple<models::LayerKind, bool, std::int64_t, bool>, size_t> seen;
+    for (int i = 0; i < model.layers; ++i) {
+      const std::tuple<models::LayerKind, bool, std::int64_t, bool> kind{
+          model.layer_kind(i), models::layer_recomputed(model, plan, i), model.attention_window(i),
+          models::layer_in_bf16(model, plan, i)};
+      if (const auto it = seen.find(kind); it != seen.end()) {
+        ++out[it->second].count;
+        continue;
+      }
+      seen.emplace(kind, out.size());
+      out.push_back(breakdown(layer_label(i, kind, plan), models::layer_ops(model, plan, i), plan,
+                              *kernels, OpList::LAYER, host_s, std::get<1>(kind), ep_nodes));
     }
-    std::string what = fmt::format("layer {} ({}", i, layer_kind_name(std::get<0>(kind)));
-    if (std::get<2>(kind) > 0) what += fmt::format(", window {}", std::get<2>(kind));
-    if (!std::get<1>(kind) && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
-    if (std::get<3>(kind) && models::low_precision_linears(plan.precision)) what += ", bf16";
-    what += ")";
-    seen.emplace(kind, out.size());
-    out.push_back(breakdown(std::move(what), models::layer_ops(model, plan, i), plan, *kernels,
-                            OpList::LAYER, host_s, std::get<1>(kind), ep_nodes));
+    out.push_back(breakdown("head", models::head_ops(model, plan), plan, *kernels, OpList::HEAD,
+                            host_s, true, ep_nodes));
+    for (size_t k = first; k < out.size(); ++k) out[k].gpu = gpu.name;
   }
-  out.push_back(breakdown("head", models::head_ops(model, plan), plan, *kernels, OpList::HEAD,
-                          host_s, true, ep_nodes));
   return out;
 }
 

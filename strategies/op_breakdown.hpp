@@ -18,6 +18,7 @@ namespace loom::strategies {
 
 /// One distinct op list of a plan and what it costs one micro-batch on one GPU.
 struct OpListBreakdown {
+  std::string gpu;   ///< the GPU type it runs on (GpuSpec::name)
   std::string what;  ///< "embedding", "layer 0 (moe)", "head"
   int count = 1;     ///< op lists of the model alike (layers of the same kind)
   std::vector<OpTiming> ops;
@@ -36,10 +37,11 @@ struct OpListBreakdown {
 /// collective (an op fused into another, e.g. the softmax inside fused attention).
 bool fused_away(const OpTiming& op);
 
-/// The op lists of `plan` on the cluster's (first) GPU type, timed as simulate_step times them
-/// under `options` (its kernel model or the datasheet one, its host launch time): the
-/// embedding, one entry per distinct layer (kind, recompute, attention window, precision) with
-/// the first layer's index and how many are alike, and the head.
+/// The op lists of `plan` on each of the cluster's GPU types in turn, timed as simulate_step
+/// times them under `options` (the first type with its kernel model or the datasheet one,
+/// other types with their datasheet models; each type's host launch time): the embedding, one
+/// entry per distinct layer (kind, recompute, attention window, precision) with the first
+/// layer's index and how many are alike, and the head.
 std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
                                           const models::TrainingPlan& plan,
                                           const topo::Cluster& cluster,

@@ -59,7 +59,7 @@ TEST_CASE("cli --ops --format csv: one record per op under one header") {
   size_t lines = 0;
   for (char c : run.out) lines += c == '\n';
   CHECK(lines == ops + 1);
-  CHECK(run.out.rfind("list,alike,op,kind,forward_s,", 0) == 0);
+  CHECK(run.out.rfind("gpu,list,alike,op,kind,forward_s,", 0) == 0);
 }
 
 TEST_CASE("cli --ops: what it does not simulate is refused, exit 2") {

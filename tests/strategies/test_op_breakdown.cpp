@@ -9,6 +9,7 @@
 #include "models/model_loader.hpp"
 #include "strategies/op_breakdown.hpp"
 #include "strategies/step/pass_cost.hpp"
+#include "tests/source_path.hpp"
 #include "topologies/cluster_presets.hpp"
 #include "topologies/kernel_model.hpp"
 
@@ -40,6 +41,7 @@ TEST_CASE(
   const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 2, std::nullopt});
   const auto lists = op_breakdown(model, plan, cluster);
   REQUIRE(lists.size() == 4);
+  for (const auto& l : lists) CHECK(l.gpu == "h100-sxm");
   CHECK(lists[0].what == "embedding");
   CHECK(lists[1].what == "layer 0 (dense)");
   CHECK(lists[1].count == 3);
@@ -102,4 +104,25 @@ TEST_CASE("strategies::op_breakdown: graphed ops launch nothing of their own; a 
   // The MoE layer launches its graph and its eager ops one by one at 1 ms each: host-bound.
   CHECK(lists[2].pass.fwd_s > lists[2].fwd_kernel_s);
   CHECK(lists[2].pass.fwd_s > 20 * 1e-3);
+}
+
+TEST_CASE(
+    "strategies::op_breakdown: a mixed cluster gets each GPU type's lists, each its own speed") {
+  // examples/clusters/h100_a100_mixed.json: one DGX H100 node and one DGX A100 node.
+  const auto model = models::load_model("llama2-7b");
+  models::TrainingPlan plan;
+  plan.seq = 4096;
+  plan.dp = 16;
+  const auto cluster = topo::load_cluster(
+      topo::ClusterRequest{loom::testing::source_path("examples/clusters/h100_a100_mixed.json"),
+                           std::nullopt, std::nullopt});
+  REQUIRE(cluster.num_gpu_types() == 2);
+  const auto lists = op_breakdown(model, plan, cluster);
+  REQUIRE(lists.size() == 6);  // embedding, layer, head on each type
+  CHECK(lists[1].gpu == cluster.gpu_type(0).name);
+  CHECK(lists[4].gpu == cluster.gpu_type(1).name);
+  CHECK(lists[1].what == lists[4].what);
+  // The same layer on the A100 (312 TFLOP/s bf16, 2.0 TB/s) is slower than on the H100
+  // (989 TFLOP/s, 3.35 TB/s; NVIDIA datasheets).
+  CHECK(lists[4].fwd_kernel_s > 2 * lists[1].fwd_kernel_s);
 }
