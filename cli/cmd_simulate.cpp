@@ -141,7 +141,8 @@ int run_simulate(const SimulateFlags& f) {
   const models::MemoryReport memory = strategies::estimate_memory(model, plan);
   if (f.require_fit) require_fit(memory, cluster.gpu.hbm_bytes);
   const std::string misfit = misfit_text(memory, cluster.gpu.hbm_bytes);
-  if (!misfit.empty() && format != Format::TABLE)  // the table says so at its top
+  // The step's table says so at its top; --ops and the other formats warn on stderr.
+  if (!misfit.empty() && (format != Format::TABLE || f.ops))
     std::cerr << "loom: warning: the plan does not fit: " << misfit << "\n";
   strategies::SimulateOptions options;
   options.network = sim::parse_network_mode(f.network, "--network");
@@ -209,8 +210,9 @@ Command add_simulate_command(CLI::App& root) {
       "print every op of each distinct layer (and the embedding and head) with its kernel time "
       "per pass, launches and collective, instead of simulating the step");
   // What --ops does not simulate cannot be asked of it.
-  for (const char* other : {"--trace", "--report", "--compare", "--full", "--steps", "--straggler",
-                            "--straggler-random", "--slow-link", "--slow-link-random"})
+  for (const char* other :
+       {"--trace", "--report", "--compare", "--full", "--steps", "--straggler",
+        "--straggler-random", "--slow-link", "--slow-link-random", "--seed", "--network"})
     ops->excludes(other);
   add_format_flag(*app, flags->format, {"table", "json", "csv"});
   command.run = [flags]() { return run_simulate(*flags); };

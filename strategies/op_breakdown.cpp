@@ -61,7 +61,7 @@ std::string layer_label(int index,
 
 bool fused_away(const OpTiming& op) {
   return op.fwd_s + op.bwd_input_s + op.bwd_weight_s == 0 &&
-         op.fwd_launches + op.bwd_launches == 0 && !op.graphed && op.comm == models::CommKind::NONE;
+         op.fwd_launches + op.bwd_launches == 0 && op.comm == models::CommKind::NONE;
 }
 
 std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,

@@ -33,8 +33,8 @@ struct OpListBreakdown {
   bool whole_graph = false;
 };
 
-/// Whether `op` has nothing of its own to show: no kernel seconds, launches, graph or
-/// collective (an op fused into another, e.g. the softmax inside fused attention).
+/// Whether `op` has nothing of its own to show: no kernel seconds, launches or collective (an op
+/// fused into another, e.g. the softmax inside fused attention).
 bool fused_away(const OpTiming& op);
 
 /// The op lists of `plan` on each of the cluster's GPU types in turn, timed as simulate_step

@@ -62,9 +62,22 @@ TEST_CASE("cli --ops --format csv: one record per op under one header") {
   CHECK(run.out.rfind("gpu,list,alike,op,kind,forward_s,", 0) == 0);
 }
 
+TEST_CASE("cli --ops: a plan that does not fit is warned about in every format") {
+  // Llama 3 8B unsharded on 8 H100s: about 179 GiB on each 80 GB GPU.
+  for (const char* format : {"table", "json", "csv"}) {
+    CAPTURE(format);
+    const auto run =
+        run_loom(std::string("simulate --model llama3-8b --cluster dgx-h100 --nodes 1 --dp 8 --ops "
+                             "--format ") +
+                 format);
+    CHECK(run.status == 0);
+    CHECK(run.out.find("loom: warning: the plan does not fit") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli --ops: what it does not simulate is refused, exit 2") {
-  for (const char* other :
-       {" --trace /tmp/loom-ops-trace.json", " --steps 3", " --full", " --compare zero=1"}) {
+  for (const char* other : {" --trace /tmp/loom-ops-trace.json", " --steps 3", " --full",
+                            " --compare zero=1", " --network ideal"}) {
     CAPTURE(other);
     const auto run = run_loom(MIXTRAL + other);
     CHECK(run.status == 2);
