@@ -27,6 +27,13 @@ std::string pass_text(double as_run_s, double kernel_s) {
 
 }  // namespace
 
+std::string forward_rate(const strategies::OpTiming& op) {
+  if (op.fwd_s <= 0) return "-";
+  const bool math = op.kind == models::OpKind::MATMUL || op.kind == models::OpKind::ATTENTION;
+  if (math) return op.fwd_flops > 0 ? format_flop_rate(op.fwd_flops / op.fwd_s) : "-";
+  return op.fwd_bytes > 0 ? format_bandwidth(op.fwd_bytes / op.fwd_s) : "-";
+}
+
 std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists) {
   std::string out =
       "ops of one micro-batch on one GPU, as the pass costing times them before the engine\n"
@@ -44,20 +51,21 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
                                                 launches(l.pass.bwd_launches)));
     if (l.pass.recompute_s > 0)
       out += fmt::format("recompute {}\n", format_time(l.pass.recompute_s));
-    Table t(
-        {"op", "kind", "forward", "bwd input", "bwd weight", "share", "launches", "collective"});
+    Table t({"op", "kind", "forward", "bwd input", "bwd weight", "share", "fwd rate", "launches",
+             "collective"});
     t.align_left(1);
-    t.align_left(7);
+    t.align_left(8);
     const double total = l.fwd_kernel_s + l.bwd_kernel_s;
     for (const auto& o : l.ops) {
       const double s = o.fwd_s + o.bwd_input_s + o.bwd_weight_s;
       if (strategies::fused_away(o)) continue;
-      t.add_row(
-          {o.name, models::to_string(o.kind), format_time(o.fwd_s), format_time(o.bwd_input_s),
-           format_time(o.bwd_weight_s), total > 0 ? fmt::format("{:.1f}%", 100 * s / total) : "-",
-           o.graphed ? "graphed"
+      t.add_row({o.name, models::to_string(o.kind), format_time(o.fwd_s),
+                 format_time(o.bwd_input_s), format_time(o.bwd_weight_s),
+                 total > 0 ? fmt::format("{:.1f}%", 100 * s / total) : "-", forward_rate(o),
+                 o.graphed
+                     ? "graphed"
                      : fmt::format("{} + {}", launches(o.fwd_launches), launches(o.bwd_launches)),
-           collective(o)});
+                 collective(o)});
     }
     out += t.render();
   }
@@ -67,14 +75,14 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
 std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists) {
   CsvTable t({"gpu", "list", "alike", "op", "kind", "forward_s", "backward_input_s",
               "backward_weight_s", "forward_launches", "backward_launches", "graphed", "collective",
-              "collective_bytes"});
+              "collective_bytes", "forward_flops", "forward_bytes"});
   for (const auto& l : lists)
     for (const auto& o : l.ops)
       t.add_row({l.gpu, l.what, std::to_string(l.count), o.name, models::to_string(o.kind),
                  csv_number(o.fwd_s), csv_number(o.bwd_input_s), csv_number(o.bwd_weight_s),
                  csv_number(o.fwd_launches), csv_number(o.bwd_launches),
-                 o.graphed ? "true" : "false", models::to_string(o.comm),
-                 csv_number(o.comm_bytes)});
+                 o.graphed ? "true" : "false", models::to_string(o.comm), csv_number(o.comm_bytes),
+                 csv_number(o.fwd_flops), csv_number(o.fwd_bytes)});
   return t.render();
 }
 
@@ -92,7 +100,9 @@ OrderedJson ops_results_json(const std::vector<strategies::OpListBreakdown>& lis
                      {"backward_launches", o.bwd_launches},
                      {"graphed", o.graphed},
                      {"collective", models::to_string(o.comm)},
-                     {"collective_bytes", o.comm_bytes}});
+                     {"collective_bytes", o.comm_bytes},
+                     {"forward_flops", o.fwd_flops},
+                     {"forward_bytes", o.fwd_bytes}});
     out.push_back({{"gpu", l.gpu},
                    {"list", l.what},
                    {"alike", l.count},

@@ -10,6 +10,11 @@
 
 namespace loom::cli {
 
+/// The forward's achieved rate, the kernel model's efficiency made visible: FLOP/s for
+/// matmuls and attention ("612.3 TFLOP/s"), bytes moved per second for the memory-bound rest
+/// ("2.1 TB/s"); "-" when the op takes no time or moves nothing.
+std::string forward_rate(const strategies::OpTiming& op);
+
 /// Plain-text tables, one per op list, with a line of pass totals above each, under a heading
 /// per GPU type.
 std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists);

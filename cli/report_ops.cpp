@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/html_escape.hpp"
+#include "cli/ops_output.hpp"
 #include "cli/report_parts.hpp"
 #include "common/units.hpp"
 
@@ -28,7 +29,8 @@ std::string ops_html(const std::vector<strategies::OpListBreakdown>& lists) {
             : fmt::format("; {:.4g} + {:.4g} launches", l.pass.fwd_launches, l.pass.bwd_launches));
     out += fmt::format(
         "<table id=\"ops-table-{}\">\n<thead><tr><th>op</th><th>kind</th><th>forward</th><th>bwd "
-        "input</th><th>bwd weight</th><th>share</th><th>collective</th></tr></thead>\n<tbody>\n",
+        "input</th><th>bwd weight</th><th>share</th><th>fwd "
+        "rate</th><th>collective</th></tr></thead>\n<tbody>\n",
         i);
     const double total = l.fwd_kernel_s + l.bwd_kernel_s;
     for (const auto& o : l.ops) {
@@ -36,10 +38,10 @@ std::string ops_html(const std::vector<strategies::OpListBreakdown>& lists) {
       if (strategies::fused_away(o)) continue;
       out += fmt::format(
           "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-          "<td class=\"text\">{}</td></tr>\n",
+          "<td>{}</td><td class=\"text\">{}</td></tr>\n",
           html_escape(o.name), models::to_string(o.kind), format_time(o.fwd_s),
           format_time(o.bwd_input_s), format_time(o.bwd_weight_s),
-          total > 0 ? format_percent(s / total) : std::string("-"),
+          total > 0 ? format_percent(s / total) : std::string("-"), forward_rate(o),
           o.comm == models::CommKind::NONE
               ? std::string()
               : fmt::format("{} {}", models::to_string(o.comm), format_bytes(o.comm_bytes)));

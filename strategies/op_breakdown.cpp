@@ -102,7 +102,12 @@ std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
     }
     out.push_back(breakdown("head", models::head_ops(model, plan), plan, *kernels, OpList::HEAD,
                             host_s, true, ep_nodes));
-    for (size_t k = first; k < out.size(); ++k) out[k].gpu = gpu.name;
+    for (size_t k = first; k < out.size(); ++k) {
+      out[k].gpu = gpu.name;
+      for (OpTiming& t : out[k].ops)
+        if (t.causal && plan.flash_attention)
+          t.fwd_flops *= options.efficiency.attention_causal_fraction;
+    }
   }
   return out;
 }

@@ -46,6 +46,8 @@ TEST_CASE("cli --ops --format json: each list's kernel seconds are its ops' sums
     CHECK(l.at("forward_kernel_s").get<double>() == doctest::Approx(fwd).epsilon(1e-12));
     CHECK(l.at("backward_kernel_s").get<double>() == doctest::Approx(bwd).epsilon(1e-12));
     CHECK(l.at("forward_s").get<double>() >= l.at("forward_kernel_s").get<double>());
+    for (const auto& o : l.at("ops"))
+      if (o.at("kind") == "matmul") CHECK(o.at("forward_flops").get<double>() > 0);
   }
 }
 

@@ -60,6 +60,16 @@ TEST_CASE(
     CHECK(l.bwd_kernel_s == rel(bwd));
     CHECK(l.pass.fwd_s >= l.fwd_kernel_s);
   }
+  // The rate's FLOPs: a matmul's as the model counts them; causal fused attention's, the half
+  // of the square the kernel computes (attention_causal_fraction 0.5).
+  const auto layer_ops = models::layer_ops(model, plan, 0);
+  for (const auto& o : lists[1].ops)
+    for (const auto& m : layer_ops)
+      if (m.name == o.name) {
+        CAPTURE(o.name);
+        CHECK(o.fwd_flops == (m.causal ? 0.5 * m.fwd_flops : m.fwd_flops));
+        CHECK(o.fwd_bytes == m.input_bytes + m.output_bytes + m.weight_bytes);
+      }
   // The MoE layer's exchanges: dispatch and combine, each a flex token exchange.
   int exchanges = 0;
   for (const auto& o : lists[2].ops) exchanges += o.comm == models::CommKind::EP_TOKEN_EXCHANGE;
