@@ -5,8 +5,8 @@ reference folder (bench-time only; loom never reads these files). Python 3 stdli
 Error convention: error = (loom - published) / published, on the quantity the source
 printed (the "metric" column). For throughput metrics (TFLOP/s, tokens/s) a positive
 bias means loom is optimistic; for step time and memory a positive bias means loom
-predicts more. MAPE = mean |error|; Spearman rho between loom and published values. floor = the least
-MAPE any model could reach: rows whose loom inputs are identical (the same configuration
+predicts more. MAPE = mean |error|; Spearman rho between loom and published values.
+floor = the least MAPE any model could reach: rows whose loom inputs are identical (the same configuration
 measured in different containers) can get only one prediction, so each such group scores at
 best the prediction that minimises its summed |error|. The Megatron-Bridge families are also
 scored by part, dense and MoE rows apart; bench/validation_targets.json may hold a guard

@@ -9,16 +9,11 @@
 namespace loom::cli {
 namespace {
 
-std::string collective(const strategies::OpTiming& t) {
-  if (t.comm == models::CommKind::NONE) return "";
-  return fmt::format("{} {}", models::to_string(t.comm), format_bytes(t.comm_bytes));
-}
-
 std::string launches(double n) {
   return fmt::format("{:.4g}", n);
 }
 
-// "1.84 ms" or "1.84 ms (host-bound: kernels 1.20 ms)".
+// "1.84 ms" or "1.84 ms (host-bound; kernels 1.20 ms)".
 std::string pass_text(double as_run_s, double kernel_s) {
   if (as_run_s > kernel_s * (1 + 1e-9))
     return fmt::format("{} (host-bound; kernels {})", format_time(as_run_s), format_time(kernel_s));
@@ -34,6 +29,24 @@ std::string forward_rate(const strategies::OpTiming& op) {
   return op.fwd_bytes > 0 ? format_bandwidth(op.fwd_bytes / op.fwd_s) : "-";
 }
 
+std::string passes_text(const strategies::OpListBreakdown& l) {
+  return fmt::format("forward {}, backward {}; {}", pass_text(l.pass.fwd_s, l.fwd_kernel_s),
+                     pass_text(l.pass.bwd_input_s + l.pass.bwd_weight_s, l.bwd_kernel_s),
+                     l.whole_graph ? std::string("one CUDA graph per pass")
+                                   : fmt::format("launches {} + {}", launches(l.pass.fwd_launches),
+                                                 launches(l.pass.bwd_launches)));
+}
+
+std::string share_text(const strategies::OpTiming& op, const strategies::OpListBreakdown& l) {
+  const double total = l.fwd_kernel_s + l.bwd_kernel_s;
+  return total > 0 ? format_percent((op.fwd_s + op.bwd_input_s + op.bwd_weight_s) / total) : "-";
+}
+
+std::string collective_text(const strategies::OpTiming& op) {
+  if (op.comm == models::CommKind::NONE) return "";
+  return fmt::format("{} {}", models::to_string(op.comm), format_bytes(op.comm_bytes));
+}
+
 std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lists) {
   std::string out =
       "ops of one micro-batch on one GPU, as the pass costing times them before the engine\n"
@@ -41,31 +54,22 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
   for (size_t i = 0; i < lists.size(); ++i) {
     const auto& l = lists[i];
     if (i == 0 || lists[i - 1].gpu != l.gpu) out += fmt::format("\n== on one {}\n", l.gpu);
-    out +=
-        fmt::format("\n{}{}: forward {}, backward {}; {}\n", l.what,
-                    l.count > 1 ? fmt::format(" x {}", l.count) : std::string(),
-                    pass_text(l.pass.fwd_s, l.fwd_kernel_s),
-                    pass_text(l.pass.bwd_input_s + l.pass.bwd_weight_s, l.bwd_kernel_s),
-                    l.whole_graph ? std::string("one CUDA graph per pass")
-                                  : fmt::format("launches {} + {}", launches(l.pass.fwd_launches),
-                                                launches(l.pass.bwd_launches)));
+    out += fmt::format("\n{}{}: {}\n", l.what,
+                       l.count > 1 ? fmt::format(" x {}", l.count) : std::string(), passes_text(l));
     if (l.pass.recompute_s > 0)
       out += fmt::format("recompute {}\n", format_time(l.pass.recompute_s));
     Table t({"op", "kind", "forward", "bwd input", "bwd weight", "share", "fwd rate", "launches",
              "collective"});
     t.align_left(1);
     t.align_left(8);
-    const double total = l.fwd_kernel_s + l.bwd_kernel_s;
     for (const auto& o : l.ops) {
-      const double s = o.fwd_s + o.bwd_input_s + o.bwd_weight_s;
       if (strategies::fused_away(o)) continue;
-      t.add_row({o.name, models::to_string(o.kind), format_time(o.fwd_s),
-                 format_time(o.bwd_input_s), format_time(o.bwd_weight_s),
-                 total > 0 ? fmt::format("{:.1f}%", 100 * s / total) : "-", forward_rate(o),
-                 o.graphed
-                     ? "graphed"
+      t.add_row(
+          {o.name, models::to_string(o.kind), format_time(o.fwd_s), format_time(o.bwd_input_s),
+           format_time(o.bwd_weight_s), share_text(o, l), forward_rate(o),
+           o.graphed ? "graphed"
                      : fmt::format("{} + {}", launches(o.fwd_launches), launches(o.bwd_launches)),
-                 collective(o)});
+           collective_text(o)});
     }
     out += t.render();
   }

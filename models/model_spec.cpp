@@ -53,6 +53,11 @@ std::string to_string(NormKind value) {
 std::string to_string(AttentionKind value) {
   return value == AttentionKind::MLA ? "mla" : "mha";
 }
+std::string to_string(LayerKind value) {
+  static constexpr const char* NAMES[LAYER_KINDS] = {"dense",     "moe", "mamba",
+                                                     "attention", "mlp", "moe mlp"};
+  return NAMES[static_cast<size_t>(value)];
+}
 
 LayerKind ModelSpec::layer_kind(int layer_index) const {
   if (pattern.empty()) {

@@ -246,6 +246,8 @@ std::string to_string(ModelKind value);
 std::string to_string(MlpKind value);
 std::string to_string(NormKind value);
 std::string to_string(AttentionKind value);
+/// "dense", "moe", "mamba", "attention", "mlp", "moe mlp".
+std::string to_string(LayerKind value);
 /// The JSON spellings of ModelKind, MlpKind and NormKind, indexed by the enum's value.
 const std::vector<std::string>& model_kind_names();
 const std::vector<std::string>& mlp_kind_names();

@@ -13,48 +13,75 @@
 namespace loom::strategies {
 namespace {
 
-std::string layer_kind_name(models::LayerKind kind) {
-  switch (kind) {
-    case models::LayerKind::DENSE:
-      return "dense";
-    case models::LayerKind::MOE:
-      return "moe";
-    case models::LayerKind::MAMBA:
-      return "mamba";
-    case models::LayerKind::ATTENTION:
-      return "attention";
-    case models::LayerKind::MLP:
-      return "mlp";
-    case models::LayerKind::MOE_MLP:
-      return "moe mlp";
-  }
-  return "?";
+// What sets a layer's op list apart, as cost_stages groups layers: its kind, whether the
+// plan's recompute re-runs it, its attention window and whether it is kept in bf16.
+using LayerKey = std::tuple<models::LayerKind, bool, std::int64_t, bool>;
+
+// One distinct op list of the plan, before any GPU times it.
+struct ListSpec {
+  std::string what;
+  std::vector<models::OpCost> ops;
+  OpList list = OpList::LAYER;
+  bool recomputed = true;
+  int ep_nodes = 1;
+  int count = 1;
+};
+
+// "layer 3 (moe, window 128, not recomputed, bf16)": the layer's index and what sets it apart.
+std::string layer_label(int index, const LayerKey& key, const models::TrainingPlan& plan) {
+  const auto& [kind, recomputed, window, bf16] = key;
+  std::string what = fmt::format("layer {} ({}", index, models::to_string(kind));
+  if (window > 0) what += fmt::format(", window {}", window);
+  if (!recomputed && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
+  if (bf16 && models::low_precision_linears(plan.precision)) what += ", bf16";
+  return what + ")";
 }
 
-OpListBreakdown breakdown(std::string what, const std::vector<models::OpCost>& ops,
+// The embedding, one list per distinct layer (its first layer's ops, counted as often as
+// layers are alike) and the head.
+std::vector<ListSpec> list_specs(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                                 int ep_nodes) {
+  std::vector<ListSpec> out;
+  auto emb = models::embedding_ops(model, plan);
+  if (!emb.empty()) out.push_back({"embedding", std::move(emb), OpList::EMBEDDING, true, 1, 1});
+  std::map<LayerKey, size_t> seen;
+  for (int i = 0; i < model.layers; ++i) {
+    const LayerKey key{model.layer_kind(i), models::layer_recomputed(model, plan, i),
+                       model.attention_window(i), models::layer_in_bf16(model, plan, i)};
+    if (const auto it = seen.find(key); it != seen.end()) {
+      ++out[it->second].count;
+      continue;
+    }
+    seen.emplace(key, out.size());
+    out.push_back({layer_label(i, key, plan), models::layer_ops(model, plan, i), OpList::LAYER,
+                   std::get<1>(key), ep_nodes, 1});
+  }
+  out.push_back({"head", models::head_ops(model, plan), OpList::HEAD, true, ep_nodes, 1});
+  return out;
+}
+
+// `spec` timed on one GPU; each op's forward FLOPs are those its kernel computes (a causal
+// fused attention square: `causal_fraction` of the model's count).
+OpListBreakdown breakdown(const ListSpec& spec, const std::string& gpu,
                           const models::TrainingPlan& plan, const topo::KernelTimeModel& kernels,
-                          OpList list, double host_s, bool recomputed, int ep_nodes) {
+                          double host_s, double causal_fraction) {
   OpListBreakdown b;
-  b.what = std::move(what);
-  b.pass = cost_ops(ops, plan, kernels, list, host_s, recomputed, ep_nodes, &b.ops);
+  b.gpu = gpu;
+  b.what = spec.what;
+  b.count = spec.count;
+  b.pass =
+      cost_ops(spec.ops, plan, kernels, spec.list, host_s, spec.recomputed, spec.ep_nodes, &b.ops);
   b.whole_graph = !b.ops.empty();
-  for (const OpTiming& t : b.ops) {
+  for (size_t i = 0; i < b.ops.size(); ++i) {
+    OpTiming& t = b.ops[i];
+    const models::OpCost& op = spec.ops[i];
+    t.fwd_flops = op.causal && plan.flash_attention ? causal_fraction * op.fwd_flops : op.fwd_flops;
+    t.fwd_bytes = op.input_bytes + op.output_bytes + op.weight_bytes;
     b.whole_graph = b.whole_graph && t.graphed;
     b.fwd_kernel_s += t.fwd_s;
     b.bwd_kernel_s += t.bwd_input_s + t.bwd_weight_s;
   }
   return b;
-}
-
-// "layer 3 (moe, window 128, not recomputed, bf16)": the layer's index and what sets it apart.
-std::string layer_label(int index,
-                        const std::tuple<models::LayerKind, bool, std::int64_t, bool>& kind,
-                        const models::TrainingPlan& plan) {
-  std::string what = fmt::format("layer {} ({}", index, layer_kind_name(std::get<0>(kind)));
-  if (std::get<2>(kind) > 0) what += fmt::format(", window {}", std::get<2>(kind));
-  if (!std::get<1>(kind) && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
-  if (std::get<3>(kind) && models::low_precision_linears(plan.precision)) what += ", bf16";
-  return what + ")";
 }
 
 }  // namespace
@@ -71,7 +98,8 @@ std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
   validate_plan_on_cluster(model, plan, cluster);
   check_simulate_options(options, cluster.num_gpus());
   const RankIndex index(RankLayout(plan, options.order), plan);
-  const int ep_nodes = flex_exchange_nodes(plan, cluster, index.group(0, models::Dim::EP));
+  const std::vector<ListSpec> specs =
+      list_specs(model, plan, flex_exchange_nodes(plan, cluster, index.group(0, models::Dim::EP)));
   std::vector<OpListBreakdown> out;
   for (int type = 0; type < cluster.num_gpu_types(); ++type) {
     const topo::GpuSpec& gpu = cluster.gpu_type(type);
@@ -81,33 +109,9 @@ std::vector<OpListBreakdown> op_breakdown(const models::ModelSpec& model,
             ? options.kernels
             : std::make_shared<topo::DatasheetKernelModel>(gpu, options.efficiency);
     const double host_s = pass_host_launch_s(plan, options.host_launch_s, gpu);
-    const size_t first = out.size();
-    const auto emb = models::embedding_ops(model, plan);
-    if (!emb.empty())
-      out.push_back(
-          breakdown("embedding", emb, plan, *kernels, OpList::EMBEDDING, host_s, true, 1));
-    // Layers alike as cost_stages groups them.
-    std::map<std::tuple<models::LayerKind, bool, std::int64_t, bool>, size_t> seen;
-    for (int i = 0; i < model.layers; ++i) {
-      const std::tuple<models::LayerKind, bool, std::int64_t, bool> kind{
-          model.layer_kind(i), models::layer_recomputed(model, plan, i), model.attention_window(i),
-          models::layer_in_bf16(model, plan, i)};
-      if (const auto it = seen.find(kind); it != seen.end()) {
-        ++out[it->second].count;
-        continue;
-      }
-      seen.emplace(kind, out.size());
-      out.push_back(breakdown(layer_label(i, kind, plan), models::layer_ops(model, plan, i), plan,
-                              *kernels, OpList::LAYER, host_s, std::get<1>(kind), ep_nodes));
-    }
-    out.push_back(breakdown("head", models::head_ops(model, plan), plan, *kernels, OpList::HEAD,
-                            host_s, true, ep_nodes));
-    for (size_t k = first; k < out.size(); ++k) {
-      out[k].gpu = gpu.name;
-      for (OpTiming& t : out[k].ops)
-        if (t.causal && plan.flash_attention)
-          t.fwd_flops *= options.efficiency.attention_causal_fraction;
-    }
+    for (const ListSpec& spec : specs)
+      out.push_back(breakdown(spec, gpu.name, plan, *kernels, host_s,
+                              options.efficiency.attention_causal_fraction));
   }
   return out;
 }

@@ -21,7 +21,7 @@ struct OpListBreakdown {
   std::string gpu;   ///< the GPU type it runs on (GpuSpec::name)
   std::string what;  ///< "embedding", "layer 0 (moe)", "head"
   int count = 1;     ///< op lists of the model alike (layers of the same kind)
-  /// Its ops in order; a causal fused attention op's fwd_flops are those the kernel computes
+  /// Its ops in order; a causal fused attention op's fwd_flops are those its kernel computes
   /// (GpuEfficiency::attention_causal_fraction of the square), so that FLOPs over seconds is
   /// the rate it runs at.
   std::vector<OpTiming> ops;

@@ -15,10 +15,9 @@ namespace loom::topo {
 /// "architecture" ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3"), "power_limit_w"
 /// (the sustained power cap in watts, 0 = the TDP), "load_clock_fraction", "host_op_time" (the
 /// host CPU time per eager op, "13.48us"; 0 = the reference), "gemm_efficiency_tf32", "_bf16",
-/// "_fp16",
-/// "_fp8", "attention_efficiency" and "attention_backward_efficiency" (measured fractions of
-/// the dense peak, 0 = the architecture default; the backward's default is the forward's
-/// times 0.8); every key absent keeps the base GPU's value. Throws ConfigError on an
+/// "_fp16", "_fp8", "attention_efficiency" and "attention_backward_efficiency" (measured
+/// fractions of the dense peak, 0 = the architecture default; the backward's default is the
+/// forward's times 0.8); every key absent keeps the base GPU's value. Throws ConfigError on an
 /// unknown key (did-you-mean), a missing unit or a non-positive bf16/HBM figure, and
 /// ValidationError on an unknown base name.
 GpuSpec read_gpu_spec(ObjectReader& reader);

@@ -329,8 +329,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
     if (timings)
       timings->push_back({op.name, op.kind, t.forward, t.backward_input, bwd_weight_s,
                           graphed ? 0.0 : fwd_launches, graphed ? 0.0 : bwd_launches, graphed,
-                          comm ? op.comm : CommKind::NONE, comm ? op.comm_bytes : 0.0, op.fwd_flops,
-                          op.input_bytes + op.output_bytes + op.weight_bytes, op.causal});
+                          comm ? op.comm : CommKind::NONE, comm ? op.comm_bytes : 0.0});
     if (expert_block) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (issued inside Transformer Engine's C++ op, not as Python

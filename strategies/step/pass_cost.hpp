@@ -107,12 +107,11 @@ struct OpTiming {
   bool graphed = false;
   models::CommKind comm = models::CommKind::NONE;
   double comm_bytes = 0;  ///< the collective's tensor on this GPU, bytes
-  /// The forward's FLOPs as the model counts them (models::OpCost::fwd_flops: a causal
-  /// attention square in full, as MFU does).
+  /// The forward's FLOPs as its kernel computes them (a causal fused attention skips the
+  /// masked half the model counts) and the bytes it reads and writes (activations in and out,
+  /// weights): the achieved rates' numerators. Filled by op_breakdown, not cost_ops.
   double fwd_flops = 0;
-  /// Bytes the forward reads and writes: activations in and out and its weights.
   double fwd_bytes = 0;
-  bool causal = false;  ///< a causal attention op (a fused kernel skips the masked tiles)
 };
 
 /// Which part of the model an op list is. Megatron's full recompute
