@@ -6,6 +6,8 @@
 #include <memory>
 #include <tuple>
 
+#include "models/flops.hpp"
+#include "models/plan_dtypes.hpp"
 #include "strategies/plan/plan_rules.hpp"
 #include "strategies/rank_layout.hpp"
 #include "strategies/step/rank_index.hpp"

@@ -6,9 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "models/flops.hpp"
 #include "models/model_spec.hpp"
-#include "models/plan_dtypes.hpp"
 #include "models/training_plan.hpp"
 #include "strategies/step/pass_cost.hpp"
 #include "strategies/step_simulator.hpp"
