@@ -242,3 +242,21 @@ TEST_CASE("sim::Collectives: broadcast and reduce run as rings, as NCCL's tuner 
     }
   }
 }
+
+TEST_CASE("sim::Collectives: DGX H100 all_to_all over 1-8 nodes at the measured EP latency") {
+  // NVIDIA, "Scalable Training of Mixture-of-Experts Models with Megatron Core", arXiv
+  // 2603.07685 (2026), Table 7: the all-to-all dispatcher's dispatch (NCCL all-to-all) of
+  // DeepSeek-V3's routed tokens on H100, 4,096 tokens per rank of hidden size 7,168 to 8 of
+  // 256 experts: 1,265, 5,774, 8,059 and 9,164 us at EP 8, 16, 32 and 64 (one GPU per rank,
+  // 8 per node). Taken as BF16, every routed copy sent: 4,096 x 8 x 7,168 x 2 bytes per rank
+  // (the table states the shape, not the dtype). loom is 4-13% faster at every size: within
+  // the 15% asserted, not fitted to it.
+  const double bytes = 4096.0 * 8 * 7168 * 2;
+  const std::pair<int, double> measured_us[] = {{1, 1265}, {2, 5774}, {4, 8059}, {8, 9164}};
+  for (const auto& [nodes, us] : measured_us) {
+    CAPTURE(nodes);
+    auto c = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
+    CHECK(collective(c, CollectiveOp::ALL_TO_ALL, bytes, Algorithm::AUTO).seconds * 1e6 ==
+          doctest::Approx(us).epsilon(0.15));
+  }
+}
