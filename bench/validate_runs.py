@@ -74,6 +74,13 @@ mbridge_<gpu> -- Megatron-Bridge performance summaries 25.09-26.08, one family p
   whose architecture the reference does not give and loom lacks (Nemotron 3
   Ultra, Kimi K2, DeepSeek-V4), LoRA rows; layouts
   with EP x ETP not dividing TP x DP x CP or more pp x vp chunks than layers.
+mcore_moe -- Megatron Core's MoE report (NVIDIA, arXiv 2603.07685, 2026): Table 11's tuned
+  DeepSeek-V3 and Qwen3-235B-A22B runs on H100, GB200 and GB300 with Appendix B's
+  configurations, kept in bench/megatron_core_moe_runs.json with every assumption it makes
+  (pipeline layouts, the H100 DeepSeek-V3 run's PP 8); not in the reference folder, so
+  scored for the report with a guard. Metric: tokens/s per GPU. The Megatron-Bridge flags
+  above, --moe-token-dispatcher flex (DeepEP, HybridEP), the row's CUDA graph scopes
+  (attn, moe_router, moe_preprocess), 1F1B all-to-all overlap and recompute modules.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
   `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> --recompute selective
@@ -109,6 +116,7 @@ VTRAIN_CLUSTER = os.path.join(BENCH, "vtrain-a100.json")
 DGX_B200 = os.path.join(BENCH, "clusters", "dgx-b200.json")
 H100_96GB = os.path.join(BENCH, "clusters", "h100-96gb-500w.json")
 TORCHTITAN_TPS = os.path.join(BENCH, "torchtitan_throughput.json")
+MCORE_MOE = os.path.join(BENCH, "megatron_core_moe_runs.json")
 GIB = 2.0 ** 30
 
 # Reference model name -> loom preset or bench/models file.
@@ -754,10 +762,53 @@ def torchtitan_tps_jobs(fam):
     return jobs
 
 
+def mcore_moe_jobs(fam, tmp):
+    """Megatron Core's MoE benchmarks (bench/megatron_core_moe_runs.json cites Table 11 and
+    Appendix B of arXiv 2603.07685, and every assumption): the Megatron-Bridge families'
+    common flags, the flex dispatcher (DeepEP, HybridEP), the row's CUDA graph scopes
+    (attn, moe_router, moe_preprocess), its 1F1B all-to-all overlap, its recompute modules
+    and pipeline layout. H100 on dgx-h100, GB200 / GB300 on nvl72_cluster."""
+    jobs = []
+    for r in json.load(open(MCORE_MOE))["rows"]:
+        cluster = "dgx-h100" if r["system"] == "h100" else nvl72_cluster(tmp, r["gpus"], r["system"])
+        model = MODELS["Qwen3-235B-A22B"] if r["model"] == "qwen3-235b-a22b" else r["model"]
+        args = ["--model", model, "--cluster", cluster, "--gpus", str(r["gpus"]),
+                "--tp", str(r["tp"]), "--pp", str(r["pp"]), "--cp", str(r["cp"]),
+                "--ep", str(r["ep"]), "--etp", "1", "--vpp", str(r["vpp"]),
+                "--schedule", "interleaved", "--mbs", str(r["mbs"]), "--gbs", str(r["gbs"]),
+                "--seq", str(r["seq"]), "--zero", "1", "--overlap-grad-reduce",
+                "--overlap-param-gather", "--grad-dtype", "bf16", "--cross-entropy", "fused",
+                "--flash-attention", "on", "--moe-token-dispatcher", "flex"]
+        if r["precision"] == "bf16":
+            args += ["--precision", "bf16"]
+        else:
+            args += ["--precision", "fp8", "--fp8-recipe", r["precision"]]
+        if r["tp"] > 1:
+            args.append("--sp")
+        if r["split"]:
+            args += ["--pipeline-split", r["split"]]
+        else:
+            args += ["--account-for-embedding-in-pipeline-split",
+                     "--account-for-loss-in-pipeline-split"]
+        if r["recompute"]:
+            args += ["--recompute", "selective", "--selective-recompute", "attention",
+                     "--recompute-modules", ",".join(r["recompute"])]
+        else:
+            args += ["--recompute", "none"]
+        if r["a2a_overlap"]:
+            args.append("--overlap-moe-expert-parallel-comm")
+        if r["graphs"]:
+            args += ["--cuda-graphs", "on", "--cuda-graph-scope", "attn,moe_router,moe_preprocess"]
+        jobs.append((fam, "mcore_moe_" + r["id"], "simulate", args, r["tps"],
+                     tokens_metric(r["gbs"], r["seq"], r["gpus"])))
+    return jobs
+
+
 # ---- driver ---------------------------------------------------------------------------
 
 FAMILY_ORDER = ["sc21", "vtrain", "megatron_h100", "nemo2407", "mbridge_h100", "mbridge_b200",
-                "mbridge_gb200", "mbridge_b300", "mbridge_gb300", "torchtitan_mem", "torchtitan_tps"]
+                "mbridge_gb200", "mbridge_b300", "mbridge_gb300", "mcore_moe", "torchtitan_mem",
+                "torchtitan_tps"]
 
 
 def collect_jobs(a, tmp):
@@ -766,6 +817,7 @@ def collect_jobs(a, tmp):
         "vtrain": Family("vtrain", "vTrain multi-node (A100)", "step ms"),
         "megatron_h100": Family("megatron_h100", "Megatron-LM README (H100)", "TFLOP/s/GPU"),
         "nemo2407": Family("nemo2407", "NeMo 24.07 (H100 FP8)", "tokens/s/GPU"),
+        "mcore_moe": Family("mcore_moe", "MCore MoE (arXiv 2603.07685)", "tokens/s/GPU"),
         "torchtitan_mem": Family("torchtitan_mem", "torchtitan 8B memory (H100)", "peak GiB"),
         "torchtitan_tps": Family("torchtitan_tps", "torchtitan throughput (H100)",
                                  "tokens/s/GPU"),
@@ -776,6 +828,7 @@ def collect_jobs(a, tmp):
     jobs += megatron_h100_jobs(hb["runs"], fams["megatron_h100"], tmp)
     jobs += nemo2407_jobs(hb["runs"], fams["nemo2407"])
     jobs += mbridge_jobs(hb["runs"], fams, tmp)
+    jobs += mcore_moe_jobs(fams["mcore_moe"], tmp)
     jobs += torchtitan_jobs(hb["measured_memory"], fams["torchtitan_mem"])
     jobs += torchtitan_tps_jobs(fams["torchtitan_tps"])
     if a.only:

@@ -38,7 +38,10 @@ class StageLowering {
     last_.assign(n_rep, -1);
     compute_s_ = 0;
     rep_pass_ = &g_.reps[static_cast<size_t>(s_)].passes.emplace_back();
-    if (g_.split_pass(s_, pi_)) {
+    // A chunk without layers (a --pipeline-split 0 with neither the embedding nor the head)
+    // has no units to split: its pass is the whole-chunk one, tasks of zero length that keep
+    // the schedule's cross-stage dependencies.
+    if (g_.split_pass(s_, pi_) && !g_.work.units[static_cast<size_t>(vs)].empty()) {
       const auto& us = g_.work.units[static_cast<size_t>(vs)];
       const int n = static_cast<int>(us.size());
       for (size_t ri = 0; ri < n_rep; ++ri)

@@ -336,3 +336,31 @@ TEST_CASE("strategies::StepSimulator: a model chunk holding only the embedding o
   CHECK(std::isfinite(r.step_time_s));
   CHECK(r.step_time_s > even.step_time_s);
 }
+
+// A chunk with nothing in it (a 0 of --pipeline-split that is neither the first chunk, which
+// holds the embedding, nor the last, which holds the head) has no layers to split its passes
+// into: with the DP overlaps, which split a chunk's first forward and final backward by
+// layer, its passes were left without tasks and the step failed on task id -1 (arXiv
+// 2603.07685's DeepSeek-V3 layout 'Et*3|(tt|)*29m|L' gives such a chunk).
+TEST_CASE("strategies::StepSimulator: an empty model chunk under the DP overlaps") {
+  const models::ModelSpec m = models::model_preset("llama3-8b");
+  models::TrainingPlan p;
+  p.pp = 4;
+  p.vpp = 2;
+  p.schedule = models::Schedule::INTERLEAVED;
+  p.dp = 4;
+  p.mbs = 1;
+  p.seq = 2048;
+  p.gbs = 16;
+  p.zero = 1;
+  p.overlap_grad_reduce = true;
+  p.overlap_param_gather = true;
+  p.pipeline_split = {5, 5, 5, 5, 4, 4, 0, 4};
+  for (int zero : {1, 3}) {
+    CAPTURE(zero);
+    p.zero = zero;
+    const StepReport r = simulate_step(m, p, dgx_a100(2));
+    CHECK(std::isfinite(r.step_time_s));
+    CHECK(r.step_time_s > 0);
+  }
+}
