@@ -137,7 +137,7 @@ MODELS = {
 }
 MODEL_LAYERS = {"deepseek-v3": 61, "llama3-405b": 126, "llama3-70b": 80, "llama3-8b": 32,
                 "qwen3-30b-a3b": 48, "gpt-oss-120b": 36, "nemotron-3-nano": 52,
-                "nemotron-3-super": 88}
+                "nemotron-3-super": 88, MODELS["Qwen3-235B-A22B"]: 94}
 UNEXPRESSIBLE_MODELS = {
     "Nemotron_3_Ultra": "Nemotron 3 Ultra: its layer pattern and shared-expert size are not in "
                         "the reference nor a published config found",
@@ -765,36 +765,29 @@ def torchtitan_tps_jobs(fam):
 def mcore_moe_jobs(fam, tmp):
     """Megatron Core's MoE benchmarks (bench/megatron_core_moe_runs.json cites Table 11 and
     Appendix B of arXiv 2603.07685, and every assumption): the Megatron-Bridge families'
-    common flags, the flex dispatcher (DeepEP, HybridEP), the row's CUDA graph scopes
-    (attn, moe_router, moe_preprocess), its 1F1B all-to-all overlap, its recompute modules
-    and pipeline layout. H100 on dgx-h100, GB200 / GB300 on nvl72_cluster."""
+    common flags (megatron_style_args), the flex dispatcher (DeepEP, HybridEP), the row's CUDA
+    graph scopes (attn, moe_router, moe_preprocess), its 1F1B all-to-all overlap, its
+    recompute modules and its pipeline layout where stated (else the recipe's split). H100 on
+    dgx-h100, GB200 / GB300 on nvl72_cluster."""
     jobs = []
     for r in json.load(open(MCORE_MOE))["rows"]:
         cluster = "dgx-h100" if r["system"] == "h100" else nvl72_cluster(tmp, r["gpus"], r["system"])
-        model = MODELS["Qwen3-235B-A22B"] if r["model"] == "qwen3-235b-a22b" else r["model"]
+        model = QWEN3_235B if r["model"] == "qwen3-235b-a22b" else r["model"]
+        p = {"tp": r["tp"], "pp": r["pp"], "cp": r["cp"], "ep": r["ep"], "vp": r["vpp"]}
+        # A stated layout replaces the recipe's split: without the layer count
+        # megatron_style_args adds none.
+        layers = None if r["split"] else MODEL_LAYERS[model]
         args = ["--model", model, "--cluster", cluster, "--gpus", str(r["gpus"]),
-                "--tp", str(r["tp"]), "--pp", str(r["pp"]), "--cp", str(r["cp"]),
-                "--ep", str(r["ep"]), "--etp", "1", "--vpp", str(r["vpp"]),
-                "--schedule", "interleaved", "--mbs", str(r["mbs"]), "--gbs", str(r["gbs"]),
-                "--seq", str(r["seq"]), "--zero", "1", "--overlap-grad-reduce",
-                "--overlap-param-gather", "--grad-dtype", "bf16", "--cross-entropy", "fused",
-                "--flash-attention", "on", "--moe-token-dispatcher", "flex"]
+                "--mbs", str(r["mbs"]), "--gbs", str(r["gbs"]), "--seq", str(r["seq"]),
+                "--zero", "1", "--cross-entropy", "fused", "--grad-dtype", "bf16",
+                "--moe-token-dispatcher", "flex"] + megatron_style_args(p, layers, model)
+        if r["split"]:
+            args += ["--pipeline-split", r["split"]]
         if r["precision"] == "bf16":
             args += ["--precision", "bf16"]
         else:
             args += ["--precision", "fp8", "--fp8-recipe", r["precision"]]
-        if r["tp"] > 1:
-            args.append("--sp")
-        if r["split"]:
-            args += ["--pipeline-split", r["split"]]
-        else:
-            args += ["--account-for-embedding-in-pipeline-split",
-                     "--account-for-loss-in-pipeline-split"]
-        if r["recompute"]:
-            args += ["--recompute", "selective", "--selective-recompute", "attention",
-                     "--recompute-modules", ",".join(r["recompute"])]
-        else:
-            args += ["--recompute", "none"]
+        args = with_recompute_modules(args, r["recompute"])
         if r["a2a_overlap"]:
             args.append("--overlap-moe-expert-parallel-comm")
         if r["graphs"]:

@@ -343,16 +343,18 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.moe.expert_ffn = m.ffn;
     // GPT-OSS: biases on the attention projections (attention_bias) and on every expert
     // linear (gate_up_proj_bias, down_proj_bias; transformers modeling_gpt_oss.py).
-    if (type == "gpt_oss") m.linear_bias = true;
-    // GPT-OSS clamps the gated activation's halves (GptOssConfig swiglu_limit, default 7.0).
-    if (type == "gpt_oss") m.activation_clamp = 7.0;
-    if (type == "gpt_oss" && r.has("swiglu_limit")) {
-      const nlohmann::json& limit = r.raw("swiglu_limit");
-      if (!limit.is_number() || !(limit.get<double>() >= 0))
-        throw ValidationError("swiglu_limit",
-                              fmt::format("{}: /swiglu_limit: {} is not a non-negative number",
-                                          origin, json_excerpt(limit)));
-      m.activation_clamp = limit.get<double>();
+    // It also clamps the gated activation's halves (GptOssConfig swiglu_limit, default 7.0).
+    if (type == "gpt_oss") {
+      m.linear_bias = true;
+      m.activation_clamp = 7.0;
+      if (r.has("swiglu_limit")) {
+        const nlohmann::json& limit = r.raw("swiglu_limit");
+        if (!limit.is_number() || !(limit.get<double>() >= 0))
+          throw ValidationError("swiglu_limit",
+                                fmt::format("{}: /swiglu_limit: {} is not a non-negative number",
+                                            origin, json_excerpt(limit)));
+        m.activation_clamp = limit.get<double>();
+      }
     }
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     m.moe.experts = r.small("num_experts", 1);

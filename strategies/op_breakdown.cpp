@@ -4,7 +4,6 @@
 
 #include <map>
 #include <memory>
-#include <tuple>
 
 #include "models/flops.hpp"
 #include "models/plan_dtypes.hpp"
@@ -14,10 +13,6 @@
 
 namespace loom::strategies {
 namespace {
-
-// What sets a layer's op list apart, as cost_stages groups layers: its kind, whether the
-// plan's recompute re-runs it, its attention window and whether it is kept in bf16.
-using LayerKey = std::tuple<models::LayerKind, bool, std::int64_t, bool>;
 
 // One distinct op list of the plan, before any GPU times it.
 struct ListSpec {
@@ -30,12 +25,11 @@ struct ListSpec {
 };
 
 // "layer 3 (moe, window 128, not recomputed, bf16)": the layer's index and what sets it apart.
-std::string layer_label(int index, const LayerKey& key, const models::TrainingPlan& plan) {
-  const auto& [kind, recomputed, window, bf16] = key;
-  std::string what = fmt::format("layer {} ({}", index, models::to_string(kind));
-  if (window > 0) what += fmt::format(", window {}", window);
-  if (!recomputed && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
-  if (bf16 && models::low_precision_linears(plan.precision)) what += ", bf16";
+std::string layer_label(int index, const LayerCostKey& key, const models::TrainingPlan& plan) {
+  std::string what = fmt::format("layer {} ({}", index, models::to_string(key.kind));
+  if (key.window > 0) what += fmt::format(", window {}", key.window);
+  if (!key.recomputed && plan.recompute != models::Recompute::NONE) what += ", not recomputed";
+  if (key.bf16 && models::low_precision_linears(plan.precision)) what += ", bf16";
   return what + ")";
 }
 
@@ -46,17 +40,16 @@ std::vector<ListSpec> list_specs(const models::ModelSpec& model, const models::T
   std::vector<ListSpec> out;
   auto emb = models::embedding_ops(model, plan);
   if (!emb.empty()) out.push_back({"embedding", std::move(emb), OpList::EMBEDDING, true, 1, 1});
-  std::map<LayerKey, size_t> seen;
+  std::map<LayerCostKey, size_t> seen;
   for (int i = 0; i < model.layers; ++i) {
-    const LayerKey key{model.layer_kind(i), models::layer_recomputed(model, plan, i),
-                       model.attention_window(i), models::layer_in_bf16(model, plan, i)};
+    const LayerCostKey key = layer_cost_key(model, plan, i);
     if (const auto it = seen.find(key); it != seen.end()) {
       ++out[it->second].count;
       continue;
     }
     seen.emplace(key, out.size());
     out.push_back({layer_label(i, key, plan), models::layer_ops(model, plan, i), OpList::LAYER,
-                   std::get<1>(key), ep_nodes, 1});
+                   key.recomputed, ep_nodes, 1});
   }
   out.push_back({"head", models::head_ops(model, plan), OpList::HEAD, true, ep_nodes, 1});
   return out;

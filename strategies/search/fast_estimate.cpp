@@ -250,14 +250,11 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
     if (!emb.empty())
       lc.variants[static_cast<size_t>(UnitKind::EMBEDDING)].push_back(
           {cost_ops(emb, p, *kernels, OpList::EMBEDDING, host_s), 1});
-    // cost_stages costs the first layer of each variant (recomputed or not, attention
-    // window, kept in bf16) and reuses it for the others; the fast tier blends a kind's
-    // variants by their share of its layers (and a block's, for the chunk sums).
+    // cost_stages costs the first layer of each variant (LayerCostKey: recomputed or not,
+    // attention window, kept in bf16) and reuses it for the others; the fast tier blends a
+    // kind's variants by their share of its layers (and a block's, for the chunk sums).
     struct Found {
-      models::LayerKind block;
-      bool rec;
-      std::int64_t window;
-      bool bf16;
+      LayerCostKey key;
       int count;
       PassCost cost;
     };
@@ -266,21 +263,17 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
     for (int l = 0; l < model.layers; ++l) {
       const auto kind =
           static_cast<size_t>(model.is_moe_layer(l) ? UnitKind::MOE : UnitKind::DENSE);
-      const models::LayerKind block = model.layer_kind(l);
-      const bool rec = models::layer_recomputed(model, p, l);
-      const std::int64_t window = model.attention_window(l);
-      const bool bf16 = models::layer_in_bf16(model, p, l);
+      const LayerCostKey key = layer_cost_key(model, p, l);
       ++layers[kind];
-      auto it = std::find_if(found[kind].begin(), found[kind].end(), [&](const Found& f) {
-        return f.block == block && f.rec == rec && f.window == window && f.bf16 == bf16;
-      });
+      auto it = std::find_if(found[kind].begin(), found[kind].end(),
+                             [&](const Found& f) { return f.key == key; });
       if (it != found[kind].end()) {
         ++it->count;
         continue;
       }
-      found[kind].push_back({block, rec, window, bf16, 1,
+      found[kind].push_back({key, 1,
                              cost_ops(models::layer_ops(model, p, l), p, *kernels, OpList::LAYER,
-                                      host_s, rec, ep_nodes)});
+                                      host_s, key.recomputed, ep_nodes)});
     }
     // A group of variants blended by their share of `total` layers, in the group's order.
     const auto blend = [](const std::vector<const Found*>& group, int total) {
@@ -298,12 +291,13 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
     std::array<std::array<std::vector<const Found*>, 2>, models::LAYER_KINDS> by_block;
     std::array<std::array<int, 2>, models::LAYER_KINDS> block_layers{};
     for (size_t k = 0; k < UNIT_KINDS; ++k) {
-      std::stable_partition(found[k].begin(), found[k].end(), [](const Found& f) { return f.rec; });
+      std::stable_partition(found[k].begin(), found[k].end(),
+                            [](const Found& f) { return f.key.recomputed; });
       std::vector<const Found*> group;
       for (const Found& f : found[k]) {
         group.push_back(&f);
-        by_block[static_cast<size_t>(f.block)][f.bf16 ? 1 : 0].push_back(&f);
-        block_layers[static_cast<size_t>(f.block)][f.bf16 ? 1 : 0] += f.count;
+        by_block[static_cast<size_t>(f.key.kind)][f.key.bf16 ? 1 : 0].push_back(&f);
+        block_layers[static_cast<size_t>(f.key.kind)][f.key.bf16 ? 1 : 0] += f.count;
       }
       for (LayerVariant& v : blend(group, layers[k])) lc.variants[k].push_back(std::move(v));
     }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
@@ -393,13 +392,17 @@ int flex_exchange_nodes(const models::TrainingPlan& plan, const topo::Cluster& c
   return flex ? exchange_nodes(cluster, ep_group) : 1;
 }
 
+LayerCostKey layer_cost_key(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                            int layer) {
+  return {model.layer_kind(layer), models::layer_recomputed(model, plan, layer),
+          model.attention_window(layer), models::layer_in_bf16(model, plan, layer)};
+}
+
 StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan& plan,
                       const topo::KernelTimeModel& kernels, double host_launch_s, int ep_nodes) {
   StageWork work;
   const auto vs_layers = models::virtual_stage_layers(model, plan);
-  // Identical layers: dense vs MoE, recomputed or not (models::layer_recomputed), the
-  // attention window (sliding-window layers) and kept in bf16 or not (models::layer_in_bf16).
-  std::map<std::tuple<models::LayerKind, bool, std::int64_t, bool>, PassCost> layer_cache;
+  std::map<LayerCostKey, PassCost> layer_cache;  // identical layers cost once
   int next = 0;
   for (size_t vs = 0; vs < vs_layers.size(); ++vs) {
     std::vector<Unit> us;
@@ -409,14 +412,12 @@ StageWork cost_stages(const models::ModelSpec& model, const models::TrainingPlan
         us.push_back({"emb", cost_ops(ops, plan, kernels, OpList::EMBEDDING, host_launch_s)});
     }
     for (int i = 0; i < vs_layers[vs]; ++i, ++next) {
-      const std::tuple<models::LayerKind, bool, std::int64_t, bool> kind{
-          model.layer_kind(next), models::layer_recomputed(model, plan, next),
-          model.attention_window(next), models::layer_in_bf16(model, plan, next)};
-      auto it = layer_cache.find(kind);
+      const LayerCostKey key = layer_cost_key(model, plan, next);
+      auto it = layer_cache.find(key);
       if (it == layer_cache.end())
         it = layer_cache
-                 .emplace(kind, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
-                                         OpList::LAYER, host_launch_s, std::get<1>(kind), ep_nodes))
+                 .emplace(key, cost_ops(models::layer_ops(model, plan, next), plan, kernels,
+                                        OpList::LAYER, host_launch_s, key.recomputed, ep_nodes))
                  .first;
       us.push_back({fmt::format("L{}", next), it->second, next});
     }

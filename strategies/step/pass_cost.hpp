@@ -4,6 +4,8 @@
 // inside it, and the model-parallel collectives each pass issues. The op list comes from
 // models/flops.hpp; every kernel is timed by the GPU kernel-time model (topologies/), which
 // this stage only asks.
+#include <compare>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -158,6 +160,20 @@ double pass_host_launch_s(const models::TrainingPlan& plan, double host_launch_s
 /// pass_host_launch_s(plan, host_launch_for(option_s, gpu.host_op_s)).
 double pass_host_launch_s(const models::TrainingPlan& plan, double option_s,
                           const topo::GpuSpec& gpu);
+
+/// What sets a layer's op list, and so its pass costs, apart from another layer's: its kind,
+/// whether the plan's recompute re-runs it (models::layer_recomputed), its attention window
+/// (sliding-window layers) and whether it is kept in bf16 (models::layer_in_bf16). Layers with
+/// equal keys cost the same; cost_stages, the search's fast tier and --ops group them by it.
+struct LayerCostKey {
+  models::LayerKind kind = models::LayerKind::DENSE;
+  bool recomputed = true;
+  std::int64_t window = 0;
+  bool bf16 = false;
+  auto operator<=>(const LayerCostKey&) const = default;
+};
+LayerCostKey layer_cost_key(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                            int layer);
 
 /// Costs every virtual stage: the embedding on the first, each layer, the head on the last
 /// (`host_launch_s` and `ep_nodes` as cost_ops).
