@@ -16,21 +16,33 @@ std::string cuda_version_text(int v) {
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
-// The enforced power limit of the GPU at `pci_bus_id` through NVML, watts; 0 when NVML or the
-// query is unavailable. Signatures from NVML's nvml.h (nvmlReturn_t is an int, 0 = success).
-double power_limit_w(const char* pci_bus_id) {
+// NVML's library handle with nvmlInit_v2 done, or nullptr (no NVML on this machine).
+// Signatures here and below from NVML's nvml.h (nvmlReturn_t is an int, 0 = success).
+void* open_nvml() {
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-  if (nvml == nullptr) return 0;
+  if (nvml == nullptr) return nullptr;
   using Init = int (*)();
+  auto init = reinterpret_cast<Init>(dlsym(nvml, "nvmlInit_v2"));
+  if (init == nullptr || init() != 0) {
+    dlclose(nvml);
+    return nullptr;
+  }
+  return nvml;
+}
+
+// The enforced power limit of the GPU at `pci_bus_id` through NVML, watts; 0 when NVML or the
+// query is unavailable.
+double power_limit_w(const char* pci_bus_id) {
+  void* nvml = open_nvml();
+  if (nvml == nullptr) return 0;
   using ByBus = int (*)(const char*, void**);
   using Limit = int (*)(void*, unsigned*);
-  auto init = reinterpret_cast<Init>(dlsym(nvml, "nvmlInit_v2"));
   auto by_bus = reinterpret_cast<ByBus>(dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
   auto limit = reinterpret_cast<Limit>(dlsym(nvml, "nvmlDeviceGetEnforcedPowerLimit"));
   void* device = nullptr;
   unsigned milliwatts = 0;
-  const bool ok = init && by_bus && limit && init() == 0 && by_bus(pci_bus_id, &device) == 0 &&
-                  limit(device, &milliwatts) == 0;
+  const bool ok =
+      by_bus && limit && by_bus(pci_bus_id, &device) == 0 && limit(device, &milliwatts) == 0;
   dlclose(nvml);
   return ok ? milliwatts / 1000.0 : 0;
 }
@@ -42,6 +54,24 @@ int attribute(cudaDeviceAttr what, int device) {
 }
 
 }  // namespace
+
+double current_sm_clock_mhz() {
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess) return 0;
+  void* nvml = open_nvml();
+  if (nvml == nullptr) return 0;
+  using ByBus = int (*)(const char*, void**);
+  using ClockInfo = int (*)(void*, int, unsigned*);
+  auto by_bus = reinterpret_cast<ByBus>(dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
+  auto clock_info = reinterpret_cast<ClockInfo>(dlsym(nvml, "nvmlDeviceGetClockInfo"));
+  void* device = nullptr;
+  unsigned mhz = 0;
+  constexpr int NVML_CLOCK_SM = 1;  // nvml.h nvmlClockType_t
+  const bool ok = by_bus && clock_info && by_bus(bus, &device) == 0 &&
+                  clock_info(device, NVML_CLOCK_SM, &mhz) == 0;
+  dlclose(nvml);
+  return ok ? mhz : 0;
+}
 
 std::vector<std::string> gpu_names() {
   int count = 0;
@@ -76,8 +106,8 @@ DeviceInfo query_device() {
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, 0) == cudaSuccess)
     info.power_limit_w = power_limit_w(bus);
   int driver = 0, runtime = 0, nccl = 0;
-  cudaDriverGetVersion(&driver);
-  cudaRuntimeGetVersion(&runtime);
+  check_cuda(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  check_cuda(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
   info.driver_version = cuda_version_text(driver);
   info.runtime_version = cuda_version_text(runtime);
   const size_t cublas = cublasLtGetVersion();  // major*10000 + minor*100 + patch

@@ -53,10 +53,13 @@ int run(const std::vector<std::string>& args) {
     case Command::GEMM:
       profile.gemm = measure_gemm(
           options.shapes_file.empty() ? standard_shapes() : read_shapes(options.shapes_file),
-          options);
+          options, profile.clock);
       break;
     case Command::MEMORY:
-      profile.memory = measure_memory(options);
+      profile.memory = measure_memory(options, profile.clock);
+      break;
+    case Command::LAUNCH:
+      profile.launch = measure_launch(options);
       break;
     case Command::NCCL:
       run_nccl(profile, options);

@@ -16,12 +16,21 @@ DeviceInfo query_device();
 /// The name of every visible GPU, by CUDA device index.
 std::vector<std::string> gpu_names();
 
-/// cuBLASLt GEMMs of `shapes` in each of `options.dtypes`, on GPU 0.
-std::vector<GemmResult> measure_gemm(const std::vector<GemmShape>& shapes, const Options& options);
+/// NVML's current SM clock of GPU 0, MHz; 0 when NVML is not there.
+double current_sm_clock_mhz();
+
+/// cuBLASLt GEMMs of `shapes` in each of `options.dtypes`, on GPU 0, after warming the
+/// clocks to a steady rate (recorded in `clock`).
+std::vector<GemmResult> measure_gemm(const std::vector<GemmShape>& shapes, const Options& options,
+                                     ClockState& clock);
 
 /// Copy, elementwise and reduction kernels and d2d / h2d / d2h cudaMemcpyAsync copies (pinned
-/// host memory) over sizes options.min_bytes .. max_bytes, GPU 0.
-std::vector<MemoryResult> measure_memory(const Options& options);
+/// host memory) over sizes options.min_bytes .. max_bytes, GPU 0; sets clock.l2_flush_bytes.
+std::vector<MemoryResult> measure_memory(const Options& options, ClockState& clock);
+
+/// Launch costs of an empty kernel on GPU 0: eager host time, back-to-back eager and graphed
+/// GPU time per kernel, launch-and-synchronise round trip.
+std::vector<LaunchResult> measure_launch(const Options& options);
 
 /// NCCL collectives of `options.ops` on the first options.gpus GPUs (all when 0), one
 /// process; group sizes 1 .. N in powers of two, and N itself.

@@ -3,7 +3,9 @@
 // ("size" is the total buffer: all-gather's output, reduce-scatter's input), FP32 elements,
 // out-of-place then in-place. All-to-all (grouped ncclSend/ncclRecv to every peer) and
 // send/recv (rank r sends to r+1) have no in-place form: their in-place column repeats the
-// out-of-place time. Timing: CUDA events on rank 0's stream around the grouped launch.
+// out-of-place time. Timing as nccl-tests: each sample is a loop of --loop back-to-back
+// grouped launches between CUDA events on every rank's stream; the slowest rank's loop over
+// its launches is the sample (cuda_util.hpp time_loop).
 #include <nccl.h>
 #include <unistd.h>
 
@@ -42,22 +44,30 @@ void launch(const std::string& op, std::vector<Rank>& ranks, size_t count, bool 
     auto* send = static_cast<float*>(k.send);
     auto* recv = static_cast<float*>(k.recv);
     if (op == "all_reduce") {
-      ncclAllReduce(send, in_place ? send : recv, count, ncclFloat, ncclSum, k.comm, k.stream);
+      check_nccl(
+          ncclAllReduce(send, in_place ? send : recv, count, ncclFloat, ncclSum, k.comm, k.stream),
+          "ncclAllReduce");
     } else if (op == "all_gather") {
-      ncclAllGather(in_place ? recv + r * count : send, recv, count, ncclFloat, k.comm, k.stream);
+      check_nccl(ncclAllGather(in_place ? recv + r * count : send, recv, count, ncclFloat, k.comm,
+                               k.stream),
+                 "ncclAllGather");
     } else if (op == "reduce_scatter") {
-      ncclReduceScatter(send, in_place ? send + r * count : recv, count, ncclFloat, ncclSum, k.comm,
-                        k.stream);
+      check_nccl(ncclReduceScatter(send, in_place ? send + r * count : recv, count, ncclFloat,
+                                   ncclSum, k.comm, k.stream),
+                 "ncclReduceScatter");
     } else if (op == "broadcast") {
-      ncclBroadcast(send, in_place ? send : recv, count, ncclFloat, 0, k.comm, k.stream);
+      check_nccl(ncclBroadcast(send, in_place ? send : recv, count, ncclFloat, 0, k.comm, k.stream),
+                 "ncclBroadcast");
     } else if (op == "all_to_all") {
       for (int peer = 0; peer < g; ++peer) {
-        ncclSend(send + peer * count, count, ncclFloat, peer, k.comm, k.stream);
-        ncclRecv(recv + peer * count, count, ncclFloat, peer, k.comm, k.stream);
+        check_nccl(ncclSend(send + peer * count, count, ncclFloat, peer, k.comm, k.stream),
+                   "ncclSend");
+        check_nccl(ncclRecv(recv + peer * count, count, ncclFloat, peer, k.comm, k.stream),
+                   "ncclRecv");
       }
     } else {  // send_recv: a ring of point-to-point transfers
-      ncclSend(send, count, ncclFloat, (r + 1) % g, k.comm, k.stream);
-      ncclRecv(recv, count, ncclFloat, (r + g - 1) % g, k.comm, k.stream);
+      check_nccl(ncclSend(send, count, ncclFloat, (r + 1) % g, k.comm, k.stream), "ncclSend");
+      check_nccl(ncclRecv(recv, count, ncclFloat, (r + g - 1) % g, k.comm, k.stream), "ncclRecv");
     }
   }
   check_nccl(ncclGroupEnd(), op.c_str());
@@ -72,6 +82,12 @@ size_t count_for(const std::string& op, std::int64_t bytes, int g) {
 
 std::vector<CollectiveResult> measure_group(std::vector<Rank>& ranks, const Options& options) {
   const int g = static_cast<int>(ranks.size());
+  std::vector<cudaStream_t> streams;
+  std::vector<int> devices;
+  for (const Rank& k : ranks) {
+    streams.push_back(k.stream);
+    devices.push_back(k.device);
+  }
   std::vector<CollectiveResult> results;
   for (const std::string& op : options.ops) {
     std::vector<CollectiveResult> rows;
@@ -85,14 +101,16 @@ std::vector<CollectiveResult> measure_group(std::vector<Rank>& ranks, const Opti
                          static_cast<std::int64_t>(count),
                          {},
                          {}};
-      cudaSetDevice(ranks[0].device);
       r.out_of_place =
-          summarize(time_runs([&] { launch(op, ranks, count, false); }, ranks[0].stream, options));
+          summarize(time_loop([&] { launch(op, ranks, count, false); }, streams, devices, options));
       const bool has_in_place = op != "all_to_all" && op != "send_recv";
-      r.in_place = has_in_place ? summarize(time_runs([&] { launch(op, ranks, count, true); },
-                                                      ranks[0].stream, options))
+      r.in_place = has_in_place ? summarize(time_loop([&] { launch(op, ranks, count, true); },
+                                                      streams, devices, options))
                                 : r.out_of_place;
-      for (Rank& k : ranks) check_cuda(cudaStreamSynchronize(k.stream), op.c_str());
+      for (Rank& k : ranks) {
+        check_cuda(cudaSetDevice(k.device), "cudaSetDevice");
+        check_cuda(cudaStreamSynchronize(k.stream), op.c_str());
+      }
       rows.push_back(r);
     }
     results.insert(results.end(), rows.begin(), rows.end());

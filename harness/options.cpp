@@ -50,9 +50,10 @@ Command parse_command(const std::string& word) {
   if (word == "gemm") return Command::GEMM;
   if (word == "memory") return Command::MEMORY;
   if (word == "nccl") return Command::NCCL;
+  if (word == "launch") return Command::LAUNCH;
   if (word == "help" || word == "--help" || word == "-h") return Command::HELP;
-  throw UsageError(
-      fmt::format("unknown subcommand \"{}\": use info, gemm, memory or nccl (--help)", word));
+  throw UsageError(fmt::format(
+      "unknown subcommand \"{}\": use info, gemm, memory, nccl or launch (--help)", word));
 }
 
 // Which flags each subcommand takes, so a flag given to the wrong one is an error.
@@ -60,12 +61,14 @@ bool takes(Command command, const std::string& flag) {
   if (flag == "-o" || flag == "-w" || flag == "-n") return true;
   switch (command) {
     case Command::GEMM:
-      return flag == "--shapes" || flag == "--dtype";
+      return flag == "--shapes" || flag == "--dtype" || flag == "--clock-warmup";
     case Command::MEMORY:
       return flag == "-b" || flag == "-e" || flag == "--kernel";
     case Command::NCCL:
       return flag == "-b" || flag == "-e" || flag == "-g" || flag == "--op" ||
-             flag == "--nccl-tests-out";
+             flag == "--nccl-tests-out" || flag == "--loop";
+    case Command::LAUNCH:
+      return flag == "--loop";
     default:
       return false;
   }
@@ -94,6 +97,10 @@ void set_flag(Options& o, const std::string& flag, const std::string& value) {
     o.gpus = parse_count(value, flag, 1);
   else if (flag == "--nccl-tests-out")
     o.nccl_tests_output = value;
+  else if (flag == "--loop")
+    o.loop = parse_count(value, flag, 1);
+  else if (flag == "--clock-warmup")
+    o.clock_warmup_s = parse_count(value, flag, 0);
 }
 
 }  // namespace
@@ -145,23 +152,31 @@ usage: loom-harness <subcommand> [options]
 
 subcommands:
   info     GPU name, SM count, clocks, power limit, memory; driver, CUDA, cuBLAS, NCCL versions
-  gemm     cuBLASLt GEMM time and TFLOP/s per dtype over a grid of shapes
+  gemm     cuBLASLt GEMM time and TFLOP/s per dtype over a grid of shapes; each sample is
+           one launch behind an L2 flush, after the clocks reach a steady state
              --dtype LIST   bf16,fp16,tf32,fp8 (fp8 = E4M3 with scales; default: all)
              --shapes FILE  "m n k" lines, e.g. from `loom calibrate shapes` (default: a grid)
+             --clock-warmup S  at most S seconds of GEMMs until the rate is steady (default 10)
   memory   copy, elementwise and reduction kernel bandwidth, and cudaMemcpyAsync copies
-           device-to-device, host-to-device and device-to-host (pinned), over sizes
+           device-to-device, host-to-device and device-to-host (pinned), over sizes; each
+           sample is one launch behind an L2 flush
              --kernel LIST  copy,elementwise,reduction,d2d,h2d,d2h (default: all)
              -b SIZE -e SIZE  smallest and largest buffer (default 8 .. 8G, doubling)
-  nccl     NCCL collectives on the GPUs it sees, one process (ncclCommInitAll)
+  nccl     NCCL collectives on the GPUs it sees, one process (ncclCommInitAll); each
+           sample is a loop of back-to-back launches, all ranks' streams timed
+             --loop N   launches per sample (default 20, as nccl-tests' -n)
              --op LIST  all_reduce,all_gather,reduce_scatter,all_to_all,broadcast,send_recv
              -b SIZE -e SIZE  message sizes (default 8 .. 8G, doubling)
              -g N       GPUs to use (default: all)
              --nccl-tests-out FILE  also write the nccl-tests format table there
+  launch   the cost of a kernel launch: host time per eager launch, the GPU's gap between
+           back-to-back kernels in a CUDA graph, a launch-and-synchronise round trip
+             --loop N   launches per sample (default 20)
 
 common options:
   -o FILE  write the profile JSON (docs/calibration.md) to FILE
   -w N     warm-up runs before timing (default 5)
-  -n N     timed runs; median and spread are over these (default 20)
+  -n N     timed samples; median and spread are over these (default 20)
 
 exit status: 0 measured, 2 bad arguments or the machine cannot measure (no GPU, too
 little memory, NCCL cannot start)

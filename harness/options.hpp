@@ -1,5 +1,5 @@
 #pragma once
-// The harness's command line: `loom-harness <info|gemm|memory|nccl> [options]`, parsed
+// The harness's command line: `loom-harness <info|gemm|memory|nccl|launch> [options]`, parsed
 // without CUDA so the tests check it on any machine.
 #include <cstdint>
 #include <string>
@@ -8,7 +8,7 @@
 namespace loom::harness {
 
 /// What to measure.
-enum class Command { HELP, INFO, GEMM, MEMORY, NCCL };
+enum class Command { HELP, INFO, GEMM, MEMORY, NCCL, LAUNCH };
 
 /// Everything the command line sets; defaults are the documented ones (harness/README.md).
 struct Options {
@@ -22,9 +22,11 @@ struct Options {
                                       "d2d",  "h2d",         "d2h"};  ///< memory --kernel
   std::int64_t min_bytes = 8;                                         ///< -b: smallest size, bytes
   std::int64_t max_bytes = std::int64_t{8} << 30;                     ///< -e: largest size, bytes
-  int gpus = 0;                   ///< -g: GPUs to use (0 = all it sees)
-  int warmup = 5;                 ///< -w: untimed runs before timing
-  int iterations = 20;            ///< -n: timed runs; the median and spread are over these
+  int gpus = 0;         ///< -g: GPUs to use (0 = all it sees)
+  int warmup = 5;       ///< -w: untimed runs before timing
+  int iterations = 20;  ///< -n: timed samples; the median and spread are over these
+  int loop = 20;  ///< --loop: back-to-back launches per sample (nccl, launch), as nccl-tests' -n
+  double clock_warmup_s = 10;     ///< gemm --clock-warmup: at most this long to reach steady clocks
   std::string nccl_tests_output;  ///< nccl --nccl-tests-out: also write that text to a file
 };
 

@@ -96,6 +96,17 @@ std::string profile_to_json(const HarnessProfile& p) {
   doc["format"] = "loom-calibration";
   doc["version"] = 1;
   doc["harness"] = {{"program", "loom-harness"}, {"command", p.command}, {"date", p.date}};
+  if (p.clock.l2_flush_bytes > 0) {
+    doc["harness"]["timing"] = {{"gemm_memory", "one launch per sample behind an L2 flush"},
+                                {"nccl_launch", "a loop of back-to-back launches per sample"},
+                                {"l2_flush_bytes", p.clock.l2_flush_bytes}};
+  }
+  if (p.clock.warmup_s > 0) {
+    doc["harness"]["clock_warmup"] = {{"seconds", p.clock.warmup_s},
+                                      {"steady", p.clock.steady},
+                                      {"tflops", p.clock.steady_tflops},
+                                      {"sm_clock_mhz", p.clock.sm_clock_mhz}};
+  }
   doc["device"] = device_json(p.device);
   doc["collectives"] = collectives_json(p);
   Json gemm = Json::array();
@@ -115,6 +126,15 @@ std::string profile_to_json(const HarnessProfile& p) {
     memory.push_back(j);
   }
   doc["memory"] = memory;
+  if (!p.launch.empty()) {
+    Json launch = Json::array();
+    for (const LaunchResult& r : p.launch) {
+      Json j = {{"what", r.what}};
+      put_timing(j, r.time, "time_us");
+      launch.push_back(j);
+    }
+    doc["launch"] = launch;
+  }
   return doc.dump(2) + "\n";
 }
 

@@ -52,14 +52,31 @@ struct CollectiveResult {
   Timing in_place;         ///< seconds
 };
 
+/// One launch cost (`loom-harness launch`): what was timed, seconds per launch.
+struct LaunchResult {
+  std::string what;  ///< eager_host, eager_back_to_back, graph_back_to_back, sync_round_trip
+  Timing time;       ///< seconds per launch
+};
+
+/// How the GEMM timings were taken: the clocks' warm-up and the L2 flush.
+struct ClockState {
+  double warmup_s = 0;              ///< seconds of GEMMs run until the rate was steady
+  bool steady = false;              ///< the rate settled within 1 % before the time ran out
+  double steady_tflops = 0;         ///< the warm-up GEMM's rate at the end
+  double sm_clock_mhz = 0;          ///< NVML's SM clock after the warm-up (0 = unknown)
+  std::int64_t l2_flush_bytes = 0;  ///< bytes written before every GEMM / memory sample
+};
+
 /// Everything a harness run gives, written as one profile.
 struct HarnessProfile {
   DeviceInfo device;
   std::string command;  ///< the harness command line, for the record
   std::string date;     ///< UTC, ISO 8601
+  ClockState clock;
   std::vector<GemmResult> gemm;
   std::vector<MemoryResult> memory;
   std::vector<CollectiveResult> collectives;
+  std::vector<LaunchResult> launch;
 };
 
 /// Achieved FLOP/s of a GEMM result (2·m·n·k per median time).
