@@ -45,6 +45,42 @@ Types types_of(const std::string& dtype) {
   return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2, FillType::E4M3};
 }
 
+// FP8 matmul descriptions tried in turn (cuBLASLt 13.1 on an H200 refused every algorithm
+// of the first, tests/validation/measured/h200-2026-11-28): per-tensor scale pointers; no
+// scales (1); no scales with fast accumulation (Triton's cuBLAS FP8 path,
+// third_party/nvidia/include/cublas_instance.h).
+constexpr int FP8_VARIANTS = 3;
+constexpr const char* FP8_VARIANT_NAMES[FP8_VARIANTS] = {"scaled", "unscaled",
+                                                         "unscaled fast-accum"};
+
+// The matmul description: TN, FP32 accumulation; for FP8 (`fp8_variant` >= 0) one of the
+// FP8_VARIANTS, `scales` the device's A and B scale pair.
+cublasLtMatmulDesc_t matmul_desc(const Types& t, int fp8_variant, const float* scales) {
+  cublasLtMatmulDesc_t desc = nullptr;
+  check_lt(cublasLtMatmulDescCreate(&desc, t.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t transpose = CUBLAS_OP_T;
+  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
+                                          sizeof transpose),
+           "matmul TRANSA");
+  if (fp8_variant == 0) {
+    const float* a_scale = scales;
+    const float* b_scale = scales + 1;
+    check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                            sizeof a_scale),
+             "matmul A scale");
+    check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                            sizeof b_scale),
+             "matmul B scale");
+  }
+  if (fp8_variant == 2) {
+    const std::int8_t fast = 1;
+    check_lt(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast),
+        "matmul fast accumulation");
+  }
+  return desc;
+}
+
 // Runs `launch` (one GEMM of `flops`) in windows of at least 200 ms until two windows in a
 // row give rates within 1 % of each other, or `limit_s` has passed; what it reached.
 template <typename Launch>
@@ -96,22 +132,6 @@ GemmResult time_gemm(cublasLtHandle_t lt, const GemmShape& s, const std::string&
   const float ones[2] = {1.0f, 1.0f};
   check_cuda(cudaMemcpy(scales.get(), ones, sizeof ones, cudaMemcpyHostToDevice), "scales");
 
-  cublasLtMatmulDesc_t desc = nullptr;
-  check_lt(cublasLtMatmulDescCreate(&desc, t.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  const cublasOperation_t transpose = CUBLAS_OP_T;
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
-                                          sizeof transpose),
-           "matmul TRANSA");
-  if (dtype == "fp8") {
-    const float* a_scale = static_cast<const float*>(scales.get());
-    const float* b_scale = a_scale + 1;
-    check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
-                                            sizeof a_scale),
-             "matmul A scale");
-    check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
-                                            sizeof b_scale),
-             "matmul B scale");
-  }
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
   check_lt(cublasLtMatrixLayoutCreate(&la, t.in, s.k, s.m, s.k), "layout A");
   check_lt(cublasLtMatrixLayoutCreate(&lb, t.in, s.k, s.n, s.k), "layout B");
@@ -123,27 +143,34 @@ GemmResult time_gemm(cublasLtHandle_t lt, const GemmShape& s, const std::string&
            "workspace preference");
   constexpr int CANDIDATES = 8;
   cublasLtMatmulHeuristicResult_t candidates[CANDIDATES] = {};
-  int found = 0;
-  // No kernel for this type on this GPU is an answer (found = 0), not an error to stop on.
-  const cublasStatus_t searched = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref,
-                                                                 CANDIDATES, candidates, &found);
-  if (searched != CUBLAS_STATUS_SUCCESS && searched != CUBLAS_STATUS_NOT_SUPPORTED)
-    check_lt(searched, "cublasLtMatmulAlgoGetHeuristic");
-
   GemmResult r{dtype, s.m, s.n, s.k, {}, ""};
   const float alpha = 1.0f, beta = 0.0f;
+  cublasLtMatmulDesc_t desc = nullptr;
   auto run = [&](const cublasLtMatmulAlgo_t& algo) {
     return cublasLtMatmul(lt, desc, &alpha, a.get(), la, b.get(), lb, &beta, c.get(), ld, d.get(),
                           ld, &algo, workspace.get(), WORKSPACE_BYTES, stream);
   };
-  // The heuristic's first algorithm that runs: one it offers can still refuse the problem.
+  // The first description and the heuristic's first algorithm for it that run: an algorithm
+  // it offers can still refuse the problem, and FP8 has more than one way to be asked for.
   int chosen = -1;
-  for (int i = 0; i < found && chosen < 0; ++i) {
-    const cublasStatus_t status = run(candidates[i].algo);
-    if (status == CUBLAS_STATUS_SUCCESS)
-      chosen = i;
-    else if (status != CUBLAS_STATUS_NOT_SUPPORTED)
-      check_lt(status, "cublasLtMatmul");
+  const int variants = dtype == "fp8" ? FP8_VARIANTS : 1;
+  int variant = 0;
+  for (; variant < variants && chosen < 0; ++variant) {
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+    desc = matmul_desc(t, dtype == "fp8" ? variant : -1, static_cast<const float*>(scales.get()));
+    int found = 0;
+    // No kernel for this type on this GPU is an answer (found = 0), not an error to stop on.
+    const cublasStatus_t searched = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref,
+                                                                   CANDIDATES, candidates, &found);
+    if (searched != CUBLAS_STATUS_SUCCESS && searched != CUBLAS_STATUS_NOT_SUPPORTED)
+      check_lt(searched, "cublasLtMatmulAlgoGetHeuristic");
+    for (int i = 0; i < found && chosen < 0; ++i) {
+      const cublasStatus_t status = run(candidates[i].algo);
+      if (status == CUBLAS_STATUS_SUCCESS)
+        chosen = i;
+      else if (status != CUBLAS_STATUS_NOT_SUPPORTED)
+        check_lt(status, "cublasLtMatmul");
+    }
   }
   if (chosen >= 0) {
     const cublasLtMatmulHeuristicResult_t& heuristic = candidates[chosen];
@@ -157,7 +184,9 @@ GemmResult time_gemm(cublasLtHandle_t lt, const GemmShape& s, const std::string&
     check_lt(cublasLtMatmulAlgoConfigGetAttribute(&heuristic.algo, CUBLASLT_ALGO_CONFIG_ID, &id,
                                                   sizeof id, nullptr),
              "algorithm id");
-    r.algorithm = fmt::format("cublasLt algo {} (heuristic #{})", id, chosen + 1);
+    r.algorithm = fmt::format(
+        "cublasLt algo {} (heuristic #{}{})", id, chosen + 1,
+        dtype == "fp8" ? fmt::format(", {}", FP8_VARIANT_NAMES[variant - 1]) : std::string());
   }
   check_cuda(cudaStreamSynchronize(stream), "gemm");
   cublasLtMatmulPreferenceDestroy(pref);

@@ -208,6 +208,7 @@ def train_step_times(folder):
                     ) as prof:
                         for _ in range(3):
                             step()
+                            torch.cuda.synchronize()  # each step's kernels inside its span
                             prof.step()
                     with open(trace, "rb") as f, gzip.open(trace + ".gz", "wb") as g:
                         g.write(f.read())
