@@ -19,10 +19,19 @@ std::string host_name() {
   return gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
 }
 
-void run_nccl(HarnessProfile& profile, const Options& options) {
-  profile.collectives = measure_nccl(options);
-  const std::string text =
-      nccl_tests_report(profile.collectives, gpu_names(), host_name(), options);
+// Returns false on the MPI ranks other than 0, which measure but do not report.
+bool run_nccl(HarnessProfile& profile, const Options& options) {
+  std::vector<RankDevice> ranks;
+  if (launched_ranks() > 1) {
+    MpiCollectives world = measure_nccl_mpi(options);
+    if (!world.root) return false;
+    profile.collectives = std::move(world.results);
+    ranks = std::move(world.ranks);
+  } else {
+    profile.collectives = measure_nccl(options);
+    ranks = one_host(gpu_names(), host_name());
+  }
+  const std::string text = nccl_tests_report(profile.collectives, ranks, options);
   std::cout << text;
   if (!options.nccl_tests_output.empty()) {
     std::ofstream out(options.nccl_tests_output);
@@ -33,6 +42,7 @@ void run_nccl(HarnessProfile& profile, const Options& options) {
                        ": cannot write the nccl-tests table; check the folder exists");
     }
   }
+  return true;
 }
 
 int run(const std::vector<std::string>& args) {
@@ -62,7 +72,7 @@ int run(const std::vector<std::string>& args) {
       profile.launch = measure_launch(options);
       break;
     case Command::NCCL:
-      run_nccl(profile, options);
+      if (!run_nccl(profile, options)) return 0;  // an MPI rank other than 0: rank 0 reports
       break;
     case Command::HELP:
       break;

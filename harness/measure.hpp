@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/nccl_tests_format.hpp"
 #include "harness/options.hpp"
 #include "harness/profile.hpp"
 #include "harness/shapes.hpp"
@@ -35,5 +36,20 @@ std::vector<LaunchResult> measure_launch(const Options& options);
 /// NCCL collectives of `options.ops` on the first options.gpus GPUs (all when 0), one
 /// process; group sizes 1 .. N in powers of two, and N itself.
 std::vector<CollectiveResult> measure_nccl(const Options& options);
+
+/// The ranks an MPI launcher (mpirun, srun) started, from its environment; 1 without one.
+int launched_ranks();
+
+/// What every rank of an MPI launch measured, as rank 0 holds it.
+struct MpiCollectives {
+  bool root = false;                      ///< this process is rank 0 (it reports)
+  std::vector<RankDevice> ranks;          ///< every rank's host, device and GPU (rank 0 only)
+  std::vector<CollectiveResult> results;  ///< the world communicator's rows (every rank)
+};
+
+/// NCCL collectives of `options.ops` on the world of an MPI launch, one GPU per process
+/// (ncclCommInitRank, the unique id broadcast over MPI): runs across nodes under mpirun or
+/// srun. Throws DeviceError when this harness was built without MPI.
+MpiCollectives measure_nccl_mpi(const Options& options);
 
 }  // namespace loom::harness

@@ -43,10 +43,17 @@ std::string nccl_tests_redop(const std::string& op) {
   return op == "all_reduce" || op == "reduce_scatter" ? "sum" : "none";
 }
 
+std::vector<RankDevice> one_host(const std::vector<std::string>& gpu_names,
+                                 const std::string& host) {
+  std::vector<RankDevice> ranks;
+  for (size_t i = 0; i < gpu_names.size(); ++i)
+    ranks.push_back({host, static_cast<int>(i), gpu_names[i]});
+  return ranks;
+}
+
 std::string nccl_tests_text(const std::string& op, int group_size,
                             const std::vector<CollectiveResult>& rows,
-                            const std::vector<std::string>& gpu_names, const std::string& host,
-                            const Options& options) {
+                            const std::vector<RankDevice>& ranks, const Options& options) {
   std::string out =
       fmt::format("# Collective test starting: {} (loom-harness nccl)\n", nccl_tests_program(op));
   out += fmt::format(
@@ -54,9 +61,9 @@ std::string nccl_tests_text(const std::string& op, int group_size,
       "agg iters: 1 validation: 0 graph: 0\n#\n# Using devices\n",
       group_size, options.min_bytes, options.max_bytes, options.warmup, options.iterations);
   for (int rank = 0; rank < group_size; ++rank) {
-    const std::string& name = gpu_names.at(static_cast<size_t>(rank));
+    const RankDevice& r = ranks.at(static_cast<size_t>(rank));
     out += fmt::format("#  Rank {:2} Group  0 Pid {:6} on {:>10} device {:2} [0x00] {}\n", rank, 0,
-                       host, rank, name);
+                       r.host, r.device, r.name);
   }
   out +=
       "#\n"
@@ -83,8 +90,7 @@ std::string nccl_tests_text(const std::string& op, int group_size,
 }
 
 std::string nccl_tests_report(const std::vector<CollectiveResult>& rows,
-                              const std::vector<std::string>& gpu_names, const std::string& host,
-                              const Options& options) {
+                              const std::vector<RankDevice>& ranks, const Options& options) {
   std::vector<std::pair<std::string, int>> order;
   for (const CollectiveResult& r : rows) {
     const std::pair<std::string, int> key{r.op, r.group_size};
@@ -98,7 +104,7 @@ std::string nccl_tests_report(const std::vector<CollectiveResult>& rows,
     std::sort(table.begin(), table.end(), [](const CollectiveResult& a, const CollectiveResult& b) {
       return a.bytes < b.bytes;
     });
-    out += nccl_tests_text(op, group, table, gpu_names, host, options);
+    out += nccl_tests_text(op, group, table, ranks, options);
   }
   return out;
 }

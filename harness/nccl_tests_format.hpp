@@ -22,16 +22,25 @@ double bus_bandwidth_factor(const std::string& op, int ranks);
 std::string nccl_tests_type(const std::string& op);
 std::string nccl_tests_redop(const std::string& op);
 
+/// Where one rank ran: its host, its CUDA device index there, the GPU's name.
+struct RankDevice {
+  std::string host;
+  int device = 0;
+  std::string name;
+};
+
+/// Rank i on device i of `host` for each of `gpu_names` (one process driving them all).
+std::vector<RankDevice> one_host(const std::vector<std::string>& gpu_names,
+                                 const std::string& host);
+
 /// One op's rows (all with that op and `group_size`) as one nccl-tests run: header, one
-/// device line per GPU (`gpu_names[i]` for rank i on `host`), results table, footer.
+/// device line per rank (`ranks[i]` for rank i), results table, footer.
 std::string nccl_tests_text(const std::string& op, int group_size,
                             const std::vector<CollectiveResult>& rows,
-                            const std::vector<std::string>& gpu_names, const std::string& host,
-                            const Options& options);
+                            const std::vector<RankDevice>& ranks, const Options& options);
 
 /// Every (op, group size) of `rows`, in the order they first appear, as nccl_tests_text.
 std::string nccl_tests_report(const std::vector<CollectiveResult>& rows,
-                              const std::vector<std::string>& gpu_names, const std::string& host,
-                              const Options& options);
+                              const std::vector<RankDevice>& ranks, const Options& options);
 
 }  // namespace loom::harness

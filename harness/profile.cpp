@@ -59,7 +59,7 @@ Json collectives_json(const HarnessProfile& p) {
     Json t;
     t["op"] = key.first;
     t["group_size"] = key.second;
-    t["nodes"] = 1;  // one process drives every GPU it sees: one node
+    t["nodes"] = rows.front()->nodes;
     t["gpu"] = p.device.name;
     t["program"] = "loom-harness nccl";
     t["source"] = "loom-harness";

@@ -46,6 +46,7 @@ struct MemoryResult {
 struct CollectiveResult {
   std::string op;          ///< loom's name: all_reduce, all_gather, ... send_recv
   int group_size = 0;      ///< ranks (GPUs) in the communicator
+  int nodes = 1;           ///< distinct hosts among them
   std::int64_t bytes = 0;  ///< nccl-tests "size": total buffer bytes
   std::int64_t count = 0;  ///< elements, as nccl-tests prints them
   Timing out_of_place;     ///< seconds

@@ -37,9 +37,9 @@ HarnessProfile sample() {
   p.memory.push_back({"h2d", 1 << 30, fixed(20e-3)});
   p.memory.push_back({"d2h", 1 << 30, fixed(21e-3)});
   // Two sizes of all_reduce on 2 GPUs, written out of order: the profile sorts them.
-  p.collectives.push_back({"all_reduce", 2, 4096, 1024, fixed(12e-6), fixed(10e-6)});
-  p.collectives.push_back({"all_reduce", 2, 1024, 256, fixed(9e-6), fixed(11e-6)});
-  p.collectives.push_back({"broadcast", 2, 1024, 256, fixed(8e-6), fixed(8e-6)});
+  p.collectives.push_back({"all_reduce", 2, 1, 4096, 1024, fixed(12e-6), fixed(10e-6)});
+  p.collectives.push_back({"all_reduce", 2, 1, 1024, 256, fixed(9e-6), fixed(11e-6)});
+  p.collectives.push_back({"broadcast", 2, 1, 1024, 256, fixed(8e-6), fixed(8e-6)});
   return p;
 }
 
@@ -87,8 +87,8 @@ TEST_CASE("harness::NcclTests: the table follows nccl-tests' layout and bus band
   CHECK(nccl_tests_program("all_to_all") == "alltoall_perf");
   CHECK(nccl_tests_program("send_recv") == "sendrecv_perf");
   const HarnessProfile p = sample();
-  const std::string text =
-      nccl_tests_report(p.collectives, {p.device.name, p.device.name}, "node1", Options{});
+  const std::string text = nccl_tests_report(
+      p.collectives, one_host({p.device.name, p.device.name}, "node1"), Options{});
   CHECK(text.find("# Collective test starting: all_reduce_perf") != std::string::npos);
   CHECK(text.find("#  Rank  1 Group  0 Pid      0 on      node1 device  1 [0x00] NVIDIA H100") !=
         std::string::npos);
@@ -100,8 +100,8 @@ TEST_CASE("harness::NcclTests: the table follows nccl-tests' layout and bus band
 TEST_CASE("harness::NcclTests: loom calibrate import reads the table back") {
   const loom::testing::TempDir dir("harness_nccl");
   const HarnessProfile p = sample();
-  std::ofstream(dir.file("t.txt"))
-      << nccl_tests_report(p.collectives, {p.device.name, p.device.name}, "node1", Options{});
+  std::ofstream(dir.file("t.txt")) << nccl_tests_report(
+      p.collectives, one_host({p.device.name, p.device.name}, "node1"), Options{});
   const auto run = loom::testing::run_loom("calibrate import " + dir.file("t.txt") + " -o " +
                                            dir.file("p.json"));
   REQUIRE(run.status == 0);
