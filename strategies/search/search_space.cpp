@@ -130,7 +130,8 @@ SearchSpace::SearchSpace(const models::ModelSpec& model, PlanInput input, std::i
   pinned_cp_ = static_cast<int>(input_.integer("cp").value_or(1));
   pinned_zero_ = static_cast<int>(input_.integer("zero").value_or(0));
   const bool transformer = model.kind == models::ModelKind::TRANSFORMER;
-  const std::int64_t seq = input_.integer("seq").value_or(models::TrainingPlan{}.seq);
+  // The model's own sequence length unless --seq is given, as simulate and memory take it.
+  const std::int64_t seq = input_.integer("seq").value_or(model.default_seq);
   const std::int64_t gbs = *input_.integer("gbs");
   tp_ = size_list(input_, "tp", gpus, gpus);
   pp_ = size_list(input_, "pp", gpus, model.layers);
@@ -242,7 +243,7 @@ PlanInput SearchSpace::shape_input(const PlanShape& s) const {
 
 models::TrainingPlan SearchSpace::resolve(const PlanShape& shape) const {
   const PlanInput in = shape_input(shape);
-  models::TrainingPlan plan = resolve_plan(in, gpus_, model_.layers, std::nullopt,
+  models::TrainingPlan plan = resolve_plan(in, gpus_, model_.layers, model_.default_seq,
                                            model_.kind == models::ModelKind::TRANSFORMER);
   validate_plan(model_, plan, gpus_, in.sources());
   return plan;
