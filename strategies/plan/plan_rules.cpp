@@ -218,30 +218,66 @@ void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const Pla
   }
 }
 
+}  // namespace
+
 // What the chosen framework itself refuses. DeepSpeed's pipeline engine asserts
 // `zero_optimization_stage() < 2` ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
 // parallelism", deepspeed/runtime/pipe/engine.py PipelineEngine.__init__). Megatron-LM runs
 // ZeRO-3 as --use-torch-fsdp2, which asserts pipeline_model_parallel_size == 1 and
 // expert_model_parallel_size == 1 (megatron/training/arguments.py validate_args). NeMo,
 // torchtitan (FSDP2 composes with its pipeline schedules) and loom's own defaults allow both.
-void check_framework(const TrainingPlan& p, const PlanSources& s) {
+// Megatron-LM's validate_args also asserts sequence parallelism under --tp-comm-overlap
+// ("Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is
+// enabled") and --overlap-grad-reduce under --overlap-param-gather ("--overlap-grad-reduce
+// should be turned on when using --overlap-param-gather"); its flags are off unless given.
+// ZeRO-2 stays: Megatron-core's own FSDP runs it (--use-megatron-fsdp
+// --data-parallel-sharding-strategy optim_grads).
+std::optional<SwitchRefusal> framework_switch_refusal(const TrainingPlan& p, const PlanSources& s) {
   if (p.framework == models::Framework::DEEPSPEED && p.zero >= 2 && p.pp > 1) {
-    fail_field(s, "zero",
-               fmt::format("{} {} with {} {}: DeepSpeed's pipeline engine supports ZeRO stage 0 "
-                           "or 1 only (deepspeed/runtime/pipe/engine.py); use {} 1, {} 1 or "
-                           "another {}",
-                           s.where("zero"), p.zero, s.name("pp"), p.pp, s.name("zero"),
-                           s.name("pp"), s.name("framework")));
+    return SwitchRefusal{
+        "zero", fmt::format("{} {} with {} {}: DeepSpeed's pipeline engine supports ZeRO stage 0 "
+                            "or 1 only (deepspeed/runtime/pipe/engine.py); use {} 1, {} 1 or "
+                            "another {}",
+                            s.where("zero"), p.zero, s.name("pp"), p.pp, s.name("zero"),
+                            s.name("pp"), s.name("framework"))};
   }
-  if (p.framework == models::Framework::MEGATRON && p.zero >= 3 && (p.pp > 1 || p.ep > 1)) {
+  if (p.framework != models::Framework::MEGATRON) return std::nullopt;
+  if (p.zero >= 3 && (p.pp > 1 || p.ep > 1)) {
     const char* other = p.pp > 1 ? "pp" : "ep";
-    fail_field(s, "zero",
-               fmt::format("{} 3 with {} {}: Megatron-LM runs ZeRO-3 as --use-torch-fsdp2, which "
-                           "requires pipeline and expert parallel size 1 "
-                           "(megatron/training/arguments.py); use {} 1, {} 1 or another {}",
-                           s.where("zero"), s.name(other), p.pp > 1 ? p.pp : p.ep, s.name("zero"),
-                           s.name(other), s.name("framework")));
+    return SwitchRefusal{
+        "zero", fmt::format("{} 3 with {} {}: Megatron-LM runs ZeRO-3 as --use-torch-fsdp2, which "
+                            "requires pipeline and expert parallel size 1 "
+                            "(megatron/training/arguments.py); use {} 1, {} 1 or another {}",
+                            s.where("zero"), s.name(other), p.pp > 1 ? p.pp : p.ep, s.name("zero"),
+                            s.name(other), s.name("framework"))};
   }
+  if (p.tp_comm_overlap && !p.sp) {
+    return SwitchRefusal{
+        "tp_comm_overlap",
+        fmt::format("{} without {}: Megatron-LM overlaps tensor-parallel communication only "
+                    "with sequence parallelism (megatron/training/arguments.py validate_args); "
+                    "add {} or drop {}",
+                    s.where("tp_comm_overlap"), s.name("sp"), s.name("sp"),
+                    s.name("tp_comm_overlap"))};
+  }
+  if (p.overlap_param_gather && !p.overlap_grad_reduce) {
+    return SwitchRefusal{
+        "overlap_param_gather",
+        fmt::format("{} without {}: Megatron-LM asserts the gradient-reduce overlap with the "
+                    "parameter-gather overlap (megatron/training/arguments.py validate_args); "
+                    "add {} or drop {}",
+                    s.where("overlap_param_gather"), s.name("overlap_grad_reduce"),
+                    s.name("overlap_grad_reduce"), s.name("overlap_param_gather"))};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// What the chosen framework itself refuses (framework_switch_refusal).
+void check_framework(const TrainingPlan& p, const PlanSources& s) {
+  if (const auto refusal = framework_switch_refusal(p, s))
+    fail_field(s, refusal->field, refusal->message);
 }
 
 // Megatron-LM's interleaved schedule needs a pipeline (arguments.py: virtual pipeline
@@ -391,6 +427,15 @@ void check_precision_on_gpu(const TrainingPlan& p, const topo::GpuSpec& gpu, con
                     topo::fp8_recipe_supported(Fp8Recipe::BLOCKWISE, gpu.arch)
                         ? "tensorwise, delayed or blockwise"
                         : "tensorwise or delayed"));
+  }
+  // FP8 linears need FP8 tensor cores (Ada, Hopper, Blackwell); an A100's have none, and
+  // Transformer Engine refuses FP8 there (te.fp8 check_fp8_support: "Device compute
+  // capability 8.9 or higher required for FP8 execution").
+  if (p.precision == models::Precision::FP8 && gpu.fp8_flops <= 0) {
+    fail_field(s, "precision",
+               fmt::format("{}: fp8 needs FP8 tensor cores, which {} does not have (H100, H200, "
+                           "B200 and later do); use bf16, or give the GPU an \"fp8\" rate",
+                           s.where("precision"), gpu.name));
   }
   if (p.precision != models::Precision::NVFP4 || gpu.fp4_flops > 0) return;
   fail_field(s, "precision",

@@ -45,6 +45,21 @@ void validate_plan_on_cluster(const models::ModelSpec& model, const models::Trai
 void check_precision_on_gpu(const models::TrainingPlan& plan, const topo::GpuSpec& gpu,
                             const PlanSources& sources = {});
 
+/// A rule a plan's switches break: the field to name and the message.
+struct SwitchRefusal {
+  std::string field;
+  std::string message;
+};
+
+/// What the plan's framework refuses of its switches (ZeRO stage, overlaps), without
+/// throwing: the search asks it of every switch combination. DeepSpeed's pipeline engine
+/// takes ZeRO 0-1 only; Megatron-LM's ZeRO-3 (torch FSDP2) takes no pp or ep, and it asserts
+/// sequence parallelism under --tp-comm-overlap and --overlap-grad-reduce under
+/// --overlap-param-gather (megatron/training/arguments.py validate_args). nullopt when it
+/// accepts them.
+std::optional<SwitchRefusal> framework_switch_refusal(const models::TrainingPlan& plan,
+                                                      const PlanSources& sources = {});
+
 /// "--cuda-graph-scope attn,moe_router" as the plan's source spells the field: for messages.
 std::string cuda_graph_scope_text(const models::TrainingPlan& plan, const PlanSources& sources);
 

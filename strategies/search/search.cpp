@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "common/seeded_draw.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_resolve.hpp"
@@ -100,6 +101,11 @@ class FastWorker {
       if (const auto why = SearchSpace::switch_blocked(*w, q)) {  // Megatron's rules void it
         ++t_.invalid;
         add_invalid(t_, "overlap_moe_expert_parallel_comm", 1, id, *why);
+        continue;
+      }
+      if (const auto refusal = framework_switch_refusal(q, PlanSources::command_line())) {
+        ++t_.invalid;  // the framework asserts against this combination of switches
+        add_invalid(t_, refusal->field, 1, id, refusal->message);
         continue;
       }
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));

@@ -316,6 +316,8 @@ models::TrainingPlan SearchSpace::candidate(std::int64_t id) const {
   apply(*w, plan);
   if (const auto why = switch_blocked(*w, plan))
     throw ValidationError("overlap_moe_expert_parallel_comm", *why);
+  if (const auto refusal = framework_switch_refusal(plan, PlanSources::command_line()))
+    throw ValidationError(refusal->field, refusal->message);
   return plan;
 }
 

@@ -206,3 +206,40 @@ TEST_CASE("strategies::SearchSpace: the fingerprint names the model, cluster and
   renamed.name = "tiny-2";
   CHECK(a.fingerprint() != SearchSpace(renamed, tiny_input(), 4, "cluster-a").fingerprint());
 }
+
+TEST_CASE(
+    "strategies::SearchSpace: under --framework megatron no candidate breaks Megatron's rules") {
+  // Every candidate of a Megatron search with sp, zero, the overlaps, pp and the schedule all
+  // free: each one the space hands out (candidate() does not throw) keeps Megatron-LM's
+  // validate_args asserts (TP overlap needs SP; param-gather overlap needs grad-reduce
+  // overlap; ZeRO-3 as torch FSDP2 needs pp 1), and each refused one is refused for one of
+  // them or an ordinary plan rule. Megatron refuses some of this space, so both kinds occur.
+  const models::ModelSpec model = tiny();
+  PlanInput in;
+  in.sources() = PlanSources::command_line();
+  in.set("gbs", std::int64_t{8});
+  in.set("seq", std::int64_t{256});
+  in.set("cp", std::int64_t{1});
+  in.set("framework", std::string("megatron"));
+  const SearchSpace space{model, in, 8};
+  int accepted = 0, refused_by_megatron = 0;
+  for (std::int64_t id = 0; id < space.shapes() * space.switch_combinations(); ++id) {
+    try {
+      const models::TrainingPlan p = space.candidate(id);
+      ++accepted;
+      CAPTURE(id);
+      CHECK_FALSE((p.tp_comm_overlap && !p.sp));
+      CHECK_FALSE((p.overlap_param_gather && !p.overlap_grad_reduce));
+      CHECK_FALSE((p.zero >= 3 && (p.pp > 1 || p.ep > 1)));
+    } catch (const PlanError& e) {
+      const std::string key = e.key();
+      refused_by_megatron += key == "tp_comm_overlap" || key == "overlap_param_gather";
+    } catch (const ValidationError& e) {
+      const std::string field = e.field();
+      refused_by_megatron +=
+          field == "tp_comm_overlap" || field == "overlap_param_gather" || field == "zero";
+    }
+  }
+  CHECK(accepted > 0);
+  CHECK(refused_by_megatron > 0);
+}
