@@ -16,14 +16,17 @@
 #include <vector>
 
 #include "cli/cmd_calibrate_fit.hpp"
+#include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
 #include "common/dtype.hpp"
+#include "common/error.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "models/flops.hpp"
 #include "models/model_loader.hpp"
 #include "models/plan_dtypes.hpp"
+#include "sim/calibration/kernel_fit_profile.hpp"
 #include "sim/calibration/nccl_tests.hpp"
 #include "sim/calibration/profile.hpp"
 #include "sim/collectives.hpp"
@@ -38,6 +41,8 @@ struct CalibrateFlags {
   std::vector<std::string> files;
   std::string output;
   std::string profile;
+  std::string op;   // import: the collective of every table (empty: from the log)
+  std::string gpu;  // show: the GPU the kernel fit takes defaults from (else the profile's)
 };
 
 struct ShapesFlags {
@@ -169,12 +174,22 @@ void print_kernel_measurements(const calibration::Profile& profile) {
 }
 
 int run_import(const CalibrateFlags& f) {
-  calibration::ImportResult imported = calibration::import_files(f.files);
+  calibration::ImportOptions options;
+  if (!f.op.empty()) {
+    const std::vector<std::string> names = calibration::nccl_tests_op_names();
+    if (std::find(names.begin(), names.end(), f.op) == names.end())
+      throw ValidationError::unknown_name("--op", f.op, names);
+    options.op = sim::parse_collective_op(f.op, "--op");
+  }
+  calibration::ImportResult imported = calibration::import_files(f.files, options);
   calibration::Profile profile;
   for (const auto& table : imported.tables) {
+    const std::string how = !table.program.empty()            ? table.program
+                            : !table.op_inferred_from.empty() ? "op inferred"
+                                                              : "op from --op";
     std::cout << fmt::format("imported {} on {} over {} ({}): {} from {}\n",
                              sim::to_string(table.op), plural(table.group_size, "rank"),
-                             plural(table.nodes, "node"), table.program,
+                             plural(table.nodes, "node"), how,
                              plural(static_cast<int>(table.points.size()), "size"), table.source);
     calibration::add_table(profile, table);
   }
@@ -189,6 +204,17 @@ int run_import(const CalibrateFlags& f) {
   calibration::write_profile(profile, f.output);
   std::cout << fmt::format("wrote {} ({})\n", f.output, contents(profile));
   return 0;
+}
+
+// The kernel fit of a profile with kernel measurements (calibration/kernel_fit_profile.hpp).
+void print_kernel_fit(const calibration::Profile& profile, const CalibrateFlags& f) {
+  if (!calibration::has_kernel_samples(profile)) return;
+  if (const auto gpu = calibration::profile_gpu(profile, f.gpu)) {
+    std::cout << calibration::render_kernel_fit(
+        calibration::fit_profile_kernels(profile, f.profile, *gpu, {}), *gpu);
+  } else {
+    std::cout << "\nkernel fit: the profile's device is not a catalog GPU; give --gpu NAME\n";
+  }
 }
 
 int run_show(const CalibrateFlags& f) {
@@ -220,7 +246,9 @@ int run_show(const CalibrateFlags& f) {
     print_trace_rates(trace);
   }
   print_kernel_measurements(profile);
+  print_kernel_fit(profile, f);
   if (profile.factors) std::cout << "\nfitted factors\n" << render_factors(*profile.factors);
+  if (profile.network) std::cout << render_fitted_network(*profile.network);
   return 0;
 }
 
@@ -325,9 +353,14 @@ Command add_calibrate_command(CLI::App& root) {
       "recognised by content) into a profile");
   import->add_option("files", flags->files, "measurement files")->required();
   import->add_option("-o,--output", flags->output, "profile to write (JSON)")->required();
+  import->add_option("--op", flags->op,
+                     "the collective of every nccl-tests table (all_reduce, all_gather, ...): "
+                     "for logs without the <op>_perf command line whose columns leave it open");
   CLI::App* show =
       app->add_subcommand("show", "print what a profile holds and where each figure came from");
   show->add_option("profile", flags->profile, "profile file")->required();
+  show->add_option("--gpu", flags->gpu,
+                   "GPU whose defaults the kernel fit starts from (default: the profile's device)");
   CLI::App* shapes = app->add_subcommand(
       "shapes",
       "the GEMM shapes (forward and both backward) a model runs under a plan, as a "
@@ -338,12 +371,14 @@ Command add_calibrate_command(CLI::App& root) {
       ->required();
   add_plan_flags(*shapes, shapes_flags->plan);
   const Command fit = add_calibrate_fit(*app);
+  const Command fit_network = add_calibrate_fit_network(*app);
   command.app = app;
-  command.run = [flags, shapes_flags, import, show, shapes, fit]() {
+  command.run = [flags, shapes_flags, import, show, shapes, fit, fit_network]() {
     if (import->parsed()) return run_import(*flags);
     if (show->parsed()) return run_show(*flags);
     if (shapes->parsed()) return run_shapes(*shapes_flags);
     if (fit.app->parsed()) return fit.run();
+    if (fit_network.app->parsed()) return fit_network.run();
     return 2;
   };
   return command;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/cluster_flags.hpp"
+#include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
 #include "common/csv.hpp"
@@ -181,20 +182,10 @@ std::vector<int> resolve_ranks(const CollectiveFlags& f, const topo::Cluster& cl
   return ranks;
 }
 
-int run_collective(const CollectiveFlags& f) {
-  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
-  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
-  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
-  const Format format = parse_format(f.format);
-  topo::Cluster cluster = resolve_cluster(f.cluster);
-
-  const std::vector<int> ranks = resolve_ranks(f, cluster);
-  if (!f.calibration.empty() && algo != sim::Algorithm::AUTO) {
-    throw ValidationError("--calibration",
-                          fmt::format("--calibration has no effect with --algo {}: measured "
-                                      "times stand in for --algo auto only; drop one of them",
-                                      f.algo));
-  }
+// Checks the root, group and size flags against the op and group; returns the sweep's
+// smallest and largest size in bytes. Throws ValidationError naming the flag at fault.
+std::pair<double, double> check_sweep(const CollectiveFlags& f, sim::CollectiveOp op,
+                                      const std::vector<int>& ranks) {
   if (f.root_given && !is_rooted(op)) {
     throw ValidationError("--root", fmt::format("--root has no effect with --op {}: only "
                                                 "broadcast, reduce, scatter and gather have a "
@@ -230,11 +221,46 @@ int run_collective(const CollectiveFlags& f) {
                                       "{}; at most {} rows, raise -f or narrow the range",
                                       f.factor, rows_needed, f.min_bytes, f.max_bytes, MAX_ROWS));
   }
+  return {min_bytes, max_bytes};
+}
+
+int run_collective(const CollectiveFlags& f) {
+  const sim::CollectiveOp op = sim::parse_collective_op(f.op, "--op");
+  const sim::Algorithm algo = sim::parse_algorithm(f.algo, "--algo");
+  const sim::NetworkMode mode = sim::parse_network_mode(f.network, "--network");
+  const Format format = parse_format(f.format);
+  topo::Cluster cluster = resolve_cluster(f.cluster);
+
+  const std::vector<int> ranks = resolve_ranks(f, cluster);
+  // A profile with a fitted network times every collective through the model with its
+  // parameters; one without replays its measured times (algo auto only).
+  std::optional<calibration::Profile> profile;
+  if (!f.calibration.empty()) profile = calibration::read_profile(f.calibration);
+  const calibration::FittedNetwork* network =
+      profile && profile->network ? &*profile->network : nullptr;
+  if (profile && !network && algo != sim::Algorithm::AUTO) {
+    throw ValidationError("--calibration",
+                          fmt::format("--calibration has no effect with --algo {}: measured "
+                                      "times stand in for --algo auto only (fit the network, "
+                                      "`loom calibrate fit-network`, to model every algorithm); "
+                                      "drop one of them",
+                                      f.algo));
+  }
+  const auto [min_bytes, max_bytes] = check_sweep(f, op, ranks);
   const int n = static_cast<int>(ranks.size());
   const double type_bytes = 4;  // float, as nccl-tests' default
   const int root = is_rooted(op) ? f.root : -1;
   std::optional<calibration::MeasuredCollectives> measured;
-  if (!f.calibration.empty()) measured.emplace(calibration::read_profile(f.calibration));
+  if (profile && !network) measured.emplace(*profile);
+  std::vector<CoveredGroup> covered;
+  std::vector<std::string> notes;
+  if (network) {
+    covered.push_back({sim::to_string(op), n, nodes_spanned(ranks, cluster),
+                       calibration::coverage(*network, nodes_spanned(ranks, cluster))});
+    notes = fitted_network_notes(*network, cluster);
+    if (format != Format::JSON)
+      for (const auto& note : notes) std::cerr << "loom: note: " << note << "\n";
+  }
 
   OrderedJson rows = OrderedJson::array();
   Table table({"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)",
@@ -259,6 +285,10 @@ int run_collective(const CollectiveFlags& f) {
     options.network = mode;
     options.field_names = flag_names();
     if (measured) options.collective_override = &*measured;
+    if (network) {
+      options.link_efficiency = network->link_efficiency();
+      options.nccl_tuning = network->nccl_tuning();
+    }
     sim::Engine engine(cluster, options);
     sim::CollectiveSpec spec;
     spec.request.op = op;
@@ -310,6 +340,7 @@ int run_collective(const CollectiveFlags& f) {
     context["network"] = sim::to_string(mode);
     context["nccl_constants"] = sim::nccl::RELEASE;
     if (measured) context["calibration"] = f.calibration;
+    if (network) context["calibration"] = coverage_json(f.calibration, *network, covered, notes);
     OrderedJson results;
     results["rows"] = rows;
     std::cout << render_document(make_document(context, results));
@@ -323,8 +354,11 @@ int run_collective(const CollectiveFlags& f) {
       "# loom collective: {} on {} ranks of {} ({} network, NCCL {} "
       "constants{})\n",
       sim::to_string(op), n, cluster.name, sim::to_string(mode), sim::nccl::RELEASE,
-      measured ? fmt::format("; measured times from {} where it has them", f.calibration) : "");
+      measured  ? fmt::format("; measured times from {} where it has them", f.calibration)
+      : network ? fmt::format("; network parameters fitted in {}", f.calibration)
+                : "");
   std::cout << table.render();
+  if (network) std::cout << "\n" << coverage_note(covered);
   return 0;
 }
 
@@ -359,8 +393,9 @@ Command add_collective_command(CLI::App& root) {
   app->add_option("--network", flags->network, "network model: " + join(modes, ", "))
       ->capture_default_str();
   app->add_option("--calibration", flags->calibration,
-                  "profile from `loom calibrate import`: measured times replace the model "
-                  "for the (op, ranks, nodes) and sizes it covers (algo auto)");
+                  "profile: with a fitted network (`loom calibrate fit-network`) the model runs "
+                  "with its parameters; otherwise measured times replace the model for the "
+                  "(op, ranks, nodes) and sizes it covers (algo auto)");
   add_format_flag(*app, flags->format, {"table", "json", "csv"});
   command.app = app;
   command.run = [flags]() { return run_collective(*flags); };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/cluster_flags.hpp"
+#include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_label.hpp"
@@ -39,6 +40,7 @@ struct SearchFlags {
   std::string network = "flow";
   std::string format;
   ShardFlags shards;
+  std::string calibration;  // profile with a fitted network; empty: loom's defaults
 };
 
 // The search dimensions in which two plans differ: "zero 1 vs 0, mbs 1 vs 2".
@@ -303,6 +305,9 @@ Command add_search_command(CLI::App& root) {
   app->add_option("--network", flags->network, "network model: flow|analytical|ideal")
       ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
       ->capture_default_str();
+  app->add_option("--calibration", flags->calibration,
+                  "profile with a fitted network (`loom calibrate fit-network`): collectives "
+                  "timed with its parameters");
   add_format_flag(*app, flags->format, {"table", "json", "csv"});
   add_shard_flags(*app, flags->shards);
   command.run = [flags]() -> int {
@@ -310,8 +315,10 @@ Command add_search_command(CLI::App& root) {
     const models::ModelSpec model = models::load_model(f.model, "--model");
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     // The fingerprint names the cluster and the network model: shards of another merge not.
-    const strategies::SearchSpace space(model, merged_input(f.plan), cluster.num_gpus(),
-                                        cluster.name + ", network " + f.network);
+    const strategies::SearchSpace space(
+        model, merged_input(f.plan), cluster.num_gpus(),
+        cluster.name + ", network " + f.network +
+            (f.calibration.empty() ? "" : ", calibration " + f.calibration));
     if (f.plan.print_config) {
       std::cout << "search space: " << space.describe() << "\n";
       return 0;
@@ -322,6 +329,12 @@ Command add_search_command(CLI::App& root) {
     options.sample = f.sample;
     options.threads = f.threads > 0 ? f.threads : default_search_threads();
     options.simulate.network = sim::parse_network_mode(f.network, "--network");
+    const Format format = parse_format(f.format);
+    std::optional<NetworkCalibration> calibrated;
+    if (!f.calibration.empty()) {
+      calibrated = require_fitted_network(f.calibration, &cluster, cluster.gpu.name,
+                                          options.simulate, format == Format::JSON);
+    }
     ProgressBar bar = ProgressBar::on_stderr("loom search");
     options.progress = [&bar](const char*, std::int64_t done, std::int64_t total) {
       bar.update(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
@@ -329,7 +342,6 @@ Command add_search_command(CLI::App& root) {
     const auto answer = run_sharded_search(model, space, cluster, options, f.shards, std::cout);
     if (!answer) return 0;  // a partial result (--shard), or an MPI rank other than 0
     const strategies::SearchResult& r = *answer;
-    const Format format = parse_format(f.format);
     if (format == Format::JSON) {
       OrderedJson context;
       context["model"] = model.name;
@@ -339,12 +351,21 @@ Command add_search_command(CLI::App& root) {
       context["top"] = f.top;
       context["exact"] = options.exact_count();
       context["sample"] = f.sample;
+      if (calibrated) {
+        context["calibration"] = coverage_json(
+            f.calibration, calibrated->network,
+            tier_coverage(calibrated->network, cluster.gpus_per_node()), calibrated->notes);
+      }
       std::cout << render_document(
           make_document(context, render_results(space, r, cluster.gpu.hbm_bytes, f.top)));
     } else if (format == Format::CSV) {
       std::cout << render_csv(r, f.top);
     } else {
       std::cout << render_table(model, cluster, space, r, f);
+      if (calibrated) {
+        std::cout << "\n"
+                  << coverage_note(tier_coverage(calibrated->network, cluster.gpus_per_node()));
+      }
     }
     return 0;
   };

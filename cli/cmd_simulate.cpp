@@ -8,6 +8,7 @@
 
 #include "cli/chrome_trace.hpp"
 #include "cli/cluster_flags.hpp"
+#include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
 #include "cli/memory_json.hpp"
@@ -21,6 +22,7 @@
 #include "common/document.hpp"
 #include "common/error.hpp"
 #include "models/model_loader.hpp"
+#include "sim/calibration/kernel_fit_profile.hpp"
 #include "sim/calibration/profile.hpp"
 #include "strategies/calibration/factor_fit.hpp"
 #include "strategies/memory_plan.hpp"
@@ -53,11 +55,15 @@ struct SimulateFlags {
 // scale the measured kernel model, as `calibrate fit` would fit them on top of it); `used`
 // says which of them the kernel model took, for the report.
 strategies::SimulateOptions calibrated(strategies::SimulateOptions options, const std::string& path,
-                                       const topo::Cluster& cluster, KernelCalibration& used) {
+                                       const topo::Cluster& cluster, KernelCalibration& used,
+                                       std::optional<calibration::KernelFitUse>& fit_use) {
   calibration::Profile profile = calibration::read_profile(path);
-  if (calibration::has_kernel_measurements(profile)) {
-    options.kernels = std::make_shared<topo::MeasuredKernelModel>(
-        cluster.gpu, options.efficiency, calibration::measured_kernels(profile));
+  // Kernel measurements time kernels through the model's fitted parameters
+  // (calibration/kernel_fit_profile.hpp), measured shapes as measured.
+  if (calibration::has_kernel_samples(profile)) {
+    fit_use.emplace();
+    options.kernels =
+        calibration::fitted_kernel_model(profile, path, cluster.gpu, options.efficiency, *fit_use);
     used.measured = true;
   }
   if (profile.factors) {
@@ -151,8 +157,14 @@ int run_simulate(const SimulateFlags& f) {
   options.order = setup.order;
   apply_scenario_flags(f.scenario, cluster, options);
   KernelCalibration kernel_calibration;
+  std::optional<calibration::KernelFitUse> fit_use;
   if (!f.calibration.empty())
-    options = calibrated(options, f.calibration, cluster, kernel_calibration);
+    options = calibrated(options, f.calibration, cluster, kernel_calibration, fit_use);
+  if (fit_use && format != Format::JSON)
+    std::cerr << "loom: note: " << calibration::kernel_fit_use_text(*fit_use) << "\n";
+  std::optional<NetworkCalibration> network;
+  if (!f.calibration.empty())
+    network = apply_fitted_network(f.calibration, cluster, options, format == Format::JSON);
   if (f.ops) return print_ops(model, plan, cluster, options, setup, format);
   ProgressBar progress = ProgressBar::on_stderr("simulating");
   options.progress = [&progress](double done) { progress.update(done); };
@@ -166,12 +178,21 @@ int run_simulate(const SimulateFlags& f) {
   }
   if (!f.scenario.compare.empty()) return compare(model, cluster, f, plan, r, options, setup);
   if (format == Format::JSON) {
-    std::cout << render_document(make_document(simulate_context_json(model, plan, cluster, setup),
-                                               simulate_results_json(r, cluster.gpu.hbm_bytes)));
+    OrderedJson context = simulate_context_json(model, plan, cluster, setup);
+    if (fit_use) context["kernel_fit"] = calibration::kernel_fit_use_json(*fit_use);
+    if (network)
+      context["calibration"] = coverage_json(
+          f.calibration, network->network,
+          plan_coverage(network->network, plan, setup.order, cluster), network->notes);
+    std::cout << render_document(
+        make_document(std::move(context), simulate_results_json(r, cluster.gpu.hbm_bytes)));
   } else if (format == Format::CSV) {
     std::cout << render_simulate_csv(model, plan, cluster, r, setup);
   } else {
     std::cout << render_simulate_table(model, plan, cluster, r, setup);
+    if (network)
+      std::cout << "\n"
+                << coverage_note(plan_coverage(network->network, plan, setup.order, cluster));
   }
   return 0;
 }
@@ -194,7 +215,8 @@ Command add_simulate_command(CLI::App& root) {
       ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
       ->capture_default_str();
   app->add_flag("--full", flags->full, "simulate every GPU (default: one per pipeline stage)");
-  app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE");
+  app->add_option("--trace", flags->trace, "write a Chrome/Perfetto trace JSON to FILE")
+      ->check(output_path_check());
   app->add_option("--report", flags->report,
                   "write a self-contained HTML report (timeline, memory, communication, plan, "
                   "assumptions) to FILE");

@@ -256,6 +256,10 @@ std::string assumptions_html(const ReportInputs& in) {
                   ? fmt::format("measured times from {} where they cover a collective, the "
                                 "flow-level model elsewhere",
                                 esc(in.calibration))
+              : in.options.nccl_tuning.nvls_efficiency > 0  // set only by a fitted network
+                  ? fmt::format("the flow-level cost of each collective's lowered schedule, "
+                                "with the network parameters fitted in {}",
+                                esc(in.calibration))
                   : std::string("the flow-level cost of each collective's lowered schedule")) +
                  (in.options.collective_time_scale != 1
                       ? fmt::format("; modelled times x{:.2f}, the fitted factor of the "

@@ -224,6 +224,32 @@ def train_step_times(folder):
     return results
 
 
+def attention_kernels(fn):
+    """The names of the attention kernels one call of fn launches (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = set()
+    for e in prof.events():
+        n = e.name.lower()
+        if any(w in n for w in ("sdpa", "flash", "fmha", "attention", "attn")):
+            names.add(e.name[:160])
+    return sorted(names)
+
+
+def backend_of(kernels):
+    """Which SDPA backend ran: cudnn (the vendor's), flash (FlashAttention-2) or efficient."""
+    text = " ".join(kernels).lower()
+    if "cudnn" in text:
+        return "cudnn"
+    if "flash" in text:
+        return "flash"
+    return "efficient" if text else "unknown"
+
+
 def attention_sweep():
     """causal SDPA (bf16) forward and forward+backward over Llama head layouts at TP 1..8."""
     import torch
@@ -254,16 +280,19 @@ def attention_sweep():
 
             f = summary(cuda_time(fwd, 3, 10))
             fb = summary(cuda_time(fwd_bwd, 3, 10))
+            kernels = attention_kernels(fwd_bwd)
             # causal: half the square of QK^T and PV, 4*b*h*s^2*d/2 forward
             flops = 2 * batch * hq * seq * seq * d
             rows.append({
                 "batch": batch, "heads": hq, "kv_heads": hkv, "head_dim": d, "seq": seq,
                 "causal": True,
+                "backend": backend_of(kernels), "kernels": kernels,
                 "forward": f, "forward_backward": fb,
                 "forward_tflops": flops / f["median_s"] / 1e12,
                 "forward_backward_tflops": 3.5 * flops / fb["median_s"] / 1e12,
             })
-    return {"versions": versions(), "flops_note": "causal: 2*b*h*s^2*d forward (half the "
+    return {"versions": versions(), "gqa": "enable_gqa=True (K and V keep their KV heads)",
+            "flops_note": "causal: 2*b*h*s^2*d forward (half the "
             "square); forward+backward counted as 3.5x forward (FlashAttention-2's backward "
             "recomputes QK^T: 2.5x)", "rows": rows}
 

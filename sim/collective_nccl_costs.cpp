@@ -64,6 +64,7 @@ NcclShape nccl_shape(Fabric& fabric, const std::vector<int>& ranks) {
   shape.nodes = static_cast<int>(nodes.size());
   shape.arch = nccl_arch(gpu);
   shape.channels = nccl_channels(gpu);
+  shape.tuning = fabric.tuning();
   for (const auto& node : nodes) {
     if (node.size() >= 2) {
       shape.intra = static_cast<LatencyClass>(b.route_class(node[0], node[1]));
@@ -152,8 +153,7 @@ void apply_latency(Fabric& fabric, Op op, double S, const NcclShape& shape,
   const double scale = a == Algorithm::RING && nccl_ring_plateau(protocol, op, shape, S)
                            ? nccl::RING_PLATEAU_LATENCY_FACTOR
                            : 1.0;
-  s.base_latency =
-      to_sim_time(scale * nccl::BASE_LATENCY_US[family][static_cast<size_t>(protocol)] * 1e-6);
+  s.base_latency = to_sim_time(scale * nccl_base_latency_us(family, protocol, shape) * 1e-6);
   std::vector<int> derived(static_cast<size_t>(s.num_patterns()), -1);
   for (int p = 0; p < s.num_patterns(); ++p) {
     for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i) {
@@ -173,7 +173,7 @@ void apply_latency(Fabric& fabric, Op op, double S, const NcclShape& shape,
     const double us =
         family == nccl::NVLS_TREE
             ? nccl_latency_us(a, protocol, op, shape, S) -
-                  nccl::BASE_LATENCY_US[family][static_cast<size_t>(protocol)]
+                  nccl_base_latency_us(family, protocol, shape)
             : nccl_step_latency_us(family, static_cast<LatencyClass>(cls), protocol, shape);
     ph.overhead = to_sim_time(scale * us * 1e-6);
   }

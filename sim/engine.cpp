@@ -31,7 +31,7 @@ class Engine::Host final : public NetworkHost {
 
 Engine::Engine(const topo::Cluster& cluster, EngineOptions options)
     : options_(options),
-      fabric_(std::make_unique<Fabric>(cluster, options.link_efficiency)),
+      fabric_(std::make_unique<Fabric>(cluster, options.link_efficiency, options.nccl_tuning)),
       host_(std::make_unique<Host>(*this)),
       network_(make_network(options.network, *fabric_, *host_)) {
   if (!(options.collective_time_scale > 0) || !std::isfinite(options.collective_time_scale)) {

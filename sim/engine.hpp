@@ -78,6 +78,8 @@ struct EngineOptions {
   NetworkMode network = NetworkMode::FLOW;
   /// Link payload efficiency (NVLink 128-byte packets etc.); line_rate() for raw alpha-beta.
   LinkEfficiency link_efficiency = {};
+  /// Calibrated scales of NCCL's latency and NVLS constants (a fitted network profile).
+  NcclTuning nccl_tuning = {};
   /// NCCL protocol latencies and efficiencies on collectives and transfers.
   CostOptions cost = {};
   /// Flow mode: assert-style bookkeeping of the maximum link load (for tests).

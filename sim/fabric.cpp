@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 
 namespace loom::sim {
@@ -34,7 +36,14 @@ double LinkEfficiency::of(topo::LinkKind kind) const {
   return 1.0;
 }
 
-Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency) : cluster_(&cluster) {
+Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency, NcclTuning tuning)
+    : cluster_(&cluster), tuning_(tuning) {
+  if (!(tuning.nvls_efficiency >= 0 && tuning.nvls_efficiency <= 1))
+    throw ValidationError("nvls_efficiency", fmt::format("nvls_efficiency {} must be in [0, 1]",
+                                                         tuning.nvls_efficiency));
+  if (!(tuning.intra_latency_scale >= 0) || !std::isfinite(tuning.intra_latency_scale) ||
+      !(tuning.net_latency_scale >= 0) || !std::isfinite(tuning.net_latency_scale))
+    throw ValidationError("latency_scale", "NCCL latency scales must be finite and >= 0");
   const auto& links = cluster.links();
   capacity_.reserve(links.size());
   latency_.reserve(links.size());

@@ -40,6 +40,17 @@ struct LinkEfficiency {
   double of(topo::LinkKind kind) const;
 };
 
+/// Calibrated scales of NCCL's cost constants (nccl_constants.hpp) that a fitted network
+/// (calibration/network_fit.hpp) sets; the defaults are NCCL's own values.
+struct NcclTuning {
+  /// NVLink SHARP efficiency replacing nvlsEfficiency (0: the architecture's, tuning.cc).
+  double nvls_efficiency = 0;
+  /// Multiplies baseLat and the NVLINK and PCI hwLat rows (>= 0).
+  double intra_latency_scale = 1.0;
+  /// Multiplies the NET hwLat rows (>= 0).
+  double net_latency_scale = 1.0;
+};
+
 /// A cached route: a slice of Fabric's link storage plus its latency and class.
 struct RouteRef {
   std::uint32_t begin = 0;   ///< first index into Fabric::route_links()
@@ -51,10 +62,13 @@ struct RouteRef {
 /// Link capacities and cached routes of a cluster (see file comment).
 class Fabric {
  public:
-  /// Reads the cluster's links; throws ValidationError when an efficiency is not in (0, 1].
-  Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency = {});
+  /// Reads the cluster's links; throws ValidationError when an efficiency is not in (0, 1]
+  /// or a tuning value is out of range (nvls_efficiency in [0, 1], scales >= 0).
+  Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency = {}, NcclTuning tuning = {});
 
   const topo::Cluster& cluster() const { return *cluster_; }
+  /// The NCCL constant scales the collective cost model applies on this fabric.
+  const NcclTuning& tuning() const { return tuning_; }
   int num_links() const { return static_cast<int>(capacity_.size()); }
   /// Usable capacity of a directed link in bytes per picosecond.
   double capacity_Bpps(topo::LinkId link) const { return capacity_[static_cast<size_t>(link)]; }
@@ -77,6 +91,7 @@ class Fabric {
 
  private:
   const topo::Cluster* cluster_;
+  NcclTuning tuning_;
   std::vector<double> capacity_;
   std::vector<SimTime> latency_;
   std::vector<topo::LinkId> route_links_;

@@ -13,9 +13,11 @@ std::size_t proto_index(Protocol p) {
   return static_cast<std::size_t>(p);
 }
 
-double hw_latency_us(LatencyClass cls, nccl::Family family, Protocol p) {
-  return nccl::HW_LATENCY_US[static_cast<std::size_t>(cls)][static_cast<std::size_t>(family)]
-                            [proto_index(p)];
+// hwLat of a class, scaled by the fabric's calibrated latency scale of that class.
+double hw_latency_us(LatencyClass cls, nccl::Family family, Protocol p, const NcclTuning& t) {
+  const double scale = cls == LatencyClass::NET ? t.net_latency_scale : t.intra_latency_scale;
+  return scale * nccl::HW_LATENCY_US[static_cast<std::size_t>(cls)]
+                                    [static_cast<std::size_t>(family)][proto_index(p)];
 }
 
 // nsteps of the busBw -> algBw conversion (tuning.cc ncclTopoTuneModel).
@@ -137,11 +139,12 @@ nccl::Family nccl_family(Algorithm a) {
 
 double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol p,
                             const NcclShape& shape) {
-  if (family != nccl::RING) return hw_latency_us(cls, family, p);
+  if (family != nccl::RING) return hw_latency_us(cls, family, p, shape.tuning);
   // interLat takes the Tree row when there is one rank per node (tuning.cc).
   if (cls == LatencyClass::NET)
-    return hw_latency_us(cls, shape.ranks_per_node() == 1 ? nccl::TREE : nccl::RING, p);
-  double us = hw_latency_us(cls, nccl::RING, p);
+    return hw_latency_us(cls, shape.ranks_per_node() == 1 ? nccl::TREE : nccl::RING, p,
+                         shape.tuning);
+  double us = hw_latency_us(cls, nccl::RING, p, shape.tuning);
   if (shape.nodes > 1) {
     us = std::max(us, nccl::NET_OVERHEAD_US *
                           (p == Protocol::SIMPLE ? nccl::NET_OVERHEAD_SIMPLE_MULTIPLIER : 1.0));
@@ -155,9 +158,14 @@ double nccl_nvls_tree_correction(const NcclShape& shape, Protocol p, double byte
   return shape.arch == nccl::BLACKWELL ? nccl_tree_correction(p, bytes) : 1.0;
 }
 
+double nccl_base_latency_us(nccl::Family family, Protocol p, const NcclShape& shape) {
+  return shape.tuning.intra_latency_scale * nccl::BASE_LATENCY_US[family][proto_index(p)];
+}
+
 double nccl_nvls_factor(const NcclShape& shape) {
-  const double eff = shape.arch == nccl::BLACKWELL ? nccl::NVLS_EFFICIENCY_BLACKWELL
-                                                   : nccl::NVLS_EFFICIENCY_HOPPER;
+  const double eff = shape.tuning.nvls_efficiency > 0 ? shape.tuning.nvls_efficiency
+                     : shape.arch == nccl::BLACKWELL  ? nccl::NVLS_EFFICIENCY_BLACKWELL
+                                                      : nccl::NVLS_EFFICIENCY_HOPPER;
   return eff * (nccl::NVLS_CHANNELS - 1) / nccl::NVLS_CHANNELS;
 }
 
@@ -176,7 +184,7 @@ double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, d
   }
   if (family == nccl::NVLS_TREE) {
     // log2i: NCCL's integer log2 (floor).
-    return nccl::BASE_LATENCY_US[family][proto_index(p)] +
+    return nccl_base_latency_us(family, p, shape) +
            nccl_step_latency_us(family, LatencyClass::NVLINK, p, shape) +
            2 * std::floor(std::log2(static_cast<double>(nodes))) *
                nccl_step_latency_us(family, LatencyClass::NET, p, shape);
@@ -184,7 +192,7 @@ double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, d
   const double intra = nccl_step_latency_us(family, shape.intra, p, shape);
   const double inter = nccl_step_latency_us(family, LatencyClass::NET, p, shape);
   if (family == nccl::TREE) {
-    return nccl::BASE_LATENCY_US[nccl::TREE][proto_index(p)] +
+    return nccl_base_latency_us(nccl::TREE, p, shape) +
            2 * ((shape.ranks_per_node() - 1) * intra +
                 std::log2(static_cast<double>(nodes)) * inter);
   }
@@ -193,7 +201,7 @@ double nccl_latency_us(Algorithm a, Protocol p, Op op, const NcclShape& shape, d
   const bool ar = op == Op::ALL_REDUCE || op == Op::BARRIER;
   const int steps = ar ? 2 * (n - 1) : n - 1;
   const int inter_steps = ar ? 2 * (nodes - 1) : nodes - 1;
-  double lat = nccl::BASE_LATENCY_US[nccl::RING][proto_index(p)] + (steps - inter_steps) * intra +
+  double lat = nccl_base_latency_us(nccl::RING, p, shape) + (steps - inter_steps) * intra +
                inter_steps * inter;
   if (nccl_ring_plateau(p, op, shape, bytes)) lat *= nccl::RING_PLATEAU_LATENCY_FACTOR;
   return lat;

@@ -27,6 +27,8 @@ struct NcclShape {
   /// between nodes (nccl_split_bus_bandwidth; 0 until measured).
   double intra_bus_GBps = 0;
   double inter_bus_GBps = 0;
+  /// Calibrated scales of NCCL's constants (the fabric's; defaults: NCCL's values).
+  NcclTuning tuning = {};
 
   /// Ranks per node (nRanks / nNodes, at least 1).
   int ranks_per_node() const { return nodes > 0 && ranks >= nodes ? ranks / nodes : 1; }
@@ -85,6 +87,8 @@ double nccl_step_latency_us(nccl::Family family, LatencyClass cls, Protocol prot
 /// Whether Ring+Simple all-reduce pays the plateau factor (x1.4 latency): across nodes, once
 /// bytes / (nChannels nRanks) >= 64 (tuning.cc ncclTopoGetAlgoTime).
 bool nccl_ring_plateau(Protocol protocol, CollectiveOp op, const NcclShape& shape, double bytes);
+/// baseLat[family][protocol] x the tuning's intra-node latency scale, microseconds.
+double nccl_base_latency_us(nccl::Family family, Protocol protocol, const NcclShape& shape);
 /// NVLS bandwidth factor: nvlsEfficiency of the architecture x (nChannels - 1) / nChannels.
 double nccl_nvls_factor(const NcclShape& shape);
 /// NVLSTree's share of treeCorrectionFactor: applied on Blackwell (NCCL: compute capability

@@ -65,6 +65,10 @@ struct SimulateOptions {
   /// Multiplies every modelled collective's time (a fitted factor; see
   /// sim::EngineOptions::collective_time_scale).
   double collective_time_scale = 1.0;
+  /// Link payload efficiencies and NCCL constant scales of the network (a fitted network
+  /// profile, calibration/network_fit.hpp; sim::EngineOptions::link_efficiency, nccl_tuning).
+  sim::LinkEfficiency link_efficiency = {};
+  sim::NcclTuning nccl_tuning = {};
   /// Rank order of the process groups, fastest first (RankLayout; Megatron's default).
   std::string order = "tp-cp-ep-dp-pp";
   /// Called with the fraction of the engine's tasks finished (sim::EngineOptions::progress).

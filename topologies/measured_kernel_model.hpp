@@ -5,7 +5,10 @@
 // time ratio of the nearest measured shapes of their tensor-core dtype; memory-bound work
 // streams at the measured bandwidth. Everything else (attention, dtypes without points) is
 // the datasheet model's. The tables are plain data so topologies/ does not depend on sim/;
-// sim/calibration converts a profile into them.
+// sim/calibration converts a profile into them. `simulate --calibration` no longer uses it:
+// it fits the datasheet model's parameters to the same measurements (topologies/kernel_fit.hpp,
+// FittedKernelModel), so a shape between or beyond the measured ones follows the model's
+// law rather than a neighbour's ratio; this model stays for comparison and its tests.
 #include <array>
 #include <cstdint>
 #include <optional>

@@ -6,15 +6,19 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
 #include "sim/calibration/gzip.hpp"
 #include "sim/calibration/kineto.hpp"
+#include "sim/calibration/nccl_tests_fit.hpp"
+#include "sim/calibration/nccl_tests_text.hpp"
 
 namespace loom::calibration {
 
@@ -40,39 +44,6 @@ const std::vector<std::pair<std::string, sim::CollectiveOp>>& programs() {
   return table;
 }
 
-std::vector<std::string_view> tokens_of(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-    size_t j = i;
-    while (j < line.size() && !std::isspace(static_cast<unsigned char>(line[j]))) ++j;
-    if (j > i) out.push_back(line.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
-bool is_name_char(char c) {
-  return std::islower(static_cast<unsigned char>(c)) ||
-         std::isdigit(static_cast<unsigned char>(c)) || c == '_';
-}
-
-// The last "<name>_perf" word in a line (a command line, "# Collective test starting: ...",
-// a path such as build/all_reduce_perf).
-std::optional<std::string> program_in(std::string_view line) {
-  std::optional<std::string> found;
-  for (size_t at = line.find("_perf"); at != std::string_view::npos;
-       at = line.find("_perf", at + 1)) {
-    const size_t end = at + 5;
-    if (end < line.size() && is_name_char(line[end])) continue;
-    size_t begin = at;
-    while (begin > 0 && is_name_char(line[begin - 1])) --begin;
-    if (begin < at) found = std::string(line.substr(begin, end - begin));
-  }
-  return found;
-}
-
 std::optional<double> number_of(std::string_view token) {
   const std::string text(token);
   char* end = nullptr;
@@ -90,10 +61,20 @@ std::optional<int> index_of(std::string_view token) {
   return static_cast<int>(*value);
 }
 
-// Reads one nccl-tests text, line by line (see parse_nccl_tests).
+// Signed whole number (a root: -1 or a rank), else nullopt.
+std::optional<int> root_of(std::string_view token) {
+  const auto value = number_of(token);
+  if (!value || *value < -1 || *value > 0x1p30 || std::floor(*value) != *value) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+constexpr size_t NO_COLUMN = static_cast<size_t>(-1);
+
+// Reads one nccl-tests text, line by line (see parse_nccl_tests). State per table is reset in
+// start_table; nothing grows with the table except its points, so a log is read in linear time.
 class Parser {
  public:
-  explicit Parser(const std::string& file) : file_(file) {}
+  Parser(const std::string& file, const ImportOptions& options) : file_(file), options_(options) {}
 
   void line(std::string_view text, int number);
   ImportResult finish(int last_line);
@@ -111,65 +92,135 @@ class Parser {
     size_t size = 0;
     size_t out_of_place = 0;  // "time" columns; in_place == 0: none
     size_t in_place = 0;
+    size_t type = NO_COLUMN, redop = NO_COLUMN, root = NO_COLUMN;
+  };
+  // A size measured more than once (-N): running means and the rows that gave them.
+  struct Repeats {
+    int rows = 1;
+    int last_line = 0;
   };
 
   [[noreturn]] void fail(int number, const std::string& message) const {
     throw CalibrationError(fmt::format("{}:{}: {}", file_, number, message));
   }
-  void device_line(const std::vector<std::string_view>& tokens, int number);
-  void start_table(const std::vector<std::string_view>& tokens, int number);
-  void row(const std::vector<std::string_view>& tokens, int number);
+  void command(std::string_view text, int number);
+  void comment(std::string_view text, int number);
+  void device_line(int number);
+  void start_table(int number);
+  void row(int number);
+  void add_point(CollectivePoint p, int number);
+  bool same_series(int number);
+  void resolve_op(CollectiveTable& table);
   void end_table();
 
   std::string file_;
+  ImportOptions options_;
   ImportResult result_;
+  std::vector<std::string_view> tokens_;  // the current line's, capacity reused
   std::vector<Device> devices_;
   std::string program_;
+  std::map<std::string, std::string> exported_;     // `export NCCL_X=...`, bare assignments
+  std::map<std::string, std::string> command_env_;  // the last command line's
+  std::string continued_;                           // a command line continued with '\'
+  int continued_line_ = 0;
   std::optional<CollectiveTable> table_;
   int table_line_ = 0;
   Columns columns_;
   int short_line_ = 0;  // a row cut short: fine only as the log's last row
+  nccl_fit::Signature signature_;
+  std::string series_;  // "type redop root" of the table's first row
+  int other_series_rows_ = 0, other_series_line_ = 0;
+  std::unordered_map<double, size_t> index_;  // size -> point (-N repeats); not iterated
+  std::vector<Repeats> repeats_;              // by point
 };
 
-void Parser::line(std::string_view text, int number) {
-  if (text.find("NCCL INFO") != std::string_view::npos ||
-      text.find("NCCL WARN") != std::string_view::npos) {
-    return;  // NCCL_DEBUG chatter from any rank, anywhere in the log
-  }
-  if (auto program = program_in(text)) program_ = *program;
-  const std::vector<std::string_view> tokens = tokens_of(text);
-  if (tokens.empty()) return;
-  if (tokens.front().front() == '#') {
-    std::vector<std::string_view> rest = tokens;
-    if (rest.front() == "#") {
-      rest.erase(rest.begin());
-    } else {
-      rest.front().remove_prefix(1);
-    }
-    if (rest.empty()) return;
-    const auto has = [&](std::string_view word) {
-      return std::find(rest.begin(), rest.end(), word) != rest.end();
-    };
-    if (rest.front() == "nThread") {  // a new run: its own devices follow
-      end_table();
-      devices_.clear();
-    } else if (rest.front() == "Rank") {
-      device_line(rest, number);
-    } else if (has("size") && has("busbw")) {
-      start_table(rest, number);
-    } else if (text.find("Out of bounds values") != std::string_view::npos ||
-               text.find("Avg bus bandwidth") != std::string_view::npos) {
-      end_table();
+void Parser::line(std::string_view raw, int number) {
+  if (raw.find("NCCL INFO") != std::string_view::npos ||
+      raw.find("NCCL WARN") != std::string_view::npos) {
+    // NCCL_DEBUG chatter from any rank, anywhere in the log; NCCL reports the variables set.
+    if (const auto set = nccl_text::env_reported(raw)) {
+      command_env_[set->first] = set->second;
+      if (table_) table_->env[set->first] = set->second;
     }
     return;
   }
-  if (table_ && std::isdigit(static_cast<unsigned char>(tokens.front().front())))
-    row(tokens, number);
+  const std::string_view text = nccl_text::strip_launcher_prefix(raw);
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.back())))
+    trimmed.remove_suffix(1);
+  if (!trimmed.empty() && trimmed.back() == '\\') {  // a wrapped command line
+    if (continued_.empty()) continued_line_ = number;
+    continued_.append(trimmed.substr(0, trimmed.size() - 1)).push_back(' ');
+    if (continued_.size() > MAX_NCCL_TESTS_LINE_BYTES) {
+      fail(continued_line_, fmt::format("a command line continued with '\\' runs past {} bytes "
+                                        "(MAX_NCCL_TESTS_LINE_BYTES); join it or cut it short",
+                                        MAX_NCCL_TESTS_LINE_BYTES));
+    }
+    return;
+  }
+  if (!continued_.empty()) {
+    const std::string joined = continued_ + std::string(text);
+    continued_.clear();
+    command(joined, continued_line_);
+    return;
+  }
+  nccl_text::split_tokens(text, tokens_);
+  if (tokens_.empty()) return;
+  if (tokens_.front().front() == '#') {
+    comment(text, number);
+    return;
+  }
+  if (table_ && std::isdigit(static_cast<unsigned char>(tokens_.front().front()))) {
+    row(number);
+    return;
+  }
+  command(text, number);
+}
+
+// A line that is neither a comment nor a row: a command line (program, NCCL_* variables),
+// an `export`, or noise (Open MPI warnings, "NCCL version ...").
+void Parser::command(std::string_view text, int number) {
+  (void)number;
+  const auto program = nccl_text::program_in(text);
+  if (program) program_ = *program;
+  if (text.find("NCCL_") == std::string_view::npos) return;
+  nccl_text::split_tokens(text, tokens_);
+  if (program) {
+    command_env_.clear();
+    nccl_text::env_in(tokens_, command_env_);
+  } else {
+    nccl_text::env_in(tokens_, exported_);
+  }
+}
+
+void Parser::comment(std::string_view text, int number) {
+  if (auto program = nccl_text::program_in(text)) program_ = *program;
+  if (tokens_.front() == "#") {
+    tokens_.erase(tokens_.begin());
+  } else {
+    tokens_.front().remove_prefix(1);
+  }
+  if (tokens_.empty()) return;
+  const auto has = [&](std::string_view word) {
+    return std::find(tokens_.begin(), tokens_.end(), word) != tokens_.end();
+  };
+  if (tokens_.front() == "nThread") {  // a new run: its own devices follow
+    end_table();
+    devices_.clear();
+  } else if (tokens_.front() == "Rank") {
+    device_line(number);
+  } else if (has("size") && has("busbw")) {
+    start_table(number);
+  } else if (text.find("Out of bounds values") != std::string_view::npos ||
+             text.find("Avg bus bandwidth") != std::string_view::npos) {
+    end_table();
+  }
 }
 
 // "#  Rank  0 Group  0 Pid   6899 on host-a device  0 [0000:04:00] NVIDIA H100 80GB HBM3";
 // older releases may print no "Group".
-void Parser::device_line(const std::vector<std::string_view>& t, int number) {
+void Parser::device_line(int number) {
+  const auto& t = tokens_;
   Device d;
   const auto value_after = [&](std::string_view key) -> std::optional<std::string_view> {
     for (size_t i = 0; i + 1 < t.size(); ++i)
@@ -197,40 +248,47 @@ void Parser::device_line(const std::vector<std::string_view>& t, int number) {
   devices_.push_back(std::move(d));
 }
 
-void Parser::start_table(const std::vector<std::string_view>& t, int number) {
+void Parser::start_table(int number) {
   end_table();
+  const auto& t = tokens_;
   Columns c;
   std::vector<size_t> times;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i] == "timestamp") continue;
     if (t[i] == "size") c.size = i;
+    if (t[i] == "type") c.type = i;
+    if (t[i] == "redop") c.redop = i;
+    if (t[i] == "root") c.root = i;
     if (t[i] == "time" || t[i] == "cputime") times.push_back(i);
     ++c.count;
   }
   if (times.empty()) fail(number, "results header without a 'time' column");
   c.out_of_place = times[0];
   c.in_place = times.size() > 1 ? times[1] : 0;
-  const auto known = std::find_if(programs().begin(), programs().end(),
-                                  [&](const auto& p) { return p.first == program_; });
-  if (program_.empty()) {
-    fail(number,
-         "a nccl-tests table, but the log names no '<op>_perf' program before it; "
-         "keep the command line or the '# Collective test starting' line in the file");
-  }
-  if (known == programs().end()) {
-    std::vector<std::string> names;
-    for (const auto& p : programs()) names.push_back(p.first);
-    fail(number, fmt::format("nccl-tests program '{}' has no loom collective; loom imports {}",
-                             program_, join(names, ", ")));
+  CollectiveTable table;
+  if (!program_.empty()) {
+    const std::string_view base = nccl_text::program_base(program_);
+    const auto known = std::find_if(programs().begin(), programs().end(),
+                                    [&](const auto& p) { return p.first == base; });
+    if (known == programs().end()) {
+      std::vector<std::string> names;
+      for (const auto& p : programs()) names.push_back(p.first);
+      fail(number, fmt::format("nccl-tests program '{}' has no loom collective; loom imports {}",
+                               program_, join(names, ", ")));
+    }
+    if (options_.op && *options_.op != known->second) {
+      fail(number, fmt::format("--op {} contradicts the program '{}' the log names before this "
+                               "table; drop --op or import this file on its own",
+                               sim::to_string(*options_.op), program_));
+    }
+    table.op = known->second;
+    table.program = program_;
   }
   if (devices_.empty()) {
     fail(number,
          "a nccl-tests table without the '#  Rank ...' device lines before it; loom "
          "takes the group size and node count from them, so keep the header block");
   }
-  CollectiveTable table;
-  table.op = known->second;
-  table.program = program_;
   table.source = file_;
   const auto lead =
       std::min_element(devices_.begin(), devices_.end(),
@@ -243,12 +301,47 @@ void Parser::start_table(const std::vector<std::string_view>& t, int number) {
   }
   table.nodes = static_cast<int>(hosts.size());
   table.gpu = lead->name;
+  table.env = exported_;
+  for (const auto& [name, value] : command_env_) table.env[name] = value;
   table_ = std::move(table);
   table_line_ = number;
   columns_ = c;
+  signature_ = nccl_fit::Signature{};
+  signature_.group_size = table_->group_size;
+  series_.clear();
+  other_series_rows_ = 0;
+  index_.clear();
+  repeats_.clear();
 }
 
-void Parser::row(const std::vector<std::string_view>& t, int number) {
+// Whether the row continues the table's first (type, redop, root): `-d all` / `-o all` runs
+// sweep the sizes again for each, and those are different measurements.
+bool Parser::same_series(int number) {
+  std::string key;
+  for (size_t column : {columns_.type, columns_.redop, columns_.root}) {
+    if (column == NO_COLUMN) continue;
+    key.append(tokens_[column]).push_back(' ');
+  }
+  if (series_.empty()) {
+    series_ = key;
+    if (columns_.type != NO_COLUMN) table_->dtype = std::string(tokens_[columns_.type]);
+    if (columns_.redop != NO_COLUMN) signature_.redop = std::string(tokens_[columns_.redop]);
+    if (columns_.root != NO_COLUMN) {
+      signature_.root = root_of(tokens_[columns_.root]);
+      if (!signature_.root) {
+        fail(number, fmt::format("root '{}' is not -1 or a rank; expected {}",
+                                 tokens_[columns_.root], ROW_LAYOUT));
+      }
+    }
+    return true;
+  }
+  if (key == series_) return true;
+  if (other_series_rows_++ == 0) other_series_line_ = number;
+  return false;
+}
+
+void Parser::row(int number) {
+  const auto& t = tokens_;
   if (short_line_ != 0) {
     fail(short_line_, fmt::format("results row cut short in the middle of the table; expected "
                                   "{} columns: {}",
@@ -263,6 +356,7 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
     fail(number, fmt::format("size '{}' is not a whole number of bytes up to 2^53; expected {}",
                              t[columns_.size], ROW_LAYOUT));
   }
+  if (!same_series(number)) return;
   const auto time_at = [&](size_t column, const char* which) {
     const auto us = number_of(t[column]);
     if (!us || !(*us > 0)) {
@@ -270,6 +364,7 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
                                "expected {}",
                                which, t[column], ROW_LAYOUT));
     }
+    if (column + 2 < t.size()) signature_.ratio.add(t[column + 1], t[column + 2]);
     const auto wrong = column + 3 < t.size() ? number_of(t[column + 3]) : std::nullopt;
     return std::make_pair(*us * 1e-6, wrong.value_or(0));
   };
@@ -277,12 +372,10 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
   CollectivePoint p;
   p.bytes = *bytes;
   p.out_of_place_seconds = oop;
-  p.seconds = oop;
   double wrong = oop_wrong;
   if (columns_.in_place != 0) {
     const auto [ip, ip_wrong] = time_at(columns_.in_place, "in-place");
     p.in_place_seconds = ip;
-    p.seconds = 0.5 * (oop + ip);  // the same collective twice: the mean is the estimate
     wrong += ip_wrong;
   }
   if (wrong > 0) {
@@ -293,26 +386,111 @@ void Parser::row(const std::vector<std::string_view>& t, int number) {
     return;
   }
   if (p.bytes == 0) return;  // -b 0: nothing moved, nothing to calibrate
-  p.source = fmt::format("{}:{}", file_, number);
+  add_point(std::move(p), number);
+}
+
+// A new size, or -N's repeat of one: repeats are averaged (each time series apart), found
+// through a hash of the size so that a long log stays linear.
+void Parser::add_point(CollectivePoint p, int number) {
   auto& points = table_->points;
-  for (CollectivePoint& q : points) {
-    if (q.bytes != p.bytes) continue;  // -N repeats the sweep: average the repeats
-    const double n = static_cast<double>(std::count(q.source.begin(), q.source.end(), '+') + 1);
-    q.seconds = (q.seconds * n + p.seconds) / (n + 1);
-    q.source += fmt::format("+{}", number);
+  const auto [it, added] = index_.try_emplace(p.bytes, points.size());
+  if (added) {
+    p.source = fmt::format("{}:{}", file_, number);
+    points.push_back(std::move(p));
+    repeats_.push_back(Repeats{1, number});
     return;
   }
-  points.push_back(std::move(p));
+  CollectivePoint& q = points[it->second];
+  Repeats& r = repeats_[it->second];
+  const double n = r.rows;
+  const auto mean = [n](std::optional<double>& have, const std::optional<double>& more) {
+    if (have && more) *have = (*have * n + *more) / (n + 1);
+  };
+  mean(q.out_of_place_seconds, p.out_of_place_seconds);
+  mean(q.in_place_seconds, p.in_place_seconds);
+  ++r.rows;
+  r.last_line = number;
+  constexpr int LISTED = 4;  // lines named in the source; more are counted
+  if (r.rows <= LISTED) q.source += fmt::format("+{}", number);
+}
+
+void Parser::resolve_op(CollectiveTable& table) {
+  if (!table.program.empty()) return;
+  const std::vector<sim::CollectiveOp> fits = nccl_fit::candidates(signature_);
+  if (options_.op) {
+    table.op = *options_.op;
+    if (!fits.empty() && std::find(fits.begin(), fits.end(), table.op) == fits.end()) {
+      result_.notes.push_back(
+          fmt::format("{}:{}: --op {} stated, though the table's columns fit {} ({})", file_,
+                      table_line_, sim::to_string(table.op), sim::to_string(fits.front()),
+                      nccl_fit::evidence(signature_, fits.front())));
+    }
+    return;
+  }
+  if (fits.size() == 1) {
+    table.op = fits.front();
+    table.op_inferred_from = nccl_fit::evidence(signature_, table.op);
+    result_.notes.push_back(fmt::format(
+        "{}:{}: the log names no '<op>_perf' program; {} inferred from {} (--op overrides)", file_,
+        table_line_, sim::to_string(table.op), table.op_inferred_from));
+    return;
+  }
+  std::vector<std::string> names;
+  for (sim::CollectiveOp op : fits) names.push_back(sim::to_string(op));
+  if (fits.empty()) {
+    fail(table_line_,
+         fmt::format("the log names no '<op>_perf' program and no nccl-tests collective prints "
+                     "such a table (busbw/algbw {:.4g} to {:.4g} with n={}{}{}); state it with "
+                     "--op NAME",
+                     signature_.ratio.low, signature_.ratio.high, signature_.group_size,
+                     signature_.redop.empty() ? "" : ", redop " + signature_.redop,
+                     signature_.root ? fmt::format(", root {}", *signature_.root) : ""));
+  }
+  fail(table_line_,
+       fmt::format("the log names no '<op>_perf' program and nccl-tests prints {} alike ({}); "
+                   "state which with --op {}",
+                   join(names, " and "), nccl_fit::evidence(signature_, fits.front()),
+                   join(names, " or --op ")));
 }
 
 void Parser::end_table() {
   if (!table_) return;
-  if (table_->points.empty()) {
+  CollectiveTable& table = *table_;
+  if (table.points.empty()) {
     if (short_line_ == 0) fail(table_line_, "the results table has no rows");
   } else {
-    std::sort(table_->points.begin(), table_->points.end(),
+    resolve_op(table);
+    for (size_t i = 0; i < table.points.size(); ++i) {
+      CollectivePoint& p = table.points[i];
+      const Repeats& r = repeats_[i];
+      if (r.rows > 4) p.source += fmt::format("+...+{} ({} rows averaged)", r.last_line, r.rows);
+      const auto& oop = p.out_of_place_seconds;
+      const auto& ip = p.in_place_seconds;
+      // The same collective twice: the mean is the estimate.
+      p.seconds = oop && ip ? 0.5 * (*oop + *ip) : oop.value_or(ip.value_or(0));
+    }
+    std::sort(table.points.begin(), table.points.end(),
               [](const CollectivePoint& a, const CollectivePoint& b) { return a.bytes < b.bytes; });
-    result_.tables.push_back(std::move(*table_));
+    nccl_fit::mark_outliers(table, result_.notes);
+    if (const auto algo = table.env.find("NCCL_ALGO"); algo != table.env.end())
+      table.forced_algo = algo->second;
+    if (const auto proto = table.env.find("NCCL_PROTO"); proto != table.env.end())
+      table.forced_proto = proto->second;
+    std::vector<std::string> forced;
+    if (!table.forced_algo.empty()) forced.push_back("NCCL_ALGO=" + table.forced_algo);
+    if (!table.forced_proto.empty()) forced.push_back("NCCL_PROTO=" + table.forced_proto);
+    if (!forced.empty()) {
+      result_.notes.push_back(fmt::format(
+          "{}:{}: the log sets {}; the table is recorded as forced, not NCCL's own choice", file_,
+          table_line_, join(forced, " ")));
+    }
+    if (other_series_rows_ > 0) {
+      result_.notes.push_back(fmt::format(
+          "{}:{}: skipped {} rows of another type/redop/root than the table's first ({}); "
+          "run one -d and -o per log to import them",
+          file_, other_series_line_, other_series_rows_, series_.substr(0, series_.size() - 1)));
+    }
+    result_.tables.push_back(std::move(table));
   }
   if (short_line_ != 0) {
     result_.notes.push_back(
@@ -338,13 +516,20 @@ std::string nccl_tests_program(sim::CollectiveOp op) {
   throw InternalError("nccl-tests has no program for collective " + sim::to_string(op));
 }
 
+std::vector<std::string> nccl_tests_op_names() {
+  std::vector<std::string> names;
+  for (const auto& p : programs()) names.push_back(sim::to_string(p.second));
+  return names;
+}
+
 bool looks_like_nccl_tests(std::string_view text) {
   return text.find("algbw") != std::string_view::npos &&
          text.find("busbw") != std::string_view::npos;
 }
 
-ImportResult parse_nccl_tests(std::string_view text, const std::string& file) {
-  Parser parser(file);
+ImportResult parse_nccl_tests(std::string_view text, const std::string& file,
+                              const ImportOptions& options) {
+  Parser parser(file, options);
   int number = 0;
   size_t begin = 0;
   while (begin < text.size()) {
@@ -352,13 +537,20 @@ ImportResult parse_nccl_tests(std::string_view text, const std::string& file) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(begin, end - begin);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    parser.line(line, ++number);
+    ++number;
+    if (line.size() > MAX_NCCL_TESTS_LINE_BYTES) {
+      throw CalibrationError(fmt::format(
+          "{}:{}: line of {} bytes; loom reads nccl-tests lines of up to {} bytes "
+          "(MAX_NCCL_TESTS_LINE_BYTES): nccl-tests rows are about 150, so this is not its output",
+          file, number, line.size(), MAX_NCCL_TESTS_LINE_BYTES));
+    }
+    parser.line(line, number);
     begin = end + 1;
   }
   return parser.finish(std::max(number, 1));
 }
 
-ImportResult import_files(const std::vector<std::string>& files) {
+ImportResult import_files(const std::vector<std::string>& files, const ImportOptions& options) {
   ImportResult all;
   for (const std::string& file : files) {
     std::string text = read_text_file(file, "measurement", MAX_MEASUREMENT_FILE_BYTES);
@@ -374,7 +566,7 @@ ImportResult import_files(const std::vector<std::string>& files) {
           "sendrecv_perf, broadcast_perf, ...) and PyTorch profiler traces (.json, .json.gz)",
           file));
     }
-    ImportResult one = parse_nccl_tests(text, file);
+    ImportResult one = parse_nccl_tests(text, file, options);
     for (auto& t : one.tables) all.tables.push_back(std::move(t));
     for (auto& n : one.notes) all.notes.push_back(std::move(n));
   }

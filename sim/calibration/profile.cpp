@@ -11,7 +11,9 @@
 
 #include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/file_output.hpp"
 #include "common/json_util.hpp"
+#include "sim/calibration/network_fit_json.hpp"
 #include "sim/calibration/trace_summary_json.hpp"
 
 namespace loom::calibration {
@@ -40,6 +42,11 @@ CollectivePoint read_point(ObjectReader r) {
   if (r.has("out_of_place_us")) p.out_of_place_seconds = r.get_number("out_of_place_us") * US;
   if (r.has("in_place_us")) p.in_place_seconds = r.get_number("in_place_us") * US;
   p.source = r.get_string_or("source", "");
+  p.weight = r.get_number_or("weight", 1);
+  if (!(p.weight >= 0 && p.weight <= 1))
+    r.fail("weight", fmt::format("{}", p.weight), "a weight from 0 to 1");
+  p.out_of_place_outlier = r.get_bool_or("out_of_place_outlier", false);
+  p.in_place_outlier = r.get_bool_or("in_place_outlier", false);
   r.finish();
   return p;
 }
@@ -52,6 +59,24 @@ CollectiveTable read_table(ObjectReader r, const std::string& file) {
   t.gpu = r.get_string_or("gpu", "");
   t.program = r.get_string_or("program", "");
   t.source = r.get_string_or("source", "");
+  t.op_inferred_from = r.get_string_or("op_inferred_from", "");
+  t.dtype = r.get_string_or("dtype", "");
+  if (r.has("env")) {
+    const auto& env = r.raw("env");
+    for (const auto& [name, value] : env.items()) {
+      if (!env.is_object() || !value.is_string()) {
+        throw ConfigError::bad_value(file, r.pointer_of("env"), json_excerpt(env),
+                                     "an object of NCCL_* names to strings");
+      }
+      t.env[name] = value.get<std::string>();
+    }
+  }
+  if (r.has("forced")) {
+    ObjectReader forced = r.child("forced");
+    t.forced_algo = forced.get_string_or("algo", "");
+    t.forced_proto = forced.get_string_or("proto", "");
+    forced.finish();
+  }
   const auto& points = r.raw("points");
   const std::string pointer = r.pointer_of("points");
   if (!points.is_array() || points.empty()) {
@@ -93,6 +118,13 @@ FitFactors read_factors(ObjectReader r) {
   }
   if (r.has("memory_bound_time")) f.memory_bound_time = read_factor(r, "memory_bound_time");
   if (r.has("collective_time")) f.collective_time = read_factor(r, "collective_time");
+  for (auto [key, field] : {std::pair{"nvlink_efficiency", &f.nvlink_efficiency},
+                            std::pair{"network_efficiency", &f.network_efficiency}}) {
+    if (!r.has(key)) continue;
+    *field = read_factor(r, key);
+    if (**field > 1) r.fail(key, fmt::format("{}", **field), "an efficiency in (0, 1]");
+  }
+  if (r.has("host_launch_time")) f.host_launch_time = read_factor(r, "host_launch_time");
   if (r.has("fit")) {
     ObjectReader fit = r.child("fit");
     f.runs = fit.get_string_or("runs", "");
@@ -115,6 +147,9 @@ OrderedJson factors_json(const FitFactors& f) {
   if (!compute.empty()) j["compute_efficiency"] = compute;
   if (f.memory_bound_time) j["memory_bound_time"] = *f.memory_bound_time;
   if (f.collective_time) j["collective_time"] = *f.collective_time;
+  if (f.nvlink_efficiency) j["nvlink_efficiency"] = *f.nvlink_efficiency;
+  if (f.network_efficiency) j["network_efficiency"] = *f.network_efficiency;
+  if (f.host_launch_time) j["host_launch_time"] = *f.host_launch_time;
   OrderedJson fit;
   fit["runs"] = f.runs;
   fit["run_count"] = f.run_count;
@@ -293,6 +328,9 @@ std::string profile_to_json(const Profile& profile) {
   doc["version"] = PROFILE_VERSION;
   if (!profile.harness_json.empty()) doc["harness"] = OrderedJson::parse(profile.harness_json);
   if (!profile.device_json.empty()) doc["device"] = OrderedJson::parse(profile.device_json);
+  if (!profile.launch_json.empty()) doc["launch"] = OrderedJson::parse(profile.launch_json);
+  if (!profile.attention_json.empty())
+    doc["attention"] = OrderedJson::parse(profile.attention_json);
   OrderedJson tables = OrderedJson::array();
   for (const CollectiveTable& t : profile.collectives) {
     OrderedJson j;
@@ -302,6 +340,11 @@ std::string profile_to_json(const Profile& profile) {
     j["gpu"] = t.gpu;
     j["program"] = t.program;
     j["source"] = t.source;
+    if (!t.op_inferred_from.empty()) j["op_inferred_from"] = t.op_inferred_from;
+    if (!t.dtype.empty()) j["dtype"] = t.dtype;
+    if (!t.env.empty()) j["env"] = t.env;
+    if (!t.forced_algo.empty()) j["forced"]["algo"] = t.forced_algo;
+    if (!t.forced_proto.empty()) j["forced"]["proto"] = t.forced_proto;
     OrderedJson points = OrderedJson::array();
     for (const CollectivePoint& p : t.points) {
       OrderedJson q;
@@ -310,6 +353,9 @@ std::string profile_to_json(const Profile& profile) {
       if (p.out_of_place_seconds) q["out_of_place_us"] = *p.out_of_place_seconds / US;
       if (p.in_place_seconds) q["in_place_us"] = *p.in_place_seconds / US;
       q["source"] = p.source;
+      if (p.weight != 1) q["weight"] = p.weight;
+      if (p.out_of_place_outlier) q["out_of_place_outlier"] = true;
+      if (p.in_place_outlier) q["in_place_outlier"] = true;
       points.push_back(q);
     }
     j["points"] = points;
@@ -324,16 +370,15 @@ std::string profile_to_json(const Profile& profile) {
   }
   put_harness_sections(doc, profile);
   if (profile.factors) doc["factors"] = factors_json(*profile.factors);
+  if (profile.network) doc["network"] = fitted_network_to_json(*profile.network);
   return dump_json(doc, 2) + "\n";
 }
 
 void write_profile(const Profile& profile, const std::string& path) {
-  std::ofstream out(path);
-  out << profile_to_json(profile);
-  out.close();
-  if (!out) {
-    throw CalibrationError(
-        fmt::format("{}: cannot write the profile; check the folder exists and is writable", path));
+  // Replaced in one step: a full disk leaves the old profile, not a truncated one.
+  if (const auto why = replace_file(path, profile_to_json(profile))) {
+    throw CalibrationError(fmt::format(
+        "{}: cannot write the profile ({}); check the folder exists and is writable", path, *why));
   }
 }
 
@@ -357,6 +402,8 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   // loom-harness's description of itself and the device: kept, not used.
   if (r.has("harness")) profile.harness_json = r.raw("harness").dump();
   if (r.has("device")) profile.device_json = r.raw("device").dump();
+  if (r.has("launch")) profile.launch_json = r.raw("launch").dump();
+  if (r.has("attention")) profile.attention_json = r.raw("attention").dump();
   if (r.has("gemm")) profile.gemms = read_array<GemmPoint>(r, path, "gemm", read_gemm);
   // Duplicates found through a map: a profile may hold many rows.
   std::map<std::tuple<topo::DType, std::int64_t, std::int64_t, std::int64_t>, size_t> gemm_rows;
@@ -397,19 +444,26 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     }
   }
   if (r.has("factors")) profile.factors = read_factors(r.child("factors"));
+  if (r.has("network")) profile.network = read_fitted_network(r.child("network"));
   r.finish();
   return profile;
 }
 
 std::optional<double> interpolate(const CollectiveTable& table, double bytes) {
   const auto& pts = table.points;
-  if (pts.empty() || !(bytes >= pts.front().bytes) || !(bytes <= pts.back().bytes)) {
+  // A point none of whose measured times follows the trend (weight 0) is skipped.
+  const auto sound = [](const CollectivePoint& p) { return p.weight > 0; };
+  const auto first = std::find_if(pts.begin(), pts.end(), sound);
+  const auto last = std::find_if(pts.rbegin(), pts.rend(), sound);
+  if (first == pts.end() || !(bytes >= first->bytes) || !(bytes <= last->bytes)) {
     return std::nullopt;
   }
-  auto hi = std::lower_bound(pts.begin(), pts.end(), bytes,
+  auto hi = std::lower_bound(first, last.base(), bytes,
                              [](const CollectivePoint& p, double b) { return p.bytes < b; });
+  while (!sound(*hi)) ++hi;  // stops at `last` at the latest
   if (hi->bytes == bytes) return hi->seconds;
   auto lo = hi - 1;
+  while (!sound(*lo)) --lo;  // stops at `first` at the latest
   // Power law between neighbours: straight in log-log, as a bandwidth curve looks.
   const double f = std::log(bytes / lo->bytes) / std::log(hi->bytes / lo->bytes);
   return std::exp(std::log(lo->seconds) + f * std::log(hi->seconds / lo->seconds));

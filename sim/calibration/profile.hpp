@@ -7,10 +7,12 @@
 // the engine through sim's CollectiveTimeOverride hook. A profile may also hold factors
 // fitted to measured runs (FitFactors), which scale the kernel model and collectives.
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/calibration/network_fit.hpp"
 #include "sim/calibration/trace_summary.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
@@ -25,10 +27,15 @@ inline constexpr int PROFILE_VERSION = 1;
 /// One measured size of a collective.
 struct CollectivePoint {
   double bytes = 0;    ///< nccl-tests "size" (total buffer bytes), bytes
-  double seconds = 0;  ///< the time loom uses: mean of out-of-place and in-place, seconds
+  double seconds = 0;  ///< the time loom uses: mean of the sound measured times, seconds
   std::optional<double> out_of_place_seconds;  ///< as measured, seconds
   std::optional<double> in_place_seconds;      ///< as measured, seconds
   std::string source;                          ///< "file:line" of the row
+  /// Share of the measured times that follow the size/time trend (1; 0.5: one of two
+  /// broke it; 0: all did, and interpolation skips the point); a fit weighs the point by it.
+  double weight = 1;
+  bool out_of_place_outlier = false;  ///< the out-of-place time broke the trend
+  bool in_place_outlier = false;      ///< the in-place time broke the trend
 };
 
 /// One collective measured on one group: its sizes in increasing order.
@@ -39,6 +46,13 @@ struct CollectiveTable {
   std::string gpu;      ///< device name as the log printed it
   std::string program;  ///< the measuring program ("all_reduce_perf")
   std::string source;   ///< the file it was imported from
+  /// How the op was inferred when the log named no program (empty: named or stated):
+  /// "busbw/algbw 1.875 = 2(n-1)/n with n=16, redop sum, root -1".
+  std::string op_inferred_from;
+  std::string dtype;  ///< nccl-tests' "type" column ("float", "bfloat16"; empty: unknown)
+  std::map<std::string, std::string> env;  ///< NCCL_* variables the log shows were set
+  std::string forced_algo;   ///< NCCL_ALGO when set: not NCCL's own choice (empty: not set)
+  std::string forced_proto;  ///< NCCL_PROTO when set (empty: not set)
   std::vector<CollectivePoint> points;
 };
 
@@ -49,10 +63,15 @@ struct FitFactors {
   std::array<std::optional<double>, topo::DTYPE_COUNT> compute_efficiency;
   std::optional<double> memory_bound_time;  ///< memory-bound kernel time multiplier
   std::optional<double> collective_time;    ///< modelled collective time multiplier
-  std::string runs;                         ///< the runs file they were fitted to
-  int run_count = 0;                        ///< runs used
-  double mape_pct = 0;                      ///< mean |error| of step time over the runs, %
-  std::optional<double> loo_mape_pct;       ///< leave-one-out mean |error|, %
+  /// Link payload efficiency of NVLink (intra-node tier), in (0, 1] of the line rate.
+  std::optional<double> nvlink_efficiency;
+  /// Link payload efficiency of the inter-node tier (InfiniBand, RoCE, Ethernet), (0, 1].
+  std::optional<double> network_efficiency;
+  std::optional<double> host_launch_time;  ///< host seconds per eager launch multiplier
+  std::string runs;                        ///< the runs file they were fitted to
+  int run_count = 0;                       ///< runs used
+  double mape_pct = 0;                     ///< mean |error| of step time over the runs, %
+  std::optional<double> loo_mape_pct;      ///< leave-one-out mean |error|, %
 };
 
 /// The kernel-model scales of `factors` (unset ones 1).
@@ -91,8 +110,16 @@ struct Profile {
   /// loom-harness `harness` and `device` objects, kept as JSON text (empty: absent) so a
   /// profile read and written again keeps them.
   std::string harness_json, device_json;
+  /// loom-harness `launch` array (launch costs), kept as JSON text (empty: absent); the kernel
+  /// fit reads it (calibration/kernel_fit_profile.hpp).
+  std::string launch_json;
+  /// Fused attention timings (`attention[]`, scripts/device-check's SDPA sweep), kept as JSON
+  /// text (empty: absent); the kernel fit reads them (calibration/kernel_fit_profile.hpp).
+  std::string attention_json;
   std::vector<TraceSummary> traces;   ///< profiler traces of real runs (calibration/kineto.hpp)
   std::optional<FitFactors> factors;  ///< fitted factors, when `calibrate fit` wrote them
+  /// The network fitted to the collective tables (`calibrate fit-network`; network_fit.hpp).
+  std::optional<FittedNetwork> network;
 };
 
 /// The kernel-model tables of `profile`'s GEMM and memory points (topo::MeasuredKernelModel):
@@ -108,7 +135,8 @@ void add_table(Profile& profile, CollectiveTable table);
 
 /// The profile as JSON text (docs/calibration.md), two-space indent, trailing newline.
 std::string profile_to_json(const Profile& profile);
-/// Writes the profile to `path`; throws CalibrationError when the file cannot be written.
+/// Writes the profile to `path` in one step (replace_file: a failed write leaves the old file);
+/// throws CalibrationError with the system's reason when the file cannot be written.
 void write_profile(const Profile& profile, const std::string& path);
 /// Reads a profile file; throws ConfigError naming the file and JSON pointer on a missing,
 /// malformed or other-version file.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <map>
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
@@ -159,10 +158,9 @@ double record_step(const Json& rec, const models::TrainingPlan& plan, int gpus,
        "no measurement loom can fit to; give iteration_time_s or tokens_per_sec_per_gpu");
 }
 
-MeasuredRun read_record(
-    const Json& rec, const std::string& file, const std::string& at,
-    const std::optional<std::string>& default_cluster,
-    std::map<std::pair<std::string, int>, std::shared_ptr<const topo::Cluster>>& clusters) {
+MeasuredRun read_record(const Json& rec, const std::string& file, const std::string& at,
+                        const std::optional<std::string>& default_cluster,
+                        const std::shared_ptr<ClusterCache>& clusters) {
   if (!rec.is_object()) fail(file, at, "a run record must be a JSON object");
   MeasuredRun run;
   run.where = file + "#" + at;
@@ -188,12 +186,11 @@ MeasuredRun read_record(
     fail(file, at + "/hardware/num_gpus",
          fmt::format("invalid value {}; allowed: at most {} GPUs (docs/limits.md)", *gpus,
                      MAX_CLUSTER_GPUS));
-  auto& c = clusters[{*cluster, static_cast<int>(*gpus)}];
-  if (!c) {
-    c = std::make_shared<const topo::Cluster>(
-        topo::load_cluster(topo::ClusterRequest{*cluster, std::nullopt, static_cast<int>(*gpus)}));
-  }
-  run.cluster = c;
+  // Built now so a bad cluster fails at its record; held by the bounded cache, not the run.
+  clusters->get(*cluster, static_cast<int>(*gpus));
+  run.cluster_name = *cluster;
+  run.gpus = static_cast<int>(*gpus);
+  run.clusters = clusters;
   run.model = record_model(rec, file, at);
   PlanInput in = record_plan(rec, file, at);
   if (loom && stated(*loom, "plan")) {
@@ -208,8 +205,32 @@ MeasuredRun read_record(
 
 }  // namespace
 
+ClusterCache::ClusterCache(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+
+std::shared_ptr<const topo::Cluster> ClusterCache::get(const std::string& name, int gpus) {
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->name == name && it->gpus == gpus) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return entries_.front().cluster;
+    }
+  }
+  auto cluster = std::make_shared<const topo::Cluster>(
+      topo::load_cluster(topo::ClusterRequest{name, std::nullopt, gpus}));
+  ++builds_;
+  entries_.push_front({name, gpus, cluster});
+  while (entries_.size() > capacity_) entries_.pop_back();
+  return cluster;
+}
+
+std::shared_ptr<const topo::Cluster> MeasuredRun::cluster_ref() const {
+  if (cluster) return cluster;
+  check_invariant(clusters != nullptr, "a measured run without a cluster");
+  return clusters->get(cluster_name, gpus);
+}
+
 std::vector<MeasuredRun> read_runs(const std::string& path,
-                                   const std::optional<std::string>& default_cluster) {
+                                   const std::optional<std::string>& default_cluster,
+                                   size_t cluster_capacity) {
   const Json doc = load_json_file(path, "runs");
   const bool wrapped = doc.is_object() && doc.contains("runs");
   const Json& runs = wrapped ? doc["runs"] : doc;
@@ -217,7 +238,7 @@ std::vector<MeasuredRun> read_runs(const std::string& path,
   if (!runs.is_array() || runs.empty())
     fail(path, wrapped ? "/runs" : "",
          "expected a non-empty array of run records (or {\"runs\": [...]})");
-  std::map<std::pair<std::string, int>, std::shared_ptr<const topo::Cluster>> clusters;
+  auto clusters = std::make_shared<ClusterCache>(cluster_capacity);
   std::vector<MeasuredRun> out;
   for (size_t i = 0; i < runs.size(); ++i)
     out.push_back(

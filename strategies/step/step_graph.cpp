@@ -21,6 +21,8 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   if (o.network == sim::NetworkMode::IDEAL) e.cost.nccl_overheads = false;
   e.collective_override = o.collective_override.get();
   e.collective_time_scale = o.collective_time_scale;
+  e.link_efficiency = o.link_efficiency;
+  e.nccl_tuning = o.nccl_tuning;
   if (o.progress) {
     const auto span = StepGraph::ENGINE_PROGRESS;
     e.progress = [progress = o.progress, span](double done) {

@@ -249,8 +249,8 @@ TEST_CASE("cli::HtmlReport: the kernel model row names what the calibration prof
     text << in.rdbuf();
     return text.str();
   };
-  // Fitted factors only (compute_efficiency bf16 0.85, collective_time 1.3): the datasheet
-  // model, scaled; no measured kernel times.
+  // Fitted factors only (compute_efficiency bf16 0.85, memory_bound_time 1.14, link
+  // efficiencies): the datasheet model, scaled; no measured kernel times.
   const std::string factors = report("examples/calibration/fitted_synthetic.json");
   CHECK(factors.find("measured kernel times") == std::string::npos);
   CHECK(factors.find("<tr><th>kernel model</th><td class=\"text\">the datasheet kernel model") !=
@@ -258,7 +258,7 @@ TEST_CASE("cli::HtmlReport: the kernel model row names what the calibration prof
   CHECK(factors.find("scaled by the fitted factors of the calibration profile "
                      "examples/calibration/fitted_synthetic.json (bf16 matmul efficiency x0.85") !=
         std::string::npos);
-  CHECK(factors.find("modelled times x1.30") != std::string::npos);
+  CHECK(factors.find("memory-bound time x1.14") != std::string::npos);
   // Measured GEMMs and bandwidth, no factors.
   const std::string measured = report("tests/sim/calibration_data/harness_synthetic.json");
   CHECK(measured.find("<tr><th>kernel model</th><td class=\"text\">measured kernel times") !=

@@ -65,16 +65,27 @@ TEST_CASE("strategies::Heterogeneous: every GPU type must run the plan's precisi
 }
 
 TEST_CASE("strategies::Heterogeneous: --scale-swizzle needs a GPU type with block scales") {
-  // H100 and A100: auto is delayed on both, so nothing is block-scaled.
+  // Two DGX H100 nodes: auto is delayed on Hopper, so nothing is block-scaled.
   const models::ModelSpec model = models::model_preset("llama3-8b");
   models::TrainingPlan p = plan(1, 1, 16);
   p.precision = models::Precision::FP8;
   p.scale_swizzle = true;
-  CHECK_THROWS_WITH_AS(
-      validate_plan_on_cluster(model, p, mixed()),
-      doctest::Contains(
-          "h100-sxm (hopper: delayed), a100-sxm-80gb (ampere: delayed) has no block scales"),
-      PlanError);
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, topo::load_cluster({"dgx-h100", 2, {}})),
+                       doctest::Contains("h100-sxm (hopper: delayed) has no block scales"),
+                       PlanError);
+}
+
+TEST_CASE("strategies::Heterogeneous: FP8 needs FP8 tensor cores on every GPU type") {
+  // H100 and A100: the A100s have no FP8 tensor cores (Transformer Engine refuses FP8 below
+  // compute capability 8.9), so an FP8 plan cannot run on this cluster.
+  const models::ModelSpec model = models::model_preset("llama3-8b");
+  models::TrainingPlan p = plan(1, 1, 16);
+  p.precision = models::Precision::FP8;
+  CHECK_THROWS_WITH_AS(validate_plan_on_cluster(model, p, mixed()),
+                       doctest::Contains("fp8 needs FP8 tensor cores, which a100-sxm-80gb"),
+                       PlanError);
+  p.precision = models::Precision::BF16;
+  CHECK_NOTHROW(validate_plan_on_cluster(model, p, mixed()));
 }
 
 TEST_CASE("strategies::Heterogeneous: half H100, half A100 — symmetric and full agree") {

@@ -1,0 +1,2 @@
+calibrate import tests/sim/calibration_data/real_logs/nccl-tests_all_reduce_h100_32gpu_4node_vm.log --op all_gather -o /dev/null
+exit: 2
