@@ -40,9 +40,9 @@ TEST_CASE("harness::Options: subcommands take their flags") {
 }
 
 TEST_CASE("harness::Options: bad arguments name the argument and the fix") {
-  CHECK_THROWS_WITH_AS(parse_options({"bench"}),
-                       "unknown subcommand \"bench\": use info, gemm, memory, nccl or launch (--help)",
-                       UsageError);
+  CHECK_THROWS_WITH_AS(
+      parse_options({"bench"}),
+      "unknown subcommand \"bench\": use info, gemm, memory, nccl or launch (--help)", UsageError);
   CHECK_THROWS_WITH_AS(parse_options({"gemm", "-b", "8"}),
                        "gemm -b: unknown option (see loom-harness --help)", UsageError);
   CHECK_THROWS_WITH_AS(parse_options({"gemm", "--dtype", "bf16,int8"}),
