@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
@@ -18,6 +19,7 @@
 #include "cli/progress.hpp"
 #include "cli/search_shards.hpp"
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
 #include "strategies/capacity/capacity.hpp"
@@ -44,6 +46,7 @@ struct PlanCommandFlags {
   std::string format;
   std::string chart;
   PlanFlags plan;
+  std::string calibration;  // profile with a fitted network; empty: loom's defaults
 };
 
 // "15T" -> 1.5e13: a count with an optional K, M, B (or G) or T suffix (powers of 1000).
@@ -68,6 +71,13 @@ double parse_tokens(const std::string& text) {
       !std::isfinite(number * factor)) {
     throw ValidationError::bad_value("--tokens", text,
                                      "a positive token count, e.g. 15T, 300B, 2.5e12");
+  }
+  if (number * factor > MAX_TRAINING_TOKENS) {
+    throw ValidationError::bad_value(
+        "--tokens", text,
+        fmt::format("a token count up to {:g} (loom's limit MAX_TRAINING_TOKENS, "
+                    "docs/limits.md; the largest published runs train on about 4e13)",
+                    MAX_TRAINING_TOKENS));
   }
   return number * factor;
 }
@@ -146,10 +156,10 @@ std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput&
     const std::string who = fmt::format("{} x {}", out.targets[near->target].label, near->gpus);
     if (sel.by_days) {
       throw InfeasibleError(fmt::format(
-          "--days {:g}: no configuration finishes within {:g} day{}; the fastest, {}, takes {:.1f} "
+          "--days {:g}: no configuration finishes within {:g} day{}; the fastest, {}, takes {} "
           "days (expected); allow more days or try more GPUs (--gpus)",
           sel.limit, sel.limit, sel.limit == 1 ? "" : "s", who,
-          near->run.expected_s / strategies::SECONDS_PER_DAY));
+          plan_days_text(near->run.expected_s, 1)));
     }
     throw InfeasibleError(fmt::format(
         "--budget {:g}: no configuration costs {:g} USD or less; the cheapest, {}, costs {:.2f} "
@@ -186,11 +196,10 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
                              "to {} GPUs)",
                              format_grouped(strategies::DEFAULT_SWEEP_MAX_GPUS)))
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 19));
-  auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days")
-                   ->check(CLI::PositiveNumber);
-  auto* budget =
-      app.add_option("--budget", f.budget, "the fastest configuration costing at most B US dollars")
-          ->check(CLI::PositiveNumber);
+  // Checked in check_limits: CLI::PositiveNumber's message spells its bound in 309 digits.
+  auto* days = app.add_option("--days", f.days, "the cheapest configuration finishing in D days");
+  auto* budget = app.add_option("--budget", f.budget,
+                                "the fastest configuration costing at most B US dollars");
   days->excludes(budget);
   app.add_option("--price", f.price, "price per GPU-hour in US dollars, per GPU type: h100=2.10");
   app.add_option("--pue", f.pue, "power usage effectiveness (facility / IT power)")
@@ -216,7 +225,11 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
   app.add_option("--network", f.network, "network model: flow|analytical|ideal")
       ->check(CLI::IsMember({"flow", "analytical", "ideal"}))
       ->capture_default_str();
-  app.add_option("--chart", f.chart, "also write an SVG chart (days vs GPUs, cost) to FILE");
+  app.add_option("--calibration", f.calibration,
+                 "profile with a fitted network (`loom calibrate fit-network`): collectives "
+                 "timed with its parameters on every target");
+  app.add_option("--chart", f.chart, "also write an SVG chart (days vs GPUs, cost) to FILE")
+      ->check(output_path_check());
   add_format_flag(app, f.format, {"table", "json", "csv"});
   add_plan_flags(app, f.plan);
 }
@@ -240,7 +253,18 @@ strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
   return o;
 }
 
+// --days and --budget: positive and finite.
+void check_limits(const PlanCommandFlags& f) {
+  const auto check = [](const std::optional<double>& value, const char* flag, const char* what) {
+    if (value && !(*value > 0 && std::isfinite(*value)))
+      throw ValidationError::bad_value(flag, fmt::format("{:g}", *value), what);
+  };
+  check(f.days, "--days", "a positive number of days, e.g. 30");
+  check(f.budget, "--budget", "a positive number of US dollars, e.g. 2e6");
+}
+
 int run_plan(const PlanCommandFlags& f) {
+  check_limits(f);
   if (!f.chart.empty()) check_output_path(f.chart, "--chart");  // before minutes of search
   const models::ModelSpec model = models::load_model(f.model, "--model");
   PlanOutput out;
@@ -265,6 +289,19 @@ int run_plan(const PlanCommandFlags& f) {
     }
     return 0;
   }
+  const Format format = parse_format(f.format);
+  std::optional<NetworkCalibration> calibrated;
+  for (const auto& t : out.targets) {
+    if (f.calibration.empty()) break;
+    // One network for every target; each target whose GPU differs is named.
+    NetworkCalibration c = require_fitted_network(
+        f.calibration, nullptr, t.gpu, out.options.search.simulate, format == Format::JSON);
+    if (!calibrated) calibrated = c;
+    for (const auto& note : c.notes)
+      if (std::find(calibrated->notes.begin(), calibrated->notes.end(), note) ==
+          calibrated->notes.end())
+        calibrated->notes.push_back(note);
+  }
   ProgressBar bar = ProgressBar::on_stderr("loom plan");
   out.options.progress = [&bar](std::size_t index, std::size_t total) {
     bar.update(total > 0 ? static_cast<double>(index + 1) / static_cast<double>(total) : 1.0);
@@ -273,13 +310,23 @@ int run_plan(const PlanCommandFlags& f) {
   check_any_feasible(out);
   out.selection = select(f, out);
   if (!f.chart.empty()) write_output_file(f.chart, render_plan_svg(out), "--chart");
-  const Format format = parse_format(f.format);
-  if (format == Format::JSON)
+  if (format == Format::JSON && calibrated) {
+    OrderedJson doc = OrderedJson::parse(render_plan_json(out));
+    doc["context"]["calibration"] = coverage_json(
+        f.calibration, calibrated->network,
+        tier_coverage(calibrated->network, out.targets.front().gpus_per_node), calibrated->notes);
+    std::cout << render_document(doc);
+  } else if (format == Format::JSON)
     std::cout << render_plan_json(out);
   else if (format == Format::CSV)
     std::cout << render_plan_csv(out);
   else
     std::cout << render_plan_table(out);
+  if (format == Format::TABLE && calibrated) {
+    std::cout << "\n"
+              << coverage_note(
+                     tier_coverage(calibrated->network, out.targets.front().gpus_per_node));
+  }
   return 0;
 }
 

@@ -86,6 +86,16 @@ std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) 
         for (const auto& l : opt->get_lnames())
           if ("--" + l == flag) type = opt->get_type_name();
       const bool integer = type.find("INT") != std::string::npos;
+      // Digits that did not convert: too large for the flag's integer type, not a fraction.
+      const bool digits =
+          value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
+          value.size() > (value[0] == '-' ? 1u : 0u);
+      if (integer && digits) {
+        return fmt::format(
+            "{}: '{}' is a whole number out of range; see `{} --help` for the "
+            "values it takes",
+            flag, value, command);
+      }
       return fmt::format("{}: '{}' is not {}; see `{} --help`", flag, value,
                          integer                                   ? "a whole number"
                          : type.find("FLOAT") != std::string::npos ? "a number"

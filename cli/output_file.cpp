@@ -4,12 +4,12 @@
 #include <unistd.h>  // access (POSIX)
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include "common/error.hpp"
+#include "common/file_output.hpp"
 
 namespace loom::cli {
 namespace {
@@ -31,8 +31,9 @@ void check_output_path(const std::string& path, std::string_view flag) {
   if (fs::exists(st)) {
     if (fs::is_directory(st)) fail(flag, path, "it is a directory");
     if (access(path.c_str(), W_OK) != 0) fail(flag, path, std::strerror(errno));
-    return;
+    if (!fs::is_regular_file(st)) return;  // /dev/null, a FIFO: written in place
   }
+  // The file is replaced through a temporary file beside it: its folder must be writable.
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec)) fail(flag, path, fmt::format("no directory {}", dir.string()));
@@ -40,18 +41,18 @@ void check_output_path(const std::string& path, std::string_view flag) {
     fail(flag, path, fmt::format("directory {}: {}", dir.string(), std::strerror(errno)));
 }
 
+CLI::Validator output_path_check() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        return path.empty() ? "invalid value ''; allowed: a writable file path (the path is empty)"
+                            : "";
+      },
+      "FILE");
+}
+
 void write_output_file(const std::string& path, std::string_view content, std::string_view flag) {
-  // stdio rather than a stream: fclose reports a failed final flush (a full disk) with errno.
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) fail(flag, path, std::strerror(errno));
-  const size_t written = std::fwrite(content.data(), 1, content.size(), file);
-  const int write_errno = errno;
-  const bool flushed = std::fflush(file) == 0;
-  const int flush_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  if (written != content.size()) fail(flag, path, std::strerror(write_errno));
-  if (!flushed) fail(flag, path, std::strerror(flush_errno));
-  if (!closed) fail(flag, path, std::strerror(errno));
+  if (path.empty()) fail(flag, path, "the path is empty");
+  if (const auto why = replace_file(path, content)) fail(flag, path, *why);
 }
 
 }  // namespace loom::cli

@@ -1,7 +1,9 @@
 #pragma once
-// Files the CLI writes besides stdout (`--report`): the path is checked before any work
-// starts, so a typo costs nothing, and the write is checked to the end (a full disk is an
-// error, not a silently lost file).
+// Files the CLI writes besides stdout (--report, --trace, --chart): the path is checked before
+// any work starts, so a typo costs nothing, and the write replaces the file only once all of
+// it reached the disk (a full disk is an error and leaves the old file, not a partial one).
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -12,7 +14,12 @@ namespace loom::cli {
 /// directory. Throws ValidationError naming `flag` and the reason.
 void check_output_path(const std::string& path, std::string_view flag);
 
-/// Writes `content` to `path` (truncating it) and checks every byte reached it. Throws
+/// The check of an output-file flag (--trace, --chart): an empty path is refused, as
+/// check_output_path refuses it, instead of reading as the flag left out.
+CLI::Validator output_path_check();
+
+/// Replaces `path` with `content` in one step (common/file_output.hpp: a temporary file in
+/// the same folder, renamed over it), so a failed write leaves the old file whole. Throws
 /// ValidationError naming `flag`, the path and the system's reason when it cannot.
 void write_output_file(const std::string& path, std::string_view content, std::string_view flag);
 

@@ -38,15 +38,14 @@ std::string money(double usd) {
 
 std::string energy(double joules) {
   const double mwh = joules / MWH_J;
-  if (mwh >= 10000) return fmt::format("{:.1f} GWh", mwh / 1000);
-  if (mwh < 10) return fmt::format("{} kWh", format_grouped(std::llrint(mwh * 1000)));
-  return fmt::format("{} MWh", format_grouped(std::llrint(mwh)));
+  if (mwh >= 10000 && mwh < 1e15) return fmt::format("{:.1f} GWh", mwh / 1000);
+  if (mwh < 10) return fmt::format("{} kWh", format_rounded(mwh * 1000));
+  return fmt::format("{} MWh", format_rounded(mwh));
 }
 
-// Days with one decimal, or three below one day.
+// Days with one decimal, or three below one day (plan_days_text).
 std::string days(double seconds) {
-  const double d = seconds / DAY_S;
-  return d < 1 ? fmt::format("{:.3f}", d) : fmt::format("{:.1f}", d);
+  return plan_days_text(seconds, 3);
 }
 
 // The first feasible row (its plan holds what every row shares: batch, precision, ...).
@@ -109,11 +108,16 @@ std::string selection_line(const PlanOutput& out) {
           : fmt::format("fastest within a budget of {}", money(sel.limit));
   return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
                      format_grouped(r.gpus), plan_label(r.plan), days(r.run.expected_s),
-                     format_grouped(std::llrint(r.gpu_hours)),
-                     r.cost ? ", " + money(*r.cost) : std::string());
+                     format_rounded(r.gpu_hours), r.cost ? ", " + money(*r.cost) : std::string());
 }
 
 }  // namespace
+
+std::string plan_days_text(double seconds, int small_digits) {
+  const double d = seconds / DAY_S;
+  if (!std::isfinite(d) || d >= 1e6) return fmt::format("{:.3g}", d);
+  return d < 1 ? fmt::format("{:.{}f}", d, small_digits) : fmt::format("{:.1f}", d);
+}
 
 std::string render_plan_table(const PlanOutput& out) {
   std::string s = header(out);
@@ -134,12 +138,11 @@ std::string render_plan_table(const PlanOutput& out) {
     const auto& t = out.targets[r.target];
     std::vector<std::string> cells = {t.label, format_grouped(r.gpus), format_grouped(r.nodes)};
     if (r.feasible) {
-      cells.insert(
-          cells.end(),
-          {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
-           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
-           format_percent(r.run.goodput), days(r.run.expected_s),
-           format_grouped(std::llrint(r.gpu_hours)), energy(r.energy_joules)});
+      cells.insert(cells.end(),
+                   {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+                    days(r.run.ideal_s), duration(r.run.mtbf_s),
+                    duration(r.run.checkpoint_interval_s), format_percent(r.run.goodput),
+                    days(r.run.expected_s), format_rounded(r.gpu_hours), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");

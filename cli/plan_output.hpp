@@ -32,6 +32,10 @@ struct PlanOutput {
   std::optional<PlanSelection> selection;
 };
 
+/// `seconds` in days: one decimal, `small_digits` below one day, three significant digits
+/// from a million days on ("2.5e+12") or when not finite.
+std::string plan_days_text(double seconds, int small_digits);
+
 /// The table (header lines, one row per configuration, notes, the selection).
 std::string render_plan_table(const PlanOutput& out);
 /// The versioned JSON document.

@@ -31,10 +31,29 @@ std::string partial_json(const strategies::SearchTally& tally, const strategies:
   return j.dump() + "\n";
 }
 
+// Shards of one space hold each candidate once: their sums stay within the space's (and so
+// never overflow, each count being at most 2^53).
+void check_merged_counts(const strategies::SearchTally& merged,
+                         const strategies::SearchSpace& space, const std::string& file) {
+  std::int64_t candidates = 0;
+  if (__builtin_mul_overflow(space.shapes(), space.switch_combinations(), &candidates))
+    candidates = INT64_MAX;
+  if (merged.shapes > space.shapes() || merged.enumerated > candidates ||
+      merged.invalid + merged.out_of_memory + merged.fitting > merged.enumerated) {
+    throw ValidationError(
+        "--merge", fmt::format("--merge: with {} the shards count {} shapes and {} candidates, "
+                               "more than the search has ({} and {}); a file is damaged or of "
+                               "another split: run its shard again",
+                               file, merged.shapes, merged.enumerated, space.shapes(), candidates));
+  }
+}
+
 // Reads, checks and merges the partial results: one search (the fingerprint, tally_from_json),
-// the same --exact / --sample, shards 0 .. N-1 once each.
+// the same --exact / --sample, shards 0 .. N-1 once each, rows the shard's own (verify_tally).
 strategies::SearchTally merge_partials(const std::vector<std::string>& files,
+                                       const models::ModelSpec& model,
                                        const strategies::SearchSpace& space,
+                                       const topo::Cluster& cluster,
                                        const strategies::SearchOptions& options) {
   strategies::SearchTally merged;
   std::vector<std::string> seen;
@@ -76,7 +95,9 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
                                  file, tally.keep_best, tally.keep_sample, options.exact_count(),
                                  options.sample));
     }
+    strategies::verify_tally(model, space, cluster, options, tally, shard, file);
     merged.merge(tally);
+    check_merged_counts(merged, space, file);
   }
   for (int k = 0; k < count; ++k) {
     if (seen[static_cast<size_t>(k)].empty())
@@ -142,7 +163,8 @@ std::optional<strategies::SearchResult> run_sharded_search(const models::ModelSp
   }
   if (!flags.merge.empty())
     return strategies::finish_search(model, space, cluster,
-                                     merge_partials(flags.merge, space, options), options);
+                                     merge_partials(flags.merge, model, space, cluster, options),
+                                     options);
   MpiWorld world;
   if (world.size() == 1) return strategies::run_search(model, space, cluster, options);
   // Every rank: its shard of the fast tier, gathered as JSON at rank 0.

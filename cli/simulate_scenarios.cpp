@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
+#include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_fields.hpp"
@@ -116,7 +119,22 @@ void add_scenario_flags(CLI::App& app, ScenarioFlags& f) {
   app.add_option("--slow-link-random", f.slow_link_random,
                  "FRACTION:MEAN: each scale-out link is slow with probability FRACTION, by 1 + an "
                  "exponential of mean MEAN - 1");
+  // Checked as text: CLI11 would read 2^64, 1e23 or -1 as 2^64 - 1.
   app.add_option("--seed", f.seed, "seed of the random straggler and slow-link draws")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::uint64_t value = 0;
+            const char* end = text.data() + text.size();
+            const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+            if (text.empty() || ec != std::errc() || ptr != end) {
+              return fmt::format(
+                  "invalid value '{}'; allowed: a whole number from 0 to 2^64 - 1 "
+                  "(18446744073709551615)",
+                  printable(text, MAX_ECHO_BYTES));
+            }
+            return "";
+          },
+          "UINT"))
       ->capture_default_str();
   app.add_option(
       "--host-launch", f.host_launch,

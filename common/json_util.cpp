@@ -72,10 +72,18 @@ void write_excerpt(const nlohmann::json& v, std::string& out, size_t budget) {
 }  // namespace
 
 // nlohmann parses iteratively, but everything that walks the value afterwards (dump, copies,
-// comparisons) recurses: the depth is checked before the parser sees the text.
-void check_json_depth(std::string_view text, const std::string& origin) {
+// comparisons) recurses: the depth is checked before the parser sees the text. The values are
+// counted here too, before nlohmann allocates 50 to 120 bytes for each: "{}," is 3 bytes of
+// text but one heap-allocated object parsed.
+void check_json_bounds(std::string_view text, const std::string& origin) {
   int depth = 0;
-  bool in_string = false, escaped = false;
+  bool in_string = false, escaped = false, opened = false;
+  // Values: the root, plus one per comma, plus one per non-empty array or object.
+  std::int64_t values = 1;
+  const auto fail = [&](size_t i, const std::string& what) {
+    const auto [line, column] = line_column(text, i);
+    throw ConfigError(origin, "", fmt::format("{}:{}:{}: {}", origin, line, column, what));
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
@@ -85,26 +93,37 @@ void check_json_depth(std::string_view text, const std::string& origin) {
         escaped = true;
       else if (c == '"')
         in_string = false;
-    } else if (c == '"') {
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    if (opened && c != ']' && c != '}') ++values;
+    opened = false;
+    if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
+      opened = true;
       if (++depth > MAX_JSON_DEPTH) {
-        const auto [line, column] = line_column(text, i);
-        throw ConfigError(
-            origin, "",
-            fmt::format("{}:{}:{}: JSON nested deeper than {} levels (loom's limit "
-                        "MAX_JSON_DEPTH, docs/limits.md); loom inputs nest a few levels: check "
-                        "that this is the right file",
-                        origin, line, column, MAX_JSON_DEPTH));
+        fail(i, fmt::format("JSON nested deeper than {} levels (loom's limit MAX_JSON_DEPTH, "
+                            "docs/limits.md); loom inputs nest a few levels: check that this is "
+                            "the right file",
+                            MAX_JSON_DEPTH));
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (c == ',') {
+      ++values;
+    }
+    if (values > MAX_JSON_VALUES) {
+      fail(i, fmt::format("JSON holds more than {} values (loom's limit MAX_JSON_VALUES, "
+                          "docs/limits.md); check that this is the right file, or profile "
+                          "fewer steps",
+                          MAX_JSON_VALUES));
     }
   }
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin) {
-  check_json_depth(text, origin);
+  check_json_bounds(text, origin);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -210,12 +229,24 @@ std::string ObjectReader::get_string(std::string_view key) {
   const auto& v = raw(key);
   if (!v.is_string()) fail(key, json_excerpt(v), "a string");
   const auto& text = v.get_ref<const std::string&>();
-  if (!is_printable(text)) fail(key, json_excerpt(v), "a string without control characters");
+  if (!is_printable(text))
+    fail(key, json_excerpt(v), "a string without control characters or bidirectional overrides");
   return text;
 }
 
 std::string ObjectReader::get_string_or(std::string_view key, std::string_view fallback) {
   return has(key) ? get_string(key) : std::string(fallback);
+}
+
+std::string ObjectReader::get_name_or(std::string_view key, std::string_view fallback) {
+  if (!has(key)) return std::string(fallback);
+  std::string name = get_string(key);
+  if (name.size() > static_cast<size_t>(MAX_NAME_BYTES)) {
+    fail(key, json_excerpt(raw(key)),
+         fmt::format("a name of at most {} bytes (loom's limit MAX_NAME_BYTES, docs/limits.md)",
+                     MAX_NAME_BYTES));
+  }
+  return name;
 }
 
 double ObjectReader::get_number(std::string_view key) {

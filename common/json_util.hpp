@@ -34,12 +34,15 @@ nlohmann::json load_json_file(const std::string& path, std::string_view what,
                               std::int64_t max_bytes = MAX_CONFIG_FILE_BYTES);
 
 /// Parses JSON text; `origin` names it in errors. Throws ConfigError with line and column on
-/// malformed JSON, a number out of range ("1e400") or nesting deeper than MAX_JSON_DEPTH.
+/// malformed JSON, a number out of range ("1e400"), nesting deeper than MAX_JSON_DEPTH or more
+/// than MAX_JSON_VALUES values.
 nlohmann::json parse_json_text(std::string_view text, const std::string& origin);
 
-/// Throws ConfigError with line and column when `text` nests arrays and objects deeper than
-/// MAX_JSON_DEPTH (parse_json_text checks it; parsers of their own call it first).
-void check_json_depth(std::string_view text, const std::string& origin);
+/// Throws ConfigError with line and column, naming the limit, when `text` nests arrays and
+/// objects deeper than MAX_JSON_DEPTH or holds more than MAX_JSON_VALUES values (objects,
+/// arrays, strings, numbers, literals; an object member counts once). parse_json_text checks
+/// it; parsers of their own call it first. Linear in the text, allocates nothing.
+void check_json_bounds(std::string_view text, const std::string& origin);
 
 /// A short, printable excerpt of `value` for an error message: compact JSON cut after about
 /// MAX_ECHO_BYTES ("[1, 2, 3, ..."), whatever its size or depth.
@@ -61,6 +64,9 @@ class ObjectReader {
   /// path, printed back one day); throws ConfigError otherwise.
   std::string get_string(std::string_view key);
   std::string get_string_or(std::string_view key, std::string_view fallback);
+  /// A name (of a model, cluster, host, vertex): a printable string of at most
+  /// MAX_NAME_BYTES, since names are printed in every table; throws ConfigError otherwise.
+  std::string get_name_or(std::string_view key, std::string_view fallback);
   double get_number(std::string_view key);
   double get_number_or(std::string_view key, double fallback);
   /// An integer in [min, max]; throws ConfigError naming the key and the range when the

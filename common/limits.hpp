@@ -20,6 +20,11 @@ inline constexpr std::int64_t MAX_MEASUREMENT_FILE_BYTES = std::int64_t{512} << 
 /// Deepest nesting of arrays and objects in any JSON input; real inputs nest under 10.
 inline constexpr int MAX_JSON_DEPTH = 128;
 
+/// Most values (objects, arrays, strings, numbers, literals) in one JSON input. Parsed, each
+/// costs 50 to 120 bytes whatever its text ("{}," is 3 bytes), so this bounds a parse near
+/// 2 GB; a real profiler trace holds one value per ~20 bytes, so it admits ~300 MB traces.
+inline constexpr std::int64_t MAX_JSON_VALUES = std::int64_t{1} << 24;
+
 /// Most nodes in one cluster.
 inline constexpr int MAX_CLUSTER_NODES = 65536;
 
@@ -48,8 +53,16 @@ inline constexpr std::int64_t MAX_ENGINE_TASKS = std::int64_t{1} << 25;
 /// any parameter tensor a framework buckets, and the bucket count grows without bound.
 inline constexpr std::int64_t MIN_DP_BUCKET_BYTES = std::int64_t{64} << 10;
 
+/// Most tokens `loom plan --tokens` trains on: 25x the largest published runs (~4e13);
+/// GPU-hours and energy of any plan on them stay far inside the numbers loom prints.
+inline constexpr double MAX_TRAINING_TOKENS = 1e15;
+
 /// Longest piece of an input value that an error message echoes, in bytes.
 inline constexpr int MAX_ECHO_BYTES = 80;
+
+/// Longest name (of a model, cluster, host or vertex) an input file may give, in bytes:
+/// names are printed in every table and header.
+inline constexpr int MAX_NAME_BYTES = 256;
 
 /// Longest error message, in bytes: a backstop behind MAX_ECHO_BYTES.
 inline constexpr int MAX_MESSAGE_BYTES = 2048;

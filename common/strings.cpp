@@ -103,6 +103,19 @@ std::string escape_of(std::string_view text, std::size_t i, std::size_t length) 
   const auto second = static_cast<unsigned char>(text[i + 1]);
   if (length == 2 && b == 0xC2 && second <= 0x9F)
     return {'\\', 'u', '0', '0', hex[second >> 4], hex[second & 15]};
+  // Characters that reorder, hide or break the line around them (Trojan Source, CVE-2021-
+  // 42574): bidirectional marks, embeddings, overrides and isolates, zero-width characters,
+  // the line and paragraph separators, the byte-order mark.
+  char32_t code = 0;
+  (void)utf8_length(text, i, &code);
+  const bool hidden = code == 0x061C || (code >= 0x200B && code <= 0x200F) ||
+                      (code >= 0x2028 && code <= 0x202E) || (code >= 0x2060 && code <= 0x2069) ||
+                      code == 0xFEFF;
+  if (hidden) {
+    return {
+        '\\',          'u', hex[(code >> 12) & 15], hex[(code >> 8) & 15], hex[(code >> 4) & 15],
+        hex[code & 15]};
+  }
   return "";
 }
 

@@ -26,12 +26,15 @@ std::string to_lower(std::string_view text);
 std::size_t utf8_length(std::string_view text, std::size_t i, char32_t* code = nullptr);
 
 /// `text` made safe to print on one line of a terminal: control characters (C0, DEL, C1)
-/// become escapes (\n, \x1b, \u0085), bytes that are not UTF-8 become \xff;
+/// become escapes (\n, \x1b, \u0085), and so do characters that reorder or hide text
+/// (bidirectional overrides and isolates, zero-width characters, U+2028/2029, the BOM:
+/// \u202e); bytes that are not UTF-8 become \xff;
 /// valid printable UTF-8 passes unchanged. Output beyond `max_bytes` is cut at a character
 /// boundary and ends in "...".
 std::string printable(std::string_view text, std::size_t max_bytes = std::string::npos);
 
-/// Whether `text` is valid UTF-8 without control characters (what printable() leaves alone).
+/// Whether `text` is valid UTF-8 without control characters or the characters that reorder
+/// or hide text (what printable() leaves alone).
 bool is_printable(std::string_view text);
 
 }  // namespace loom

@@ -212,6 +212,11 @@ std::string format_grouped(std::int64_t value) {
   return out;
 }
 
+std::string format_rounded(double value) {
+  if (!std::isfinite(value) || std::fabs(value) >= 1e15) return fmt::format("{:.3g}", value);
+  return format_grouped(static_cast<std::int64_t>(std::llrint(value)));
+}
+
 std::string format_percent(double fraction, int digits) {
   return fmt::format("{:.{}f}%", 100.0 * fraction, digits);
 }

@@ -98,6 +98,10 @@ std::string format_count(double count, int digits = 2);
 /// A whole number with its thousands grouped by commas: 1234567 -> "1,234,567", -1000 ->
 /// "-1,000". Callers round a double with std::llrint (to nearest, ties to even, as "{:.0f}").
 std::string format_grouped(std::int64_t value);
+/// A double rounded to a whole number and grouped like format_grouped below 1e15 in magnitude;
+/// at or above it, or not finite, three significant digits ("1.23e+18", "inf"): never an
+/// out-of-range conversion to an integer.
+std::string format_rounded(double value);
 /// A fraction as a percentage: 0.395 -> "39.5%".
 std::string format_percent(double fraction, int digits = 1);
 

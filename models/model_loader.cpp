@@ -50,7 +50,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m = model_preset(r.get_string("base"), r.pointer_of("base"));
     from_base = true;
   }
-  m.name = r.get_string_or("name", from_base ? m.name : stem_of(origin));
+  m.name = r.get_name_or("name", from_base ? m.name : stem_of(origin));
   m.kind = get_enum_or(r, "kind", model_kind_names(), m.kind);
   auto size = [&](std::string_view key, std::int64_t current) {
     return (from_base || r.has(key) ? r.get_positive_int_or(key, current)

@@ -80,6 +80,9 @@ std::string_view to_string(BoundStatus status) {
   return "free";
 }
 
+// A pivot below this is taken as zero: its unknown is left 0 (a direction no data constrain).
+constexpr double TINY_PIVOT = 1e-300;
+
 std::vector<double> solve_dense(std::vector<std::vector<double>> a, std::vector<double> b) {
   const size_t n = b.size();
   for (size_t c = 0; c < n; ++c) {
@@ -88,7 +91,7 @@ std::vector<double> solve_dense(std::vector<std::vector<double>> a, std::vector<
       if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
     std::swap(a[c], a[p]);
     std::swap(b[c], b[p]);
-    if (a[c][c] == 0) continue;
+    if (std::abs(a[c][c]) < TINY_PIVOT) continue;
     for (size_t r = c + 1; r < n; ++r) {
       const double m = a[r][c] / a[c][c];
       for (size_t k = c; k < n; ++k) a[r][k] -= m * a[c][k];
@@ -99,7 +102,7 @@ std::vector<double> solve_dense(std::vector<std::vector<double>> a, std::vector<
   for (size_t i = n; i-- > 0;) {
     double s = b[i];
     for (size_t k = i + 1; k < n; ++k) s -= a[i][k] * x[k];
-    x[i] = a[i][i] == 0 ? 0 : s / a[i][i];
+    x[i] = std::abs(a[i][i]) < TINY_PIVOT ? 0 : s / a[i][i];
   }
   return x;
 }

@@ -57,7 +57,8 @@ using ResidualFunction = std::function<std::vector<double>(const std::vector<dou
 BoundedFit fit_bounded(const std::vector<FitParameter>& parameters,
                        const ResidualFunction& residuals, int max_iterations = 80);
 
-/// Solves the small dense system a x = b (Gaussian elimination, partial pivoting).
+/// Solves the small dense system a x = b (Gaussian elimination, partial pivoting); an unknown
+/// whose pivot vanishes is left 0.
 std::vector<double> solve_dense(std::vector<std::vector<double>> a, std::vector<double> b);
 
 }  // namespace loom::topo

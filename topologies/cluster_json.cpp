@@ -37,7 +37,8 @@ struct RawVertex {
 
 RawVertex read_vertex(ObjectReader& r, bool allow_node) {
   RawVertex out;
-  out.v.name = r.get_string("name");
+  (void)r.raw("name");  // required
+  out.v.name = r.get_name_or("name", "");
   if (out.v.name.empty() || out.v.name.find('/') != std::string::npos)
     r.fail("name", fmt::format("'{}'", out.v.name), "a non-empty name without '/'");
   out.v.kind = parse_vertex_kind(r.get_enum("kind", vertex_kind_names()));
@@ -309,7 +310,7 @@ HostsSpec read_hosts(ObjectReader& r) {
   h.host.memory_bytes = r.get_quantity_or("memory", Unit::BYTES, h.host.memory_bytes);
   if (!(h.host.memory_bytes > 0)) r.fail("memory", r.raw("memory").dump(), "a positive size");
   if (custom) h.host.source = "cluster file";
-  h.host.name = r.get_string_or("name", custom ? "custom host" : h.host.name);
+  h.host.name = r.get_name_or("name", custom ? "custom host" : h.host.name);
   r.finish();
   return h;
 }
@@ -328,7 +329,7 @@ Cluster parse_cluster_json(const std::string& text, const std::string& path,
   ObjectReader r(doc, path, "");
   r.allow({"comment", "$schema"});
   // Without a name the cluster is named after its file, printable (a path may hold any byte).
-  std::string name = r.get_string_or("name", printable(path));
+  std::string name = r.get_name_or("name", printable(path, MAX_NAME_BYTES));
   try {
     if (r.has("vertices") || r.has("links")) {
       if (r.has("node"))

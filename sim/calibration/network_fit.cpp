@@ -4,6 +4,8 @@
 // tiers a min() in the model blames), box bounds by projection, several deterministic starts.
 #include "sim/calibration/network_fit.hpp"
 
+#include "topologies/bounded_fit.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,40 +74,13 @@ bool is_latency(NetworkParam p) {
   return p == NetworkParam::INTRA_LATENCY_SCALE || p == NetworkParam::NET_LATENCY_SCALE;
 }
 
-// Solves A x = b (A symmetric positive definite, small) by Gaussian elimination with
-// partial pivoting; a zero pivot leaves that unknown 0.
-Vec solve(Mat a, Vec b) {
-  const size_t n = b.size();
-  for (size_t c = 0; c < n; ++c) {
-    size_t p = c;
-    for (size_t r = c + 1; r < n; ++r)
-      if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
-    std::swap(a[c], a[p]);
-    std::swap(b[c], b[p]);
-    if (std::abs(a[c][c]) < 1e-300) continue;
-    for (size_t r = c + 1; r < n; ++r) {
-      const double f = a[r][c] / a[c][c];
-      for (size_t k = c; k < n; ++k) a[r][k] -= f * a[c][k];
-      b[r] -= f * b[c];
-    }
-  }
-  Vec x(n, 0.0);
-  for (size_t c = n; c-- > 0;) {
-    if (std::abs(a[c][c]) < 1e-300) continue;
-    double s = b[c];
-    for (size_t k = c + 1; k < n; ++k) s -= a[c][k] * x[k];
-    x[c] = s / a[c][c];
-  }
-  return x;
-}
-
 Mat invert(const Mat& a) {
   const size_t n = a.size();
   Mat inv(n, Vec(n, 0.0));
   for (size_t c = 0; c < n; ++c) {
     Vec e(n, 0.0);
     e[c] = 1.0;
-    const Vec x = solve(a, e);
+    const Vec x = topo::solve_dense(a, e);
     for (size_t r = 0; r < n; ++r) inv[r][c] = x[r];
   }
   return inv;
@@ -226,7 +201,7 @@ class Fitter {
             a[k][k] = 1.0, b[k] = 0.0;
           }
         }
-        const Vec step = solve(a, b);
+        const Vec step = topo::solve_dense(a, b);
         Vec y = x;
         for (size_t k = 0; k < p; ++k) y[k] = std::clamp(x[k] + step[k], lo_[k], hi_[k]);
         const double c = evaluate(y, nullptr, nullptr, nullptr);

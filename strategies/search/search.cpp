@@ -11,10 +11,10 @@
 #include <tuple>
 
 #include "common/error.hpp"
-#include "strategies/plan/plan_rules.hpp"
 #include "common/seeded_draw.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_resolve.hpp"
+#include "strategies/plan/plan_rules.hpp"
 #include "strategies/search/fast_estimate.hpp"
 #include "strategies/search/fast_model.hpp"
 
@@ -219,6 +219,44 @@ void SearchTally::merge(const SearchTally& o) {
   sample.insert(sample.end(), o.sample.begin(), o.sample.end());
   trim(best, keep_best);
   trim(sample, keep_sample);
+}
+
+void verify_tally(const models::ModelSpec& model, const SearchSpace& space,
+                  const topo::Cluster& cluster, const SearchOptions& options,
+                  const SearchTally& tally, SearchShard shard, const std::string& source) {
+  const auto forged = [&](const char* list, size_t i, const RankedId& r, const std::string& why) {
+    throw ConfigError(source, fmt::format("/{}/{}", list, i),
+                      fmt::format("{}: /{}/{}: [{}, {}] {}; the file is damaged or was edited: "
+                                  "run that shard (--shard {}/{}) again",
+                                  source, list, i, r.key, r.id, why, shard.index, shard.count));
+  };
+  const auto check_ids = [&](const char* list, const std::vector<RankedId>& ranked) {
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      const std::int64_t shape =
+          ranked[i].id / std::max<std::int64_t>(1, space.switch_combinations());
+      if (shape % shard.count != shard.index) forged(list, i, ranked[i], "is not of this shard");
+      if (i > 0 && !(ranked[i - 1] < ranked[i]))
+        forged(list, i, ranked[i], "is out of order or repeated");
+    }
+  };
+  check_ids("best", tally.best);
+  check_ids("sample", tally.sample);
+  for (size_t i = 0; i < tally.sample.size(); ++i)
+    if (tally.sample[i].key != sample_key(tally.sample[i].id))
+      forged("sample", i, tally.sample[i], "is not the candidate's sampling hash");
+  // The ranking keys are printed as the fast tier's estimates: computed again, not believed.
+  FastEstimator estimator(model, cluster, options.simulate);
+  for (size_t i = 0; i < tally.best.size(); ++i) {
+    const RankedId& r = tally.best[i];
+    double step = -1;
+    try {
+      step = estimator.step_time_s(space.candidate(r.id));
+    } catch (const Error&) {
+      forged("best", i, r, "is not a valid candidate");
+    }
+    if (std::fabs(step - r.key) > 1e-9 * std::max(step, r.key))
+      forged("best", i, r, fmt::format("is not the fast tier's estimate ({} s)", step));
+  }
 }
 
 SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,

@@ -151,8 +151,17 @@ struct BreakdownDifference {
 /// Where `runner_up` loses most to `winner`.
 BreakdownDifference largest_difference(const StepReport& winner, const StepReport& runner_up);
 
+/// Checks a tally that `source` (a file) says is `shard`'s of `space`, before it is merged:
+/// its candidates are of that shard, in order, its sample keys their sampling hashes and its
+/// best keys the fast tier's estimates, computed again. Throws ConfigError naming the file and
+/// the row of a forged or damaged tally.
+void verify_tally(const models::ModelSpec& model, const SearchSpace& space,
+                  const topo::Cluster& cluster, const SearchOptions& options,
+                  const SearchTally& tally, SearchShard shard, const std::string& source);
+
 /// The JSON text of a tally (for partial results) with the space's fingerprint, and back.
-/// tally_from_json throws ConfigError on malformed text or a tally of another space.
+/// tally_from_json throws ConfigError on malformed text, a tally of another space, or a count,
+/// id or key outside what the space holds (every count at most its candidates).
 std::string tally_to_json(const SearchTally& tally, const SearchSpace& space);
 SearchTally tally_from_json(const std::string& text, const std::string& source,
                             const SearchSpace& space);

@@ -5,6 +5,8 @@
 #include <stdlib.h>  // setenv, unsetenv (POSIX)
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -131,6 +133,56 @@ TEST_CASE("cli::SearchShards: merges refuse missing, repeated and foreign parts"
   CHECK(read(err).find("merge with the same") != std::string::npos);
   CHECK(run(loom + SEARCH + " --merge examples/models/tiny-gpt.json 2> " + err) == 2);
   CHECK(read(err).find("not a partial result") != std::string::npos);
+}
+
+TEST_CASE("cli::SearchShards: forged and damaged parts are refused, not believed") {
+  // Issue 34, item 6: shard files were trusted. Each case edits one field of a real part and
+  // expects exit 2 with one line naming the field, nothing of the file's text raw.
+  const loom::testing::TempDir dir("shards_forged");
+  const std::string loom = LOOM_BINARY;
+  const std::string p0 = dir.file("p0.json"), p1 = dir.file("p1.json"), err = dir.file("err");
+  const std::string bad = dir.file("bad.json");
+  REQUIRE(run(loom + SEARCH + " --shard 0/2 > " + p0) == 0);
+  REQUIRE(run(loom + SEARCH + " --shard 1/2 > " + p1) == 0);
+  const nlohmann::json part = nlohmann::json::parse(read(p0));
+  REQUIRE(part["best"].size() >= 2);
+  const auto refused = [&](const nlohmann::json& edited, const std::string& needle) {
+    std::ofstream(bad) << edited.dump();
+    CHECK(run(loom + SEARCH + " --merge " + bad + " " + p1 + " 2> " + err) == 2);
+    const std::string message = read(err);
+    INFO(message);
+    CHECK(message.find(needle) != std::string::npos);
+    CHECK(message.find('\x1b') == std::string::npos);
+    CHECK(message.find('\n') == message.size() - 1);
+  };
+  nlohmann::json j = part;
+  j["enumerated"] = INT64_MAX;  // merged with the other shard: a negative count
+  refused(j, "/enumerated");
+  j = part;
+  j["shapes"] = 1e300;  // converted to an integer: undefined behaviour
+  refused(j, "/shapes: invalid value 1e+300");
+  j = part;
+  j["invalid_by_field"]["tp"]["example"] = "\x1b[2J\nall plans fit";  // a terminal escape
+  refused(j, "/invalid_by_field/tp/example");
+  j = part;
+  j["best"][0][0] = 1e-9;  // a forged ranking key, printed as the fast tier's estimate
+  refused(j, "/best/0: [1e-09, ");
+  j = part;
+  j = part;
+  j["best"] = {nlohmann::json::parse(read(p1))["best"][0]};  // a true row, of shard 1
+  refused(j, "is not of this shard");
+  j = part;
+  j["sample"][0][0] = 0;  // a sample key is the candidate's hash
+  refused(j, "is not the candidate's sampling hash");
+  // Each shard within the space, the two together over it: as many shapes as the space has
+  // (the bound the error of a larger count names) in one shard, some in the other.
+  j = part;
+  j["shapes"] = INT64_MAX;
+  refused(j, "/shapes: invalid value 9223372036854775807; allowed: an integer from 0 to ");
+  const std::string message = read(err);
+  const std::string bound = message.substr(message.rfind(' ') + 1);
+  j["shapes"] = std::stoll(bound);
+  refused(j, "more than the search has");
 }
 
 TEST_CASE("cli::SearchShards: the Slurm example script, run as 4 array tasks and a merge") {

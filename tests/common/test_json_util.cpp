@@ -137,3 +137,21 @@ TEST_CASE("common::json: only regular files up to the limit are read") {
                        ConfigError);
   CHECK(read_text_file(path, "model", 2002).size() == 2002);
 }
+
+TEST_CASE("common::json: more values than MAX_JSON_VALUES are rejected before parsing") {
+  // Counted exactly: the root, one per comma, one per non-empty array or object; a member
+  // counts once, brackets and commas inside strings not at all.
+  CHECK_NOTHROW(check_json_bounds(R"({"a": [1, {"b": "[,]"}], "c": {}})", "ok.json"));
+  // [0,0,...,0] with MAX_JSON_VALUES - 1 zeros holds exactly MAX_JSON_VALUES values.
+  std::string text = "[";
+  text.reserve(static_cast<size_t>(2 * MAX_JSON_VALUES + 8));
+  for (std::int64_t i = 0; i < MAX_JSON_VALUES - 1; ++i) text += i == 0 ? "0" : ",0";
+  CHECK_NOTHROW(check_json_bounds(text + "]", "ok.json"));
+  // The issue's trace: "{}," repeated; one more value is one too many, found at its comma.
+  text += ",{}]";
+  CHECK_THROWS_WITH_AS(
+      parse_json_text(text, "big.json"),
+      doctest::Contains("big.json:1:33554431: JSON holds more than 16777216 values (loom's "
+                        "limit MAX_JSON_VALUES, docs/limits.md)"),
+      ConfigError);
+}

@@ -72,3 +72,21 @@ TEST_CASE("common::strings: did_you_mean does not try on text far longer than an
   CHECK(did_you_mean("hiden", {"hidden", "heads"}) == "hidden");
   CHECK(did_you_mean(std::string(100, 'h'), {"hidden"}).empty());
 }
+
+TEST_CASE("common::strings: characters that reorder or hide text are escaped (issue 34)") {
+  // U+202E RIGHT-TO-LEFT OVERRIDE printed raw made "ab<RLO>cd" show as "abdc".
+  CHECK(printable("ab\xE2\x80\xAE"
+                  "cd") == "ab\\u202ecd");
+  CHECK(printable("\xE2\x81\xA6x\xE2\x81\xA9") == "\\u2066x\\u2069");  // an isolate
+  CHECK(printable("a\xE2\x80\x8B"
+                  "b") == "a\\u200bb");  // zero width space
+  CHECK(printable("a\xE2\x80\xA8"
+                  "b") == "a\\u2028b");             // line separator
+  CHECK(printable("\xEF\xBB\xBFx") == "\\ufeffx");  // byte-order mark
+  CHECK(printable("\xD8\x9C") == "\\u061c");        // Arabic letter mark
+  CHECK_FALSE(
+      is_printable("ab\xE2\x80\xAE"
+                   "cd"));
+  // Other non-ASCII text is printable: a multiplication sign, an em dash, CJK.
+  CHECK(is_printable("tp \xC3\x97 dp \xE2\x80\x94 \xE6\xA8\xA1\xE5\x9E\x8B"));
+}

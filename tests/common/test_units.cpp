@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <limits>
 
@@ -46,6 +48,16 @@ TEST_CASE("common::units: formatting picks a readable prefix") {
   CHECK(format_bandwidth(450e9) == "450.0 GB/s");
   CHECK(format_time(1.5e-6) == "1.50 us");
   CHECK(format_count(8.03e9) == "8.03B");
+}
+
+TEST_CASE("common::units: rounded figures never go through an out-of-range integer") {
+  // llrint(1e30) is INT64_MIN: `plan --tokens 1e30` printed -9,223,372,036,854,775,808.
+  CHECK(format_rounded(1234567.4) == "1,234,567");
+  CHECK(format_rounded(999999999999999.0) == "999,999,999,999,999");
+  CHECK(format_rounded(1e15) == "1e+15");
+  CHECK(format_rounded(1e30) == "1e+30");
+  CHECK(format_rounded(-2.5e19) == "-2.5e+19");
+  CHECK(format_rounded(INFINITY) == "inf");
 }
 
 TEST_CASE("common::units: whole numbers with their thousands grouped") {
