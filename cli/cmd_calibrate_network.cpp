@@ -50,6 +50,8 @@ std::string meaning(calibration::NetworkParam p) {
       return "x NCCL baseLat, NVLink/PCI hwLat";
     case calibration::NetworkParam::NET_LATENCY_SCALE:
       return "x NCCL NET hwLat per step";
+    case calibration::NetworkParam::SIMPLE_LATENCY_SCALE:
+      return "x the Simple protocol's latencies";
   }
   return "";
 }
@@ -62,7 +64,8 @@ std::string status_text(const calibration::NetworkParameter& p) {
       return "at lower bound";
     case BoundStatus::AT_UPPER:
       return p.upper == 1.0 && p.param != calibration::NetworkParam::INTRA_LATENCY_SCALE &&
-                     p.param != calibration::NetworkParam::NET_LATENCY_SCALE
+                     p.param != calibration::NetworkParam::NET_LATENCY_SCALE &&
+                     p.param != calibration::NetworkParam::SIMPLE_LATENCY_SCALE
                  ? "at bound (line rate)"
                  : "at upper bound";
     case BoundStatus::PRIOR:

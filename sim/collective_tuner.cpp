@@ -38,6 +38,9 @@ class Tuner {
     std::vector<Candidate> by_time;
     if (!options_.nccl_overheads || req_.ranks.size() < 2) return by_time;
     NcclShape shape = nccl_shape(fabric_, req_.ranks);
+    // NCCL chooses by its own constants: a calibrated fabric's latency scales and NVLS
+    // efficiency time the chosen schedule (its lowering), never the choice itself.
+    shape.tuning = NcclTuning{};
     if (shape.nodes > 1 &&
         std::find(algorithms.begin(), algorithms.end(), Algorithm::NVLS_TREE) != algorithms.end() &&
         implements(Algorithm::NVLS_TREE, req_.op) &&

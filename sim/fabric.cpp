@@ -42,7 +42,8 @@ Fabric::Fabric(const topo::Cluster& cluster, LinkEfficiency efficiency, NcclTuni
     throw ValidationError("nvls_efficiency", fmt::format("nvls_efficiency {} must be in [0, 1]",
                                                          tuning.nvls_efficiency));
   if (!(tuning.intra_latency_scale >= 0) || !std::isfinite(tuning.intra_latency_scale) ||
-      !(tuning.net_latency_scale >= 0) || !std::isfinite(tuning.net_latency_scale))
+      !(tuning.net_latency_scale >= 0) || !std::isfinite(tuning.net_latency_scale) ||
+      !(tuning.simple_latency_scale >= 0) || !std::isfinite(tuning.simple_latency_scale))
     throw ValidationError("latency_scale", "NCCL latency scales must be finite and >= 0");
   const auto& links = cluster.links();
   capacity_.reserve(links.size());

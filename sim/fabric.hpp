@@ -49,6 +49,11 @@ struct NcclTuning {
   double intra_latency_scale = 1.0;
   /// Multiplies the NET hwLat rows (>= 0).
   double net_latency_scale = 1.0;
+  /// Multiplies every latency of the Simple protocol, base and per step, on top of the two
+  /// scales above (>= 0): NCCL's constants leave the Simple protocol's pipeline start-up
+  /// (its chunked steps through the proxy and the NIC) to one per-step figure, which a
+  /// measured size ramp can disagree with.
+  double simple_latency_scale = 1.0;
 };
 
 /// A cached route: a slice of Fabric's link storage plus its latency and class.

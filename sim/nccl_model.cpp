@@ -15,7 +15,8 @@ std::size_t proto_index(Protocol p) {
 
 // hwLat of a class, scaled by the fabric's calibrated latency scale of that class.
 double hw_latency_us(LatencyClass cls, nccl::Family family, Protocol p, const NcclTuning& t) {
-  const double scale = cls == LatencyClass::NET ? t.net_latency_scale : t.intra_latency_scale;
+  const double scale = (cls == LatencyClass::NET ? t.net_latency_scale : t.intra_latency_scale) *
+                       (p == Protocol::SIMPLE ? t.simple_latency_scale : 1.0);
   return scale * nccl::HW_LATENCY_US[static_cast<std::size_t>(cls)]
                                     [static_cast<std::size_t>(family)][proto_index(p)];
 }
@@ -159,7 +160,9 @@ double nccl_nvls_tree_correction(const NcclShape& shape, Protocol p, double byte
 }
 
 double nccl_base_latency_us(nccl::Family family, Protocol p, const NcclShape& shape) {
-  return shape.tuning.intra_latency_scale * nccl::BASE_LATENCY_US[family][proto_index(p)];
+  return shape.tuning.intra_latency_scale *
+         (p == Protocol::SIMPLE ? shape.tuning.simple_latency_scale : 1.0) *
+         nccl::BASE_LATENCY_US[family][proto_index(p)];
 }
 
 double nccl_nvls_factor(const NcclShape& shape) {

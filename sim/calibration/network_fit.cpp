@@ -34,6 +34,9 @@ constexpr double DIFF_STEP = 1e-3;
 // Row roles by the model's latency share of its time at the prior.
 constexpr double BANDWIDTH_MAX_LATENCY_SHARE = 0.05;
 constexpr double LATENCY_MIN_LATENCY_SHARE = 0.8;
+// A row informs the Simple protocol's latency scale when that scale moves its time by at least
+// this share (d ln t / d ln scale): the ramp from latency- to bandwidth-bound sizes.
+constexpr double SIMPLE_MIN_SHARE = 0.1;
 
 // One parameter's definition: prior, bounds and prior width (ln units).
 struct ParamDef {
@@ -67,11 +70,13 @@ std::vector<ParamDef> param_defs(const topo::Cluster& cluster) {
           {NetworkParam::NIC_EFFICIENCY, nic, 0.05, 1.0, 0.3},
           {NetworkParam::NVLS_EFFICIENCY, nvls, 0.05, 1.0, 0.1},
           {NetworkParam::INTRA_LATENCY_SCALE, 1.0, 0.01, 100.0, 1.0},
-          {NetworkParam::NET_LATENCY_SCALE, 1.0, 0.01, 100.0, 1.0}};
+          {NetworkParam::NET_LATENCY_SCALE, 1.0, 0.01, 100.0, 1.0},
+          {NetworkParam::SIMPLE_LATENCY_SCALE, 1.0, 0.01, 100.0, 1.0}};
 }
 
 bool is_latency(NetworkParam p) {
-  return p == NetworkParam::INTRA_LATENCY_SCALE || p == NetworkParam::NET_LATENCY_SCALE;
+  return p == NetworkParam::INTRA_LATENCY_SCALE || p == NetworkParam::NET_LATENCY_SCALE ||
+         p == NetworkParam::SIMPLE_LATENCY_SCALE;
 }
 
 Mat invert(const Mat& a) {
@@ -377,14 +382,32 @@ FittedNetwork fit_once(const std::vector<NetworkObservation>& rows, ClusterCache
   std::vector<size_t> bandwidth_rows, latency_rows;
   for (size_t i : fitted)
     (net.rows[i].role == RowRole::BANDWIDTH ? bandwidth_rows : latency_rows).push_back(i);
-  std::vector<bool> bandwidths(p), latencies(p);
+  std::vector<bool> bandwidths(p), latencies(p), simple(p);
   for (size_t k = 0; k < p; ++k) {
-    latencies[k] = is_latency(model.defs()[k].param);
-    bandwidths[k] = !latencies[k];
+    simple[k] = model.defs()[k].param == NetworkParam::SIMPLE_LATENCY_SCALE;
+    latencies[k] = is_latency(model.defs()[k].param) && !simple[k];
+    bandwidths[k] = !latencies[k] && !simple[k];
   }
   const Solution first = fit_stage(model, rows, bandwidth_rows, bandwidths, x0, true, out);
   const Solution second = fit_stage(model, rows, latency_rows, latencies, first.x, false, out);
-  net.iterations = first.iterations + second.iterations;
+  // Stage 3: the Simple protocol's latency on the rows whose time it moves by at least
+  // SIMPLE_MIN_SHARE (the size ramp between latency- and bandwidth-bound), everything else as
+  // stages 1 and 2 left it: the one parameter those rows inform that the others do not.
+  std::vector<size_t> simple_rows;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!(rows[i].weight > 0) || net.rows[i].role == RowRole::BANDWIDTH) continue;
+    model.gradient(i, second.x, g);
+    for (size_t k = 0; k < p; ++k) {
+      if (simple[k] && g[k] >= SIMPLE_MIN_SHARE) {
+        simple_rows.push_back(i);
+        break;
+      }
+    }
+  }
+  const Solution third = fit_stage(model, rows, simple_rows, simple, second.x, false, out);
+  for (size_t i : simple_rows)
+    if (std::find(fitted.begin(), fitted.end(), i) == fitted.end()) fitted.push_back(i);
+  net.iterations = first.iterations + second.iterations + third.iterations;
   net.parameters = out;
   const sim::LinkEfficiency e = net.link_efficiency();
   const sim::NcclTuning t = net.nccl_tuning();

@@ -42,11 +42,12 @@ enum class NetworkParam {
   NIC_EFFICIENCY,       ///< payload fraction of a NIC's (rail's) line rate (IB, RoCE, Ethernet)
   NVLS_EFFICIENCY,      ///< NVLink SHARP efficiency (NCCL nvlsEfficiency)
   INTRA_LATENCY_SCALE,  ///< x NCCL's baseLat and NVLINK/PCI hwLat rows
-  NET_LATENCY_SCALE     ///< x NCCL's NET hwLat rows (per inter-node step)
+  NET_LATENCY_SCALE,    ///< x NCCL's NET hwLat rows (per inter-node step)
+  SIMPLE_LATENCY_SCALE  ///< x every latency of the Simple protocol (its size ramp)
 };
-inline constexpr int NETWORK_PARAM_COUNT = 5;
+inline constexpr int NETWORK_PARAM_COUNT = 6;
 /// "nvlink_efficiency", "nic_efficiency", "nvls_efficiency", "intra_latency_scale",
-/// "net_latency_scale".
+/// "net_latency_scale", "simple_latency_scale".
 std::string to_string(NetworkParam param);
 
 /// Sets `param` to `value` in the engine's link efficiencies or NCCL scales.

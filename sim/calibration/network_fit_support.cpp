@@ -32,6 +32,9 @@ void set_parameter(NetworkParam p, double value, sim::LinkEfficiency& e, sim::Nc
     case NetworkParam::NET_LATENCY_SCALE:
       t.net_latency_scale = value;
       break;
+    case NetworkParam::SIMPLE_LATENCY_SCALE:
+      t.simple_latency_scale = value;
+      break;
   }
 }
 
@@ -69,6 +72,8 @@ std::string to_string(NetworkParam param) {
       return "intra_latency_scale";
     case NetworkParam::NET_LATENCY_SCALE:
       return "net_latency_scale";
+    case NetworkParam::SIMPLE_LATENCY_SCALE:
+      return "simple_latency_scale";
   }
   return "?";
 }

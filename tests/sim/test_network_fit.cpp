@@ -171,11 +171,11 @@ TEST_CASE("sim::NetworkFit: the section survives the profile's JSON round trip")
 
 // Real logs (calibration_data/real_logs, imported as users paste them): the fit on one
 // log predicts the busbw (sizes >= 64 MiB) of the same cluster's other node count. Returns
-// the mean |error| of loom uncalibrated and calibrated, and checks `plateau_tolerance` at
-// sizes >= 1 GiB, where the fitted bandwidths set the time (the 64-512 MiB ramp is shaped
-// by NCCL's pipelining, which loom's model does not have: no parameter moves it).
+// the mean |error| of loom uncalibrated and calibrated, and checks `tolerance` at sizes >=
+// `checked_from` bytes (the ramp below the plateau is the Simple protocol's latency, which
+// simple_latency_scale fits from the rows that mix latency and bandwidth).
 std::pair<double, double> transfer(const char* fit_on, const char* predict, int nodes,
-                                   double plateau_tolerance) {
+                                   double tolerance, double checked_from) {
   ClusterCache clusters = dgx_h100();
   const FittedNetwork net = fit_network(imported(fit_on), clusters, false);
   double uncal_err = 0, cal_err = 0;
@@ -188,7 +188,7 @@ std::pair<double, double> transfer(const char* fit_on, const char* predict, int 
         o, model_seconds(clusters.of(nodes), o, net.link_efficiency(), net.nccl_tuning()));
     CAPTURE(o.bytes);
     CAPTURE(uncal);
-    if (o.bytes >= 1073741824.0) CHECK(std::abs(cal / measured - 1) < plateau_tolerance);
+    if (o.bytes >= checked_from) CHECK(std::abs(cal / measured - 1) < tolerance);
     uncal_err += std::abs(uncal / measured - 1);
     cal_err += std::abs(cal / measured - 1);
     ++n;
@@ -204,12 +204,14 @@ std::pair<double, double> transfer(const char* fit_on, const char* predict, int 
 
 // Bare-metal 2 nodes (qoofyk, nccl-tests #309) -> the same author's 4-node cluster. The 2-node
 // plateau (469 GB/s) is NVLSTree's NVLink SHARP side, which loom overestimates (537): the fit
-// lowers NVLink and NVLS and leaves the NICs (no 2-node row depends on them), so the 4-node
-// plateau (NIC-bound, 366 GB/s) stays right: within 2% at >= 1 GiB (uncalibrated: 0.6%), and
-// the mean error over >= 64 MiB no worse than uncalibrated (measured: 7.5% -> 6.6%).
+// lowers NVLS and leaves the NICs near their default, so the 4-node plateau (NIC-bound, 366
+// GB/s) stays right; the 2-node ramp (64-512 MiB) fits the Simple protocol's latency 1.6x
+// NCCL's, and the 4-node ramp follows (NCCL's latency model grows it with the nodes). Every
+// size >= 64 MiB within 8% (the issue's transfer target; uncalibrated: +24% at 64 MiB), mean
+// 2.4% against 7.5% uncalibrated when this test was written.
 TEST_CASE("sim::NetworkFit: a real 2-node fit predicts the same author's 4 nodes") {
-  const auto [uncal, cal] = transfer("16gpu_2node", "32gpu_4node_vm", 4, 0.02);
-  CHECK(cal <= uncal + 1e-9);
+  const auto [uncal, cal] = transfer("16gpu_2node", "32gpu_4node_vm", 4, 0.08, 64.0 * (1 << 20));
+  CHECK(cal < 0.5 * uncal);
 }
 
 // One cluster (shahizat, nccl-tests #290): 2 nodes (155 GB/s: its NICs, per the thread's Ring
@@ -219,7 +221,8 @@ TEST_CASE("sim::NetworkFit: a real 2-node fit predicts the same author's 4 nodes
 // (loom uncalibrated: 7.3% at 1 GiB, 12.9% mean over >= 64 MiB, unchanged by the fit), not the
 // 3x slowdown blaming NVLS would predict.
 TEST_CASE("sim::NetworkFit: a real 2-node fit leaves the same cluster's one node alone") {
-  const auto [uncal, cal] = transfer("16gpu_2node_srun-prefixed", "8gpu_1node", 1, 0.08);
+  const auto [uncal, cal] =
+      transfer("16gpu_2node_srun-prefixed", "8gpu_1node", 1, 0.08, 1073741824.0);
   CHECK(cal <= uncal + 0.01);
 }
 
@@ -239,6 +242,17 @@ TEST_CASE("sim::NcclTuning: latency scales multiply NCCL's base, intra and NET l
   CHECK(tree() == doctest::Approx(6.8 + 2 * (7 * 0.6 + 1.5 * 5.0)));
   shape.tuning.intra_latency_scale = 2;
   CHECK(tree() == doctest::Approx(2 * 6.8 + 2 * (7 * 2 * 0.6 + 1.5 * 5.0)));
+  // The Simple protocol's scale moves Simple's latencies and leaves LL's.
+  const double ll = tree();
+  const auto simple = [&] {
+    return sim::nccl_latency_us(sim::Algorithm::TREE, sim::Protocol::SIMPLE,
+                                sim::CollectiveOp::ALL_REDUCE, shape, 8);
+  };
+  const double simple_before = simple();
+  shape.tuning.simple_latency_scale = 3;
+  CHECK(tree() == doctest::Approx(ll));
+  CHECK(simple() == doctest::Approx(3 * simple_before));
+  shape.tuning.simple_latency_scale = 1;
   // nvlsEfficiency replaced: NVLS bandwidth factor = efficiency x 15/16.
   shape.tuning.nvls_efficiency = 0.5;
   CHECK(sim::nccl_nvls_factor(shape) == doctest::Approx(0.5 * 15 / 16));
