@@ -120,6 +120,25 @@ def cuda_time(fn, warmup, iters):
     return times
 
 
+def cold_times(fn, flush, warmup, iters):
+    """Seconds of fn() over iters runs, each between CUDA events behind an L2 flush (the
+    flush's write also queues ahead of the launch, keeping launch latency out)."""
+    import torch
+
+    times = []
+    for i in range(warmup + iters):
+        flush.zero_()
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(stop) * 1e-3)
+    return times
+
+
 def summary(times):
     s = sorted(times)
     return {
@@ -335,18 +354,7 @@ def op_costs():
                     (4096, 2048, 8192), (4096, 128256, 2048)]:
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-        times = []
-        for i in range(13):
-            flush.zero_()
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.nn.functional.linear(x, w)
-            stop.record()
-            stop.synchronize()
-            if i >= 3:
-                times.append(start.elapsed_time(stop) * 1e-3)
-        s = summary(times)
+        s = summary(cold_times(lambda: torch.nn.functional.linear(x, w), flush, 3, 10))
         gemms.append({"m": m, "n": n, "k": k, "dtype": "bf16", "time": s,
                       "tflops": 2 * m * n * k / s["median_s"] / 1e12})
     out["torch_linear_bf16"] = gemms
@@ -384,18 +392,9 @@ def fp8_gemms(shapes_file):
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
         for fast in (False, True):
-            times = []
-            for i in range(8):
-                flush.zero_()
-                start = torch.cuda.Event(enable_timing=True)
-                stop = torch.cuda.Event(enable_timing=True)
-                start.record()
-                torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=fast)
-                stop.record()
-                stop.synchronize()
-                if i >= 2:
-                    times.append(start.elapsed_time(stop) * 1e-3)
-            s = summary(times)
+            s = summary(cold_times(
+                lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16,
+                                         use_fast_accum=fast), flush, 2, 6))
             rows.append({"m": m, "n": n, "k": k, "dtype": "fp8", "fast_accum": fast, "time": s,
                          "tflops": 2 * m * n * k / s["median_s"] / 1e12})
         del a, b

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <string>
 
+#include "tests/cli/cli_run.hpp"
 #include "tests/source_path.hpp"
 
 using loom::testing::source_path;
@@ -18,14 +18,10 @@ using Json = nlohmann::json;
 namespace {
 
 Json run_json(const std::string& args) {
-  const std::string cmd = std::string(LOOM_BINARY) + " " + args + " --format json 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  REQUIRE(pclose(pipe) == 0);
-  return Json::parse(out);
+  const loom::testing::TempDir dir("search_seq");
+  const loom::testing::Run run = loom::testing::run_loom(dir, args + " --format json");
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  return Json::parse(run.out);
 }
 
 }  // namespace
