@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "tests/harness/run_loom.hpp"
 #include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -17,22 +17,9 @@ using loom::testing::source_path;
 
 namespace {
 
-struct Result {
-  int status = 0;
-  std::string out;
-};
-
 // Runs loom with `args` (stderr folded into stdout when `with_stderr`).
-Result run(const std::string& args, bool with_stderr = false) {
-  const std::string cmd = std::string(LOOM_BINARY) + " " + args + (with_stderr ? " 2>&1" : "");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Result r;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+loom::testing::LoomRun run(const std::string& args, bool with_stderr = false) {
+  return loom::testing::run_loom(args, with_stderr);
 }
 
 bool contains(const nlohmann::json& list, const std::string& item) {
@@ -45,7 +32,7 @@ bool contains(const nlohmann::json& list, const std::string& item) {
 
 TEST_CASE("cli::CalibrateKernels: simulate names the kernels fitted, defaulted and measured") {
   const std::string profile = source_path("tests/sim/calibration_data/harness_synthetic.json");
-  const Result r =
+  const loom::testing::LoomRun r =
       run("simulate --model llama3-8b --cluster dgx-h100 --tp 8 --seq 2048 "
           "--format json --calibration " +
           profile);
@@ -58,7 +45,7 @@ TEST_CASE("cli::CalibrateKernels: simulate names the kernels fitted, defaulted a
   CHECK(contains(fit["defaults"], "fp16 GEMMs"));
   REQUIRE(fit["measured"].size() == 1);
   // Without a profile the context has no kernel_fit: the uncalibrated output is unchanged.
-  const Result plain =
+  const loom::testing::LoomRun plain =
       run("simulate --model llama3-8b --cluster dgx-h100 --tp 8 --seq 2048 --format json");
   REQUIRE(plain.status == 0);
   CHECK_FALSE(nlohmann::json::parse(plain.out)["context"].contains("kernel_fit"));
@@ -67,7 +54,7 @@ TEST_CASE("cli::CalibrateKernels: simulate names the kernels fitted, defaulted a
 TEST_CASE(
     "cli::CalibrateKernels: show prints fitted parameters beside defaults for the --gpu named") {
   const std::string profile = source_path("tests/sim/calibration_data/harness_synthetic.json");
-  const Result r = run("calibrate show " + profile + " --gpu h200");
+  const loom::testing::LoomRun r = run("calibrate show " + profile + " --gpu h200");
   REQUIRE(r.status == 0);
   CHECK(r.out.find("kernel fit on the h200") != std::string::npos);
   CHECK(r.out.find("gemm_fraction bf16") != std::string::npos);
@@ -80,7 +67,7 @@ TEST_CASE("cli::CalibrateKernels: a launch row without a usable time is refused 
   const std::string profile = dir.file("launch.json");
   std::ofstream(profile) << R"({"format": "loom-calibration", "version": 1, "collectives": [],
     "launch": [{"what": "graph_back_to_back", "time_us": -1}]})";
-  const Result r = run("calibrate show " + profile + " --gpu h100-sxm", true);
+  const loom::testing::LoomRun r = run("calibrate show " + profile + " --gpu h100-sxm", true);
   CHECK(r.status == 2);
   CHECK(r.out.find("/launch/0/time_us") != std::string::npos);
 }
@@ -91,7 +78,7 @@ TEST_CASE("cli::CalibrateKernels: calibrate fit on one run warns and fits no fac
       std::ifstream(source_path("examples/calibration/runs_synthetic.json")))["runs"];
   const std::string one = dir.file("one.json");
   std::ofstream(one) << nlohmann::json::array({runs[0]}).dump();
-  const Result r =
+  const loom::testing::LoomRun r =
       run("calibrate fit --runs " + one + " --cluster dgx-h100 -o " + dir.file("p.json"), true);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("no factor fitted") != std::string::npos);

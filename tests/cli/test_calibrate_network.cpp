@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/harness/run_loom.hpp"
 #include "tests/source_path.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -17,25 +18,12 @@ using loom::testing::source_path;
 
 namespace {
 
-struct Result {
-  int status = 0;
-  std::string out;
-};
-
-Result run_status(const std::string& args) {
-  const std::string cmd = std::string(LOOM_BINARY) + " " + args;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Result r;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.out.append(buffer, n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
+loom::testing::LoomRun run_status(const std::string& args) {
+  return loom::testing::run_loom(args, false);
 }
 
 std::string run(const std::string& args) {
-  Result r = run_status(args);
+  loom::testing::LoomRun r = run_status(args);
   REQUIRE(r.status == 0);
   return r.out;
 }
@@ -119,7 +107,8 @@ TEST_CASE("cli::CalibrateNetwork: bad input exits 2 with one line naming the fix
   const std::string profile = dir.file("p.json");
   run("calibrate import " + real_log("16gpu_2node") + " -o " + profile + " > /dev/null 2>&1");
   // An unknown cluster: the did-you-mean names the preset.
-  Result r = run_status("calibrate fit-network " + profile + " --cluster dgx-h10 2>&1");
+  loom::testing::LoomRun r =
+      run_status("calibrate fit-network " + profile + " --cluster dgx-h10 2>&1");
   CHECK(r.status == 2);
   CHECK(r.out.find("dgx-h100") != std::string::npos);  // did-you-mean
   // A profile without a fitted network on search: fit it first.

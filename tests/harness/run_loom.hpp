@@ -14,8 +14,10 @@ struct LoomRun {
   int status = 0;
 };
 
-inline LoomRun run_loom(const std::string& args) {
-  const std::string cmd = std::string(LOOM_BINARY) + " " + args + " 2>&1";
+/// `loom ARGS`; stderr is folded into `out` unless `with_stderr` is false (then it goes to the
+/// test's own stderr).
+inline LoomRun run_loom(const std::string& args, bool with_stderr = true) {
+  const std::string cmd = std::string(LOOM_BINARY) + " " + args + (with_stderr ? " 2>&1" : "");
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   LoomRun run;
