@@ -101,33 +101,16 @@ def versions():
     return out
 
 
-def cuda_time(fn, warmup, iters):
-    """Median seconds of fn() over iters runs between CUDA events (after warmup runs)."""
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e-3)
-    return times
-
-
-def cold_times(fn, flush, warmup, iters):
-    """Seconds of fn() over iters runs, each between CUDA events behind an L2 flush (the
-    flush's write also queues ahead of the launch, keeping launch latency out)."""
+def cuda_time(fn, warmup, iters, flush=None):
+    """Seconds of fn() over iters runs, each between CUDA events (after warmup runs); with
+    `flush` (a CUDA tensor), each run behind a write of it that evicts the L2 (and queues
+    ahead of the launch, keeping launch latency out)."""
     import torch
 
     times = []
     for i in range(warmup + iters):
-        flush.zero_()
+        if flush is not None:
+            flush.zero_()
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -354,7 +337,7 @@ def op_costs():
                     (4096, 2048, 8192), (4096, 128256, 2048)]:
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-        s = summary(cold_times(lambda: torch.nn.functional.linear(x, w), flush, 3, 10))
+        s = summary(cuda_time(lambda: torch.nn.functional.linear(x, w), 3, 10, flush))
         gemms.append({"m": m, "n": n, "k": k, "dtype": "bf16", "time": s,
                       "tflops": 2 * m * n * k / s["median_s"] / 1e12})
     out["torch_linear_bf16"] = gemms
@@ -392,9 +375,9 @@ def fp8_gemms(shapes_file):
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()  # column-major
         for fast in (False, True):
-            s = summary(cold_times(
+            s = summary(cuda_time(
                 lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16,
-                                         use_fast_accum=fast), flush, 2, 6))
+                                         use_fast_accum=fast), 2, 6, flush))
             rows.append({"m": m, "n": n, "k": k, "dtype": "fp8", "fast_accum": fast, "time": s,
                          "tflops": 2 * m * n * k / s["median_s"] / 1e12})
         del a, b

@@ -59,6 +59,8 @@ double bus_bandwidth_factor(CollectiveOp op, int n) {
     case Op::ALL_GATHER:
     case Op::REDUCE_SCATTER:
     case Op::ALL_TO_ALL:
+    case Op::GATHER:
+    case Op::SCATTER:
       return static_cast<double>(n - 1) / n;
     default:
       return 1.0;

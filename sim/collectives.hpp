@@ -49,8 +49,8 @@ CollectiveOp parse_collective_op(std::string_view name, std::string_view field =
 /// Every op name, in DESIGN.md order.
 std::vector<std::string> collective_op_names();
 /// nccl-tests' bus-bandwidth factor: 2(n-1)/n all_reduce; (n-1)/n all_gather,
-/// reduce_scatter, all_to_all; 1 otherwise (node and rail all-to-alls included: their peers
-/// are a subset of the group).
+/// reduce_scatter, all_to_all, gather, scatter (src/gather.cu, scatter.cu GetBw); 1 otherwise
+/// (node and rail all-to-alls included: their peers are a subset of the group).
 double bus_bandwidth_factor(CollectiveOp op, int n);
 
 /// Collective algorithms.

@@ -44,26 +44,17 @@ const std::vector<std::pair<std::string, sim::CollectiveOp>>& programs() {
   return table;
 }
 
-std::optional<double> number_of(std::string_view token) {
-  const std::string text(token);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
-    return std::nullopt;
-  return value;
-}
-
 // `token` as a whole number from 0 to 2^30 (a rank or group index), else nullopt: checked as
 // a double before it becomes an int.
 std::optional<int> index_of(std::string_view token) {
-  const auto value = number_of(token);
+  const auto value = nccl_text::number_of(token);
   if (!value || *value < 0 || *value > 0x1p30 || std::floor(*value) != *value) return std::nullopt;
   return static_cast<int>(*value);
 }
 
 // Signed whole number (a root: -1 or a rank), else nullopt.
 std::optional<int> root_of(std::string_view token) {
-  const auto value = number_of(token);
+  const auto value = nccl_text::number_of(token);
   if (!value || *value < -1 || *value > 0x1p30 || std::floor(*value) != *value) return std::nullopt;
   return static_cast<int>(*value);
 }
@@ -351,21 +342,21 @@ void Parser::row(int number) {
     short_line_ = number;
     return;
   }
-  const auto bytes = number_of(t[columns_.size]);
+  const auto bytes = nccl_text::number_of(t[columns_.size]);
   if (!bytes || *bytes < 0 || *bytes > 0x1p53 || *bytes != std::floor(*bytes)) {
     fail(number, fmt::format("size '{}' is not a whole number of bytes up to 2^53; expected {}",
                              t[columns_.size], ROW_LAYOUT));
   }
   if (!same_series(number)) return;
   const auto time_at = [&](size_t column, const char* which) {
-    const auto us = number_of(t[column]);
+    const auto us = nccl_text::number_of(t[column]);
     if (!us || !(*us > 0)) {
       fail(number, fmt::format("{} time '{}' is not a positive number of microseconds; "
                                "expected {}",
                                which, t[column], ROW_LAYOUT));
     }
     if (column + 2 < t.size()) signature_.ratio.add(t[column + 1], t[column + 2]);
-    const auto wrong = column + 3 < t.size() ? number_of(t[column + 3]) : std::nullopt;
+    const auto wrong = column + 3 < t.size() ? nccl_text::number_of(t[column + 3]) : std::nullopt;
     return std::make_pair(*us * 1e-6, wrong.value_or(0));
   };
   const auto [oop, oop_wrong] = time_at(columns_.out_of_place, "out-of-place");

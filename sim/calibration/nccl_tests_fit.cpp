@@ -30,21 +30,7 @@ bool has_root(Op op) {
   return op == Op::BROADCAST || op == Op::REDUCE || op == Op::GATHER || op == Op::SCATTER;
 }
 
-std::optional<double> number(std::string_view token) {
-  const std::string text(token);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
-    return std::nullopt;
-  return value;
-}
-
 }  // namespace
-
-double bus_factor(sim::CollectiveOp op, int n) {
-  if ((op == Op::GATHER || op == Op::SCATTER) && n > 0) return static_cast<double>(n - 1) / n;
-  return sim::bus_bandwidth_factor(op, n);
-}
 
 std::string_view bus_factor_formula(sim::CollectiveOp op) {
   switch (op) {
@@ -62,7 +48,7 @@ std::string_view bus_factor_formula(sim::CollectiveOp op) {
 }
 
 void RatioBounds::add(std::string_view algbw, std::string_view busbw) {
-  const auto a = number(algbw), b = number(busbw);
+  const auto a = nccl_text::number_of(algbw), b = nccl_text::number_of(busbw);
   const auto ea = nccl_text::half_unit(algbw), eb = nccl_text::half_unit(busbw);
   if (!a || !b || !ea || !eb || !(*a > *ea)) return;  // 0.00: rounding says nothing
   low = std::max(low, (*b - *eb) / (*a + *ea));
@@ -78,7 +64,7 @@ std::vector<sim::CollectiveOp> candidates(const Signature& s) {
     if (s.ratio.rows > 0) {
       // The factor is exact; the bounds come from printed roundings, so only the division
       // itself needs room.
-      const double f = bus_factor(op, s.group_size);
+      const double f = sim::bus_bandwidth_factor(op, s.group_size);
       const double slack = 1e-9 * std::max(1.0, f);
       if (f < s.ratio.low - slack || f > s.ratio.high + slack) continue;
     }
@@ -90,8 +76,9 @@ std::vector<sim::CollectiveOp> candidates(const Signature& s) {
 std::string evidence(const Signature& s, sim::CollectiveOp op) {
   std::string text;
   if (s.ratio.rows > 0) {
-    text = fmt::format("busbw/algbw {:g} = {} with n={}", bus_factor(op, s.group_size),
-                       bus_factor_formula(op), s.group_size);
+    text =
+        fmt::format("busbw/algbw {:g} = {} with n={}", sim::bus_bandwidth_factor(op, s.group_size),
+                    bus_factor_formula(op), s.group_size);
   } else {
     text = fmt::format("no busbw/algbw above rounding, n={}", s.group_size);
   }

@@ -12,10 +12,6 @@
 
 namespace loom::calibration::nccl_fit {
 
-/// nccl-tests' busbw/algbw for `op` on `n` ranks (NVIDIA/nccl-tests src/*.cu, *GetBw):
-/// sim::bus_bandwidth_factor, except gather and scatter, which nccl-tests scales by (n-1)/n.
-double bus_factor(sim::CollectiveOp op, int n);
-
 /// The factor of `op` as a formula in n ("2(n-1)/n", "(n-1)/n", "1").
 std::string_view bus_factor_formula(sim::CollectiveOp op);
 

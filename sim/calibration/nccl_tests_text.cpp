@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 namespace loom::calibration::nccl_text {
 
@@ -175,6 +176,15 @@ std::optional<double> half_unit(std::string_view token) {
   const size_t dot = token.find('.');
   const size_t decimals = dot == std::string_view::npos ? 0 : token.size() - dot - 1;
   return 0.5 * std::pow(10.0, -static_cast<double>(decimals));
+}
+
+std::optional<double> number_of(std::string_view token) {
+  const std::string text(token);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
+    return std::nullopt;
+  return value;
 }
 
 }  // namespace loom::calibration::nccl_text

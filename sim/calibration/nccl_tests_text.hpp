@@ -34,6 +34,9 @@ bool env_in(const std::vector<std::string_view>& tokens, std::map<std::string, s
 /// The variable and value of NCCL's own report "NCCL INFO NCCL_X set by environment to V".
 std::optional<std::pair<std::string, std::string>> env_reported(std::string_view line);
 
+/// `token` as a finite number (strtod over the whole token), else nullopt.
+std::optional<double> number_of(std::string_view token);
+
 /// Half a unit in the last printed digit of a decimal number ("12.34" -> 0.005), 0.5 for a
 /// whole number; nullopt for exponent notation.
 std::optional<double> half_unit(std::string_view token);

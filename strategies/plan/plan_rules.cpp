@@ -232,44 +232,70 @@ void check_cuda_graph_scope(const ModelSpec& m, const TrainingPlan& p, const Pla
 // should be turned on when using --overlap-param-gather"); its flags are off unless given.
 // ZeRO-2 stays: Megatron-core's own FSDP runs it (--use-megatron-fsdp
 // --data-parallel-sharding-strategy optim_grads).
-std::optional<SwitchRefusal> framework_switch_refusal(const TrainingPlan& p, const PlanSources& s) {
-  if (p.framework == models::Framework::DEEPSPEED && p.zero >= 2 && p.pp > 1) {
-    return SwitchRefusal{
-        "zero", fmt::format("{} {} with {} {}: DeepSpeed's pipeline engine supports ZeRO stage 0 "
-                            "or 1 only (deepspeed/runtime/pipe/engine.py); use {} 1, {} 1 or "
-                            "another {}",
-                            s.where("zero"), p.zero, s.name("pp"), p.pp, s.name("zero"),
-                            s.name("pp"), s.name("framework"))};
-  }
+std::optional<FrameworkRule> broken_framework_rule(const TrainingPlan& p) {
+  if (p.framework == models::Framework::DEEPSPEED && p.zero >= 2 && p.pp > 1)
+    return FrameworkRule::DEEPSPEED_PIPELINE_ZERO;
   if (p.framework != models::Framework::MEGATRON) return std::nullopt;
-  if (p.zero >= 3 && (p.pp > 1 || p.ep > 1)) {
-    const char* other = p.pp > 1 ? "pp" : "ep";
-    return SwitchRefusal{
-        "zero", fmt::format("{} 3 with {} {}: Megatron-LM runs ZeRO-3 as --use-torch-fsdp2, which "
-                            "requires pipeline and expert parallel size 1 "
-                            "(megatron/training/arguments.py); use {} 1, {} 1 or another {}",
-                            s.where("zero"), s.name(other), p.pp > 1 ? p.pp : p.ep, s.name("zero"),
-                            s.name(other), s.name("framework"))};
-  }
-  if (p.tp_comm_overlap && !p.sp) {
-    return SwitchRefusal{
-        "tp_comm_overlap",
-        fmt::format("{} without {}: Megatron-LM overlaps tensor-parallel communication only "
-                    "with sequence parallelism (megatron/training/arguments.py validate_args); "
-                    "add {} or drop {}",
-                    s.where("tp_comm_overlap"), s.name("sp"), s.name("sp"),
-                    s.name("tp_comm_overlap"))};
-  }
-  if (p.overlap_param_gather && !p.overlap_grad_reduce) {
-    return SwitchRefusal{
-        "overlap_param_gather",
-        fmt::format("{} without {}: Megatron-LM asserts the gradient-reduce overlap with the "
-                    "parameter-gather overlap (megatron/training/arguments.py validate_args); "
-                    "add {} or drop {}",
-                    s.where("overlap_param_gather"), s.name("overlap_grad_reduce"),
-                    s.name("overlap_grad_reduce"), s.name("overlap_param_gather"))};
-  }
+  if (p.zero >= 3 && (p.pp > 1 || p.ep > 1)) return FrameworkRule::MEGATRON_FSDP_PARALLEL;
+  if (p.tp_comm_overlap && !p.sp) return FrameworkRule::MEGATRON_TP_OVERLAP_SP;
+  if (p.overlap_param_gather && !p.overlap_grad_reduce)
+    return FrameworkRule::MEGATRON_GATHER_OVERLAP_REDUCE;
   return std::nullopt;
+}
+
+const char* field_of(FrameworkRule rule) {
+  switch (rule) {
+    case FrameworkRule::DEEPSPEED_PIPELINE_ZERO:
+    case FrameworkRule::MEGATRON_FSDP_PARALLEL:
+      return "zero";
+    case FrameworkRule::MEGATRON_TP_OVERLAP_SP:
+      return "tp_comm_overlap";
+    case FrameworkRule::MEGATRON_GATHER_OVERLAP_REDUCE:
+      return "overlap_param_gather";
+  }
+  return "framework";
+}
+
+SwitchRefusal refusal_of(FrameworkRule rule, const TrainingPlan& p, const PlanSources& s) {
+  switch (rule) {
+    case FrameworkRule::DEEPSPEED_PIPELINE_ZERO:
+      return {field_of(rule),
+              fmt::format("{} {} with {} {}: DeepSpeed's pipeline engine supports ZeRO stage 0 "
+                          "or 1 only (deepspeed/runtime/pipe/engine.py); use {} 1, {} 1 or "
+                          "another {}",
+                          s.where("zero"), p.zero, s.name("pp"), p.pp, s.name("zero"), s.name("pp"),
+                          s.name("framework"))};
+    case FrameworkRule::MEGATRON_FSDP_PARALLEL: {
+      const char* other = p.pp > 1 ? "pp" : "ep";
+      return {field_of(rule),
+              fmt::format("{} 3 with {} {}: Megatron-LM runs ZeRO-3 as --use-torch-fsdp2, which "
+                          "requires pipeline and expert parallel size 1 "
+                          "(megatron/training/arguments.py); use {} 1, {} 1 or another {}",
+                          s.where("zero"), s.name(other), p.pp > 1 ? p.pp : p.ep, s.name("zero"),
+                          s.name(other), s.name("framework"))};
+    }
+    case FrameworkRule::MEGATRON_TP_OVERLAP_SP:
+      return {field_of(rule),
+              fmt::format("{} without {}: Megatron-LM overlaps tensor-parallel communication "
+                          "only with sequence parallelism (megatron/training/arguments.py "
+                          "validate_args); add {} or drop {}",
+                          s.where("tp_comm_overlap"), s.name("sp"), s.name("sp"),
+                          s.name("tp_comm_overlap"))};
+    case FrameworkRule::MEGATRON_GATHER_OVERLAP_REDUCE:
+      return {field_of(rule),
+              fmt::format("{} without {}: Megatron-LM asserts the gradient-reduce overlap with "
+                          "the parameter-gather overlap (megatron/training/arguments.py "
+                          "validate_args); add {} or drop {}",
+                          s.where("overlap_param_gather"), s.name("overlap_grad_reduce"),
+                          s.name("overlap_grad_reduce"), s.name("overlap_param_gather"))};
+  }
+  return {"framework", ""};
+}
+
+std::optional<SwitchRefusal> framework_switch_refusal(const TrainingPlan& p, const PlanSources& s) {
+  const auto rule = broken_framework_rule(p);
+  if (!rule) return std::nullopt;
+  return refusal_of(*rule, p, s);
 }
 
 namespace {

@@ -51,12 +51,27 @@ struct SwitchRefusal {
   std::string message;
 };
 
-/// What the plan's framework refuses of its switches (ZeRO stage, overlaps), without
-/// throwing: the search asks it of every switch combination. DeepSpeed's pipeline engine
-/// takes ZeRO 0-1 only; Megatron-LM's ZeRO-3 (torch FSDP2) takes no pp or ep, and it asserts
-/// sequence parallelism under --tp-comm-overlap and --overlap-grad-reduce under
-/// --overlap-param-gather (megatron/training/arguments.py validate_args). nullopt when it
-/// accepts them.
+/// The rules a framework itself asserts on a plan's switches (ZeRO stage, overlaps):
+/// DeepSpeed's pipeline engine takes ZeRO 0-1 only; Megatron-LM's ZeRO-3 (torch FSDP2) takes
+/// no pp or ep, and it asserts sequence parallelism under --tp-comm-overlap and
+/// --overlap-grad-reduce under --overlap-param-gather (megatron/training/arguments.py
+/// validate_args).
+enum class FrameworkRule {
+  DEEPSPEED_PIPELINE_ZERO,
+  MEGATRON_FSDP_PARALLEL,
+  MEGATRON_TP_OVERLAP_SP,
+  MEGATRON_GATHER_OVERLAP_REDUCE
+};
+
+/// The first FrameworkRule `plan` breaks, without formatting a message (the search asks it of
+/// every switch combination); nullopt when its framework accepts the plan.
+std::optional<FrameworkRule> broken_framework_rule(const models::TrainingPlan& plan);
+/// The plan field `rule` is reported under.
+const char* field_of(FrameworkRule rule);
+/// `rule`'s refusal of `plan`: its field and the message, spelt as `sources` spell fields.
+SwitchRefusal refusal_of(FrameworkRule rule, const models::TrainingPlan& plan,
+                         const PlanSources& sources = {});
+/// broken_framework_rule with its refusal.
 std::optional<SwitchRefusal> framework_switch_refusal(const models::TrainingPlan& plan,
                                                       const PlanSources& sources = {});
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "common/error.hpp"
 #include "common/seeded_draw.hpp"
@@ -48,13 +49,19 @@ void push_bounded(std::vector<RankedId>& list, RankedId item, std::int64_t keep)
   if (static_cast<std::int64_t>(list.size()) >= 2 * keep + 64) trim(list, keep);
 }
 
+// Counts `count` candidates invalid under `field`; `message` (a string, or a callable that
+// makes one: formatted only for the example kept, the lowest id) explains the first.
+template <typename Message>
 void add_invalid(SearchTally& t, const std::string& field, std::int64_t count, std::int64_t id,
-                 const std::string& message) {
+                 Message&& message) {
   InvalidCount& c = t.invalid_by_field[field];
   c.count += count;
   if (c.first_id < 0 || id < c.first_id) {
     c.first_id = id;
-    c.example = message;
+    if constexpr (std::is_invocable_v<Message>)
+      c.example = message();
+    else
+      c.example = message;
   }
 }
 
@@ -103,9 +110,10 @@ class FastWorker {
         add_invalid(t_, "overlap_moe_expert_parallel_comm", 1, id, *why);
         continue;
       }
-      if (const auto refusal = framework_switch_refusal(q, PlanSources::command_line())) {
+      if (const auto rule = broken_framework_rule(q)) {
         ++t_.invalid;  // the framework asserts against this combination of switches
-        add_invalid(t_, refusal->field, 1, id, refusal->message);
+        add_invalid(t_, field_of(*rule), 1, id,
+                    [&] { return refusal_of(*rule, q, PlanSources::command_line()).message; });
         continue;
       }
       const auto key = std::make_pair(q.zero, static_cast<int>(q.recompute));

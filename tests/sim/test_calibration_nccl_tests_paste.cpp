@@ -134,7 +134,7 @@ TEST_CASE("calibration::NcclTestsPaste: without a program the columns tell the o
     LogSpec s;
     s.redop = c.redop;
     s.root = c.root;
-    s.factor = nccl_fit::bus_factor(c.op, 8);
+    s.factor = sim::bus_bandwidth_factor(c.op, 8);
     const ImportResult r = parse_nccl_tests(make_log(s), "i.log");
     REQUIRE(r.tables.size() == 1);
     CHECK(r.tables[0].op == c.op);
