@@ -27,7 +27,7 @@ Json run_json(const std::string& args) {
 }  // namespace
 
 TEST_CASE("cli::SearchSeq: search and plan use the model's own sequence length, as simulate") {
-  for (const std::string model :
+  for (const std::string& model :
        {std::string("llama3-8b"), source_path("examples/models/hf/llama3-8b/config.json")}) {
     CAPTURE(model);
     const std::string fixed = " --model " + model + " --gbs 64 --tp 8 --pp 1";
