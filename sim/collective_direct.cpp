@@ -2,6 +2,8 @@
 // through the root.
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 #include "common/error.hpp"
 #include "sim/collective_lowering.hpp"
 
@@ -29,6 +31,92 @@ void p2p_flow(ScheduleBuilder& b, topo::VertexId src, topo::VertexId dst, double
   }
   b.flow(src, proxy, bytes);
   b.flow(proxy, dst, bytes);
+}
+
+// The leaf switch GPU `g`'s own NIC attaches to (its rail), reached over PCIe switches and
+// NICs only; -1 when there is none or more than one.
+topo::VertexId own_leaf(const topo::Cluster& c, topo::VertexId g) {
+  topo::VertexId leaf = -1;
+  std::vector<topo::VertexId> frontier{g}, next;
+  for (int depth = 0; depth < 3 && !frontier.empty(); ++depth) {
+    next.clear();
+    for (topo::VertexId v : frontier) {
+      for (topo::LinkId l : c.out_links(v)) {
+        const topo::VertexId to = c.link(l).to;
+        const auto kind = c.vertex(to).kind;
+        if (kind == topo::VertexKind::LEAF) {
+          if (leaf >= 0 && leaf != to) return -1;
+          leaf = to;
+        } else if (kind == topo::VertexKind::NIC || kind == topo::VertexKind::PCIE_SWITCH) {
+          next.push_back(to);
+        }
+      }
+    }
+    frontier.swap(next);
+  }
+  return leaf;
+}
+
+// The all-to-all's flows, each rank to every other (p2p_flow: PXN relays across rails),
+// `share` bytes each, with the flows that repeat one (source, destination) pair folded into
+// one FlowSpec with their count: on a rail-optimised fabric the n(n-1) transfers become
+// about n^2/g distinct pairs (g GPUs per node): a PXN relay's first hop (src -> proxy) is
+// the same for every node the proxy's rail leads to, and its second hop (proxy -> dst) the
+// same for every GPU of the source node. Max-min sharing gives identical flows the same
+// rate, so the fold is exact (tests/sim/test_all_to_all_classes.cpp checks it against the
+// flow-by-flow schedule). When every rank's NIC has one rail leaf, the proxy is looked up
+// once per (source, destination rail) rather than per pair: PXN picks it by rail alone
+// (Fabric::pxn_proxy), and no route of a relayed pair's direct path is computed.
+void all_to_all_flows(ScheduleBuilder& b, double share) {
+  const int n = b.n();
+  Fabric& fabric = b.fabric();
+  const topo::Cluster& cluster = fabric.cluster();
+  std::vector<topo::VertexId> rail(static_cast<size_t>(n));
+  std::vector<int> node(static_cast<size_t>(n));
+  bool railed = true;
+  for (int i = 0; i < n; ++i) {
+    rail[static_cast<size_t>(i)] = own_leaf(cluster, b.v(i));
+    node[static_cast<size_t>(i)] = b.node(i);
+    railed = railed && rail[static_cast<size_t>(i)] >= 0 && node[static_cast<size_t>(i)] >= 0;
+  }
+  std::unordered_map<std::uint64_t, topo::VertexId> proxy_of;  // (src, dst rail): lookup only
+  std::unordered_map<std::uint64_t, std::size_t> index;        // (src, dst): lookup only
+  std::vector<FlowSpec> flows;
+  auto add = [&](topo::VertexId a, topo::VertexId c) {
+    const std::uint64_t key = (std::uint64_t(std::uint32_t(a)) << 32) | std::uint32_t(c);
+    auto [it, inserted] = index.emplace(key, flows.size());
+    if (inserted) {
+      flows.push_back({a, c, share, 0, 1});
+    } else {
+      ++flows[it->second].count;
+    }
+  };
+  for (int i = 0; i < n; ++i) {
+    const topo::VertexId src = b.v(i);
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const topo::VertexId dst = b.v(j);
+      topo::VertexId proxy;
+      if (node[static_cast<size_t>(i)] == node[static_cast<size_t>(j)]) {
+        proxy = -1;
+      } else if (railed) {
+        const std::uint64_t key =
+            (std::uint64_t(std::uint32_t(src)) << 32) | std::uint32_t(rail[static_cast<size_t>(j)]);
+        auto it = proxy_of.find(key);
+        if (it == proxy_of.end()) it = proxy_of.emplace(key, fabric.pxn_proxy(src, dst)).first;
+        proxy = it->second;
+      } else {
+        proxy = fabric.pxn_proxy(src, dst);
+      }
+      if (proxy < 0) {
+        add(src, dst);
+      } else {
+        add(src, proxy);
+        add(proxy, dst);
+      }
+    }
+  }
+  for (const FlowSpec& f : flows) b.flow(f.src, f.dst, f.bytes, f.count);
 }
 
 void from_root(ScheduleBuilder& b, int root, double bytes) {
@@ -68,9 +156,7 @@ void lower_direct(ScheduleBuilder& b, Op op, double S, int root) {
     case Op::ALL_TO_ALL: {
       // NCCL's alltoall is grouped send/recv (p2p): PXN applies.
       int p = b.begin_pattern();
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j)
-          if (i != j) p2p_flow(b, b.v(i), b.v(j), S / n);
+      all_to_all_flows(b, S / n);
       b.phase(p);
       return;
     }

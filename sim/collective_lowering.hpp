@@ -41,8 +41,9 @@ class ScheduleBuilder {
     return static_cast<int>(s_.pattern_begin.size()) - 1;
   }
   /// Adds a flow of `bytes` payload bytes to the open pattern (none from a vertex to itself).
-  void flow(topo::VertexId a, topo::VertexId b, double bytes) {
-    if (a != b) s_.flows.push_back({a, b, bytes});
+  /// `count` > 1: that many identical flows, folded into one entry (FlowSpec::count).
+  void flow(topo::VertexId a, topo::VertexId b, double bytes, std::int32_t count = 1) {
+    if (a != b) s_.flows.push_back({a, b, bytes, 0, count});
   }
   /// Appends `times` phases of `pattern`, charged at the derived class or uncharged.
   void phase(int pattern, bool charged = true, int times = 1) {

@@ -134,7 +134,7 @@ void apply_bandwidth(Fabric& fabric, const CollectiveRequest& req, Op op, double
     for (int p = 0; p < s.num_patterns(); ++p) {
       out_degree.clear();
       for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i)
-        ++out_degree[s.flows[i].src];
+        out_degree[s.flows[i].src] += s.flows[i].count;
       for (auto i = s.pattern_begin[p]; i < s.pattern_begin[p + 1]; ++i)
         s.flows[i].max_rate_Bpps = cap_Bpps / out_degree[s.flows[i].src];
     }

@@ -74,6 +74,7 @@ void FlowNetwork::materialize(BatchId id, SimTime now) {
     f.route = r;
     f.batch = id;
     f.spec = &spec;
+    f.count = spec.count;
     f.seq = next_seq_++;
     f.mark = 0;
     f.active = true;

@@ -39,6 +39,7 @@ class FlowNetwork final : public Network {
     std::uint32_t mark = 0;  // component-search stamp
     std::int32_t comp = 0;   // its component in the current solve
     bool active = false;     // still sending (its slot is listed on its links)
+    std::int32_t count = 1;  // identical flows it stands for (FlowSpec::count)
     BatchId batch = 0;
     const FlowSpec* spec = nullptr;  // the caller's flow (valid until its batch completes)
   };

@@ -261,8 +261,11 @@ void FlowNetwork::fill(std::span<const std::int32_t> flows, std::span<const topo
   level_round_.assign(static_cast<size_t>(num_components), 0);
   std::int32_t round = 0;
   for (topo::LinkId l : links) remaining_cap_[l] = fabric_.capacity_Bpps(l);
+  // count_ and remaining_cap_ count a flow standing for `count` identical flows `count`
+  // times: the fair share and the capacity it takes are theirs.
   for (std::int32_t s : flows) {
-    for (topo::LinkId l : fabric_.links(flows_[static_cast<size_t>(s)].route)) ++count_[l];
+    const Flow& f = flows_[static_cast<size_t>(s)];
+    for (topo::LinkId l : fabric_.links(f.route)) count_[l] += f.count;
   }
   unfrozen_.assign(flows.begin(), flows.end());
   while (!unfrozen_.empty()) {
@@ -304,9 +307,10 @@ void FlowNetwork::fill(std::span<const std::int32_t> flows, std::span<const topo
     unfrozen_.resize(keep);
     for (std::int32_t s : frozen_) {
       const Flow& f = flows_[static_cast<size_t>(s)];
+      const double taken = f.count == 1 ? f.rate : f.rate * f.count;
       for (topo::LinkId l : fabric_.links(f.route)) {
-        remaining_cap_[l] = std::max(0.0, remaining_cap_[l] - f.rate);
-        --count_[l];
+        remaining_cap_[l] = std::max(0.0, remaining_cap_[l] - taken);
+        count_[l] -= f.count;
       }
     }
   }
@@ -315,7 +319,7 @@ void FlowNetwork::fill(std::span<const std::int32_t> flows, std::span<const topo
     for (topo::LinkId l : links) remaining_cap_[l] = 0;  // reuse as a load accumulator
     for (std::int32_t s : flows) {
       const Flow& f = flows_[static_cast<size_t>(s)];
-      for (topo::LinkId l : fabric_.links(f.route)) remaining_cap_[l] += f.rate;
+      for (topo::LinkId l : fabric_.links(f.route)) remaining_cap_[l] += f.rate * f.count;
     }
     for (topo::LinkId l : links) {
       stats_.max_link_load =

@@ -43,9 +43,10 @@ Network::Network(Fabric& fabric, NetworkHost& host) : fabric_(fabric), host_(hos
 }
 
 void Network::tally(const FlowSpec& flow) {
-  stats_.received_bytes[static_cast<size_t>(flow.dst)] += flow.bytes;
-  stats_.delivered_bytes += flow.bytes;
-  ++stats_.flows;
+  const double bytes = flow.bytes * flow.count;
+  stats_.received_bytes[static_cast<size_t>(flow.dst)] += bytes;
+  stats_.delivered_bytes += bytes;
+  stats_.flows += flow.count;
 }
 
 SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
@@ -68,7 +69,7 @@ SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
     const RouteRef& r = routes[i];
     for (topo::LinkId l : fabric.links(r)) {
       if (load[l] == 0.0) touched.push_back(l);
-      load[l] += f.bytes * batch.wire_factor;
+      load[l] += f.bytes * f.count * batch.wire_factor;
     }
   }
   double worst_ps = 0;

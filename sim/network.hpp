@@ -32,6 +32,11 @@ struct FlowSpec {
   /// Ceiling on this flow's payload rate in bytes per picosecond (0: none), e.g. NCCL's LL
   /// bandwidth cap shared among a rank's flows. The network applies it on top of link sharing.
   double max_rate_Bpps = 0;
+  /// Identical flows this one stands for (>= 1): `count` flows on the same route with the
+  /// same bytes and ceiling, which max-min fair sharing gives the same rate, so one entry
+  /// with their count shares each link as they would (a symmetric all-to-all's many flows
+  /// between one pair of vertices; see collective_direct.cpp).
+  std::int32_t count = 1;
 };
 
 using BatchId = std::int32_t;
