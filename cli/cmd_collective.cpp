@@ -15,9 +15,11 @@
 #include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/field_flags.hpp"
+#include "cli/flag_grammars.hpp"
 #include "common/csv.hpp"
 #include "common/document.hpp"
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "common/strings.hpp"
 #include "common/table.hpp"
 #include "common/units.hpp"
@@ -99,6 +101,8 @@ double parse_size(const std::string& text, const char* field) {
   return bytes;
 }
 
+}  // namespace
+
 // "0,1,2,3" or "0-7" or "0-3,8-11".
 std::vector<int> parse_group(const std::string& text) {
   std::vector<int> ranks;
@@ -106,6 +110,13 @@ std::vector<int> parse_group(const std::string& text) {
   auto bad = [&] {
     return ValidationError::bad_value("--group", text,
                                       "comma-separated ranks or ranges, e.g. 0,1,2,3 or 0-7");
+  };
+  // Ranges expand: "0-1000000" repeated would otherwise grow without bound (issue 34).
+  auto too_many = [&] {
+    return ValidationError("--group", fmt::format("--group: more than {} ranks (loom's limit "
+                                                  "MAX_CLUSTER_GPUS, docs/limits.md); list each "
+                                                  "rank of the group once",
+                                                  MAX_CLUSTER_GPUS));
   };
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
@@ -115,12 +126,14 @@ std::vector<int> parse_group(const std::string& text) {
     try {
       size_t used = 0;
       if (dash == std::string::npos) {
+        if (static_cast<std::int64_t>(ranks.size()) >= MAX_CLUSTER_GPUS) throw too_many();
         ranks.push_back(std::stoi(item, &used));
         if (used != item.size()) throw bad();
       } else {
         int a = std::stoi(item.substr(0, dash), &used);
         int b = std::stoi(item.substr(dash + 1));
         if (b < a || a < 0 || b - a > (1 << 20)) throw bad();
+        if (static_cast<std::int64_t>(ranks.size()) + (b - a) >= MAX_CLUSTER_GPUS) throw too_many();
         for (int r = a; r <= b; ++r) ranks.push_back(r);
       }
     } catch (const std::logic_error&) {
@@ -131,6 +144,8 @@ std::vector<int> parse_group(const std::string& text) {
   }
   return ranks;
 }
+
+namespace {
 
 bool is_reduction(sim::CollectiveOp op) {
   return op == sim::CollectiveOp::ALL_REDUCE || op == sim::CollectiveOp::REDUCE ||

@@ -13,6 +13,7 @@
 
 #include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_grammars.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_output.hpp"
@@ -34,6 +35,7 @@ struct PlanCommandFlags {
   std::vector<std::int64_t> gpus;
   std::optional<double> days;
   std::optional<double> budget;
+  std::optional<double> confidence;  // --days / --budget read the band's upper edge
   std::vector<std::string> price;
   double pue = strategies::DEFAULT_PUE;
   std::optional<double> failure_rate;
@@ -48,6 +50,8 @@ struct PlanCommandFlags {
   PlanFlags plan;
   std::string calibration;  // profile with a fitted network; empty: loom's defaults
 };
+
+}  // namespace
 
 // "15T" -> 1.5e13: a count with an optional K, M, B (or G) or T suffix (powers of 1000).
 double parse_tokens(const std::string& text) {
@@ -81,6 +85,8 @@ double parse_tokens(const std::string& text) {
   }
   return number * factor;
 }
+
+namespace {
 
 // The dimensions `loom plan` pins unless the flags set them (or --full-space): the search per
 // configuration then takes seconds, not minutes (docs/plan.md gives the price of it).
@@ -134,19 +140,37 @@ void check_prices(const PlanCommandFlags& f, const PlanOutput& out) {
                   unpriced->label, f.budget ? "--budget" : "--days with prices", unpriced->label));
 }
 
+// The rows with expected time, GPU-hours and cost at their step-time band's one-sided
+// `confidence` edge (days, GPU-hours and cost scale with step time; the goodput model's
+// failure and checkpoint overheads are taken to scale with it too).
+std::vector<strategies::CapacityRow> at_confidence(const PlanOutput& out, double confidence) {
+  std::vector<strategies::CapacityRow> rows = out.rows;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].feasible) continue;
+    const double ratio = out.bands[i].time.upper_ratio(confidence);
+    rows[i].run.expected_s *= ratio;
+    rows[i].run.ideal_s *= ratio;
+    rows[i].gpu_hours *= ratio;
+    if (rows[i].cost) *rows[i].cost *= ratio;
+  }
+  return rows;
+}
+
 // The --days / --budget choice; throws InfeasibleError when nothing qualifies.
 std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput& out) {
   if (!f.days && !f.budget) return std::nullopt;
+  const std::vector<strategies::CapacityRow> rows =
+      f.confidence ? at_confidence(out, *f.confidence) : out.rows;
   PlanSelection sel;
   sel.by_days = f.days.has_value();
   sel.limit = f.days ? *f.days : *f.budget;
   sel.by_gpu_hours = sel.by_days && first_unpriced(out) != nullptr;
-  const auto best = sel.by_days ? strategies::cheapest_within(out.rows, sel.limit, sel.by_gpu_hours)
-                                : strategies::fastest_within(out.rows, sel.limit);
+  const auto best = sel.by_days ? strategies::cheapest_within(rows, sel.limit, sel.by_gpu_hours)
+                                : strategies::fastest_within(rows, sel.limit);
   if (!best) {
     // The nearest miss: the fastest configuration, or the cheapest.
     const strategies::CapacityRow* near = nullptr;
-    for (const auto& r : out.rows) {
+    for (const auto& r : rows) {
       if (!r.feasible) continue;
       if (!near || (sel.by_days ? r.run.expected_s < near->run.expected_s
                                 : r.cost.value_or(0) < near->cost.value_or(0)))
@@ -156,15 +180,16 @@ std::optional<PlanSelection> select(const PlanCommandFlags& f, const PlanOutput&
     const std::string who = fmt::format("{} x {}", out.targets[near->target].label, near->gpus);
     if (sel.by_days) {
       throw InfeasibleError(fmt::format(
-          "--days {:g}: no configuration finishes within {:g} day{}; the fastest, {}, takes {} "
+          "--days {}: no configuration finishes within {} day{}; the fastest, {}, takes {} "
           "days (expected); allow more days or try more GPUs (--gpus)",
-          sel.limit, sel.limit, sel.limit == 1 ? "" : "s", who,
+          format_number(sel.limit), format_number(sel.limit), sel.limit == 1 ? "" : "s", who,
           plan_days_text(near->run.expected_s, 1)));
     }
     throw InfeasibleError(fmt::format(
-        "--budget {:g}: no configuration costs {:g} USD or less; the cheapest, {}, costs {:.2f} "
-        "USD; raise the budget or try fewer GPUs (--gpus)",
-        sel.limit, sel.limit, who, near->cost.value_or(0)));
+        "--budget {}: no configuration costs {} or less; the cheapest, {}, costs {}; raise "
+        "the budget or try fewer GPUs (--gpus)",
+        format_number(sel.limit), format_money(sel.limit), who,
+        format_money(near->cost.value_or(0))));
   }
   sel.row = *best;
   return sel;
@@ -201,6 +226,11 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
   auto* budget = app.add_option("--budget", f.budget,
                                 "the fastest configuration costing at most B US dollars");
   days->excludes(budget);
+  app.add_option("--confidence", f.confidence,
+                 "with --days / --budget: choose by the error band's upper edge at this "
+                 "one-sided confidence (0.9: days and cost that runs like it stay under 9 "
+                 "times in 10; docs/plan.md)")
+      ->check(CLI::Range(0.5, 0.99));
   app.add_option("--price", f.price, "price per GPU-hour in US dollars, per GPU type: h100=2.10");
   app.add_option("--pue", f.pue, "power usage effectiveness (facility / IT power)")
       ->check(CLI::Range(1.0, 10.0))
@@ -263,6 +293,18 @@ void check_limits(const PlanCommandFlags& f) {
   check(f.budget, "--budget", "a positive number of US dollars, e.g. 2e6");
 }
 
+// A row's error bands; a GPU outside the catalog (a cluster JSON's own) has no generation
+// the track record knows: an extrapolation.
+PlanBands row_bands(const models::ModelSpec& model, const strategies::CapacityTarget& t,
+                    const strategies::CapacityRow& r) {
+  std::string generation = "unknown";
+  try {
+    generation = topo::to_string(topo::find_gpu(t.gpu, "--gpu").arch);
+  } catch (const Error&) {
+  }
+  return plan_bands(model, r.plan, generation, r.gpus);
+}
+
 int run_plan(const PlanCommandFlags& f) {
   check_limits(f);
   if (!f.chart.empty()) check_output_path(f.chart, "--chart");  // before minutes of search
@@ -303,11 +345,18 @@ int run_plan(const PlanCommandFlags& f) {
         calibrated->notes.push_back(note);
   }
   ProgressBar bar = ProgressBar::on_stderr("loom plan");
+  bar.phase("searching each GPU count");
   out.options.progress = [&bar](std::size_t index, std::size_t total) {
-    bar.update(total > 0 ? static_cast<double>(index + 1) / static_cast<double>(total) : 1.0);
+    bar.update(static_cast<std::int64_t>(index), static_cast<std::int64_t>(total), "counts");
   };
   out.rows = strategies::plan_capacity(model, input, out.targets, f.gpus, out.prices, out.options);
+  bar.clear();  // before anything is printed: the answer never shares a line with the bar
   check_any_feasible(out);
+  for (const auto& r : out.rows) out.bands.push_back(row_bands(model, out.targets[r.target], r));
+  out.confidence = f.confidence;
+  if (f.confidence && !f.days && !f.budget)
+    throw ValidationError("--confidence",
+                          "--confidence picks with --days or --budget; give one of them");
   out.selection = select(f, out);
   if (!f.chart.empty()) write_output_file(f.chart, render_plan_svg(out), "--chart");
   if (format == Format::JSON && calibrated) {

@@ -21,15 +21,14 @@ namespace {
 
 using strategies::StepReport;
 
-// The number `text` spells (the whole of it), or NaN.
+// The decimal number `text` spells (the whole of it), or NaN. std::from_chars, not std::stod:
+// stod also takes hexadecimal ("0x10"), leading blanks and the current locale's decimal point.
 double number(const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nan("");
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nan("");
+  return v;
 }
 
 // "FRACTION:MEAN" of a random model on `flag`.
