@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/error_line.hpp"
+#include "cli/parse_errors.hpp"
 #include "common/error.hpp"
 #include "common/strings.hpp"
 #include "common/version.hpp"
@@ -55,59 +56,6 @@ int finish_output(int code) {
       loom::ExitCode::BAD_INPUT);
 }
 
-// CLI11 says "The following arguments were not expected"; add the closest real flag.
-std::string explain_parse_error(const CLI::ParseError& e, const CLI::App& root) {
-  std::string message = e.what();
-  const CLI::App* app = &root;
-  for (const CLI::App* sub : root.get_subcommands()) app = sub;
-  const std::string command = app == &root ? "loom" : "loom " + app->get_name();
-  std::vector<std::string> names;
-  for (const CLI::Option* opt : app->get_options()) {
-    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
-  }
-  for (const auto& extra : app->remaining()) {
-    if (extra.rfind("--", 0) == 0) {
-      std::string flag = extra.substr(0, extra.find('='));
-      std::string suggestion = loom::did_you_mean(flag, names);
-      return fmt::format("unknown flag '{}'{}; see `{} --help`", flag,
-                         suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
-                         command);
-    }
-  }
-  // CLI11: "Could not convert: --tp = 1.5"; say what the flag takes instead.
-  const std::string prefix = "Could not convert: ";
-  if (message.rfind(prefix, 0) == 0) {
-    const std::string rest = message.substr(prefix.size());
-    const auto eq = rest.find(" = ");
-    if (eq != std::string::npos) {
-      const std::string flag = rest.substr(0, eq), value = rest.substr(eq + 3);
-      std::string type;
-      for (const CLI::Option* opt : app->get_options())
-        for (const auto& l : opt->get_lnames())
-          if ("--" + l == flag) type = opt->get_type_name();
-      const bool integer = type.find("INT") != std::string::npos;
-      // Digits that did not convert: too large for the flag's integer type, not a fraction.
-      const bool digits =
-          value.find_first_not_of("0123456789", value[0] == '-' ? 1 : 0) == std::string::npos &&
-          value.size() > (value[0] == '-' ? 1u : 0u);
-      if (integer && digits) {
-        return fmt::format(
-            "{}: '{}' is a whole number out of range; see `{} --help` for the "
-            "values it takes",
-            flag, value, command);
-      }
-      return fmt::format("{}: '{}' is not {}; see `{} --help`", flag, value,
-                         integer                                   ? "a whole number"
-                         : type.find("FLOAT") != std::string::npos ? "a number"
-                                                                   : "a valid " + type,
-                         command);
-    }
-  }
-  for (auto& c : message)
-    if (c == '\n') c = ' ';
-  return message;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,7 +82,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
   } catch (const CLI::ParseError& e) {
-    return fail(explain_parse_error(e, root), loom::ExitCode::BAD_INPUT);
+    return fail(loom::cli::explain_parse_error(e, root), loom::ExitCode::BAD_INPUT);
   } catch (const loom::Error& e) {
     return fail(e.what(), e.exit_code());
   }

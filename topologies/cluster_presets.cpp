@@ -364,9 +364,8 @@ PresetDefinition find_preset(const std::string& name, const std::string& field) 
   for (const auto& p : presets())
     if (p.name == key) return p;
   // A GPU where a cluster belongs ("--cluster h100"): name the presets built on that GPU.
-  const auto gpus = gpu_names();
-  if (std::find(gpus.begin(), gpus.end(), key) != gpus.end()) {
-    const std::string gpu = find_gpu(key).name;
+  if (const auto gpu_name = gpu_key(key)) {
+    const std::string gpu = *gpu_name;
     std::vector<std::string> with;
     for (const auto& p : presets())
       if (p.gpu == gpu) with.push_back(p.name);

@@ -2,9 +2,12 @@
 // The GPU catalog: datasheet figures per GPU model (dense peak FLOP/s per dtype, HBM size
 // and bandwidth, NVLink bandwidth, PCIe generation, TDP, SM count, architecture),
 // overridable from JSON.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/error.hpp"
 
 namespace loom::topo {
 
@@ -77,8 +80,19 @@ struct GpuSpec {
 const std::vector<GpuSpec>& gpu_catalog();
 /// The names users may type (catalog keys and aliases), sorted.
 std::vector<std::string> gpu_names();
-/// Looks up a GPU by key or alias (case-insensitive); throws ValidationError listing the
-/// valid names, with did-you-mean, naming `field` (e.g. "gpu"; the CLI passes "--gpu").
+/// The catalog key `name` stands for: a key or alias (case-insensitive), a catalog display
+/// name, or a name vendors and `nvidia-smi` print ("NVIDIA H100 80GB HBM3",
+/// "NVIDIA A100-SXM4-80GB", "H100-SXM5-80GB", "NVIDIA H200"); nullopt when none.
+std::optional<std::string> gpu_key(std::string_view name);
+/// The name of `valid` to suggest for the unknown GPU `name`: one of its family ("h100" for
+/// "H100-96GB") when `valid` has one, else the closest by edit distance; "" for none.
+std::string suggest_gpu_name(std::string_view name, const std::vector<std::string>& valid);
+/// The ValidationError for an unknown GPU name: "FIELD: unknown name 'X' (did you mean 'Y'?);
+/// valid: ...", Y from suggest_gpu_name.
+ValidationError unknown_gpu(std::string_view field, std::string_view name,
+                            const std::vector<std::string>& valid);
+/// Looks up a GPU by anything gpu_key() takes; throws ValidationError listing the valid names,
+/// with did-you-mean (unknown_gpu), naming `field` (e.g. "gpu"; the CLI passes "--gpu").
 const GpuSpec& find_gpu(std::string_view name, std::string_view field = "gpu");
 /// A catalog GPU by name, or, when `name_or_path` ends in ".json", a GPU JSON file holding a
 /// catalog "base" plus overrides (see topologies/gpu_json.hpp and docs/clusters.md). Throws

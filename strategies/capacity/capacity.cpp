@@ -24,11 +24,9 @@ std::vector<std::string> target_names() {
   return out;
 }
 
+// Any name topo::gpu_key takes: keys, aliases, and what vendors and nvidia-smi print.
 bool is_gpu_name(const std::string& name) {
-  const std::string lower = to_lower(name);
-  for (const std::string& g : topo::gpu_names())
-    if (g == lower) return true;
-  return false;
+  return topo::gpu_key(name).has_value();
 }
 
 // A positive price in US dollars per GPU-hour from its text.
@@ -63,7 +61,7 @@ CapacityTarget resolve_target(const std::string& name, const std::string& field)
     }
     t.cluster_spec = *preset;
   } else {
-    throw ValidationError::unknown_name(field, name, target_names());
+    throw topo::unknown_gpu(field, name, target_names());
   }
   const topo::Cluster node = topo::load_cluster(topo::ClusterRequest{t.cluster_spec, 1, {}});
   t.gpu = node.gpu.name;
