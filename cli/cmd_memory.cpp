@@ -230,7 +230,7 @@ int run_memory(MemoryOptions& o) {
   }
   if (o.cluster.gpus && *o.cluster.gpus < 1)
     throw ValidationError::not_positive("--gpus", std::to_string(*o.cluster.gpus));
-  const models::ModelSpec model = models::load_model(o.model, "--model");
+  const models::ModelSpec model = load_plan_model(o.model, o.plan);
   std::optional<std::int64_t> gpus;
   std::optional<double> capacity;
   OrderedJson context;
@@ -261,6 +261,10 @@ int run_memory(MemoryOptions& o) {
     return 0;
   }
   strategies::validate_plan(model, plan, gpus, resolved.sources);
+  if (o.plan.emit) {
+    print_emit(o.plan, model, plan);
+    return 0;
+  }
   // The GPU's precision rules (nvfp4 needs FP4 tensor cores, mxfp8 Blackwell, ...).
   if (cluster_used) strategies::check_precision_on_cluster(plan, *cluster_used, resolved.sources);
   if (gpu_used) strategies::check_precision_on_gpu(plan, *gpu_used, resolved.sources);
@@ -289,11 +293,12 @@ Command add_memory_command(CLI::App& root) {
                           "per-GPU memory of every pipeline stage: weights, gradients, optimizer, "
                           "activations, other; does it fit?");
   app->add_option("--model", options->model,
-                  "preset (`loom presets models`), loom model JSON or HF config.json")
-      ->required();
+                  "preset (`loom presets models`), loom model JSON or HF config.json (or the "
+                  "shape in --megatron-args)");
   app->add_option("--gpu", options->gpu, "GPU to compare with (`loom presets gpus`)");
   add_cluster_flags(*app, options->cluster, false);
   add_plan_flags(*app, options->plan);
+  add_emit_flag(*app, options->plan);
   add_format_flag(*app, options->format, {"table", "json", "csv"});
   app->add_flag("--require-fit", options->require_fit,
                 "exit 3 when the peak stage does not fit the GPU");

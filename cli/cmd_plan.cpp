@@ -262,6 +262,7 @@ void add_flags(CLI::App& app, PlanCommandFlags& f) {
       ->check(output_path_check());
   add_format_flag(app, f.format, {"table", "json", "csv"});
   add_plan_flags(app, f.plan);
+  add_emit_flag(app, f.plan);
 }
 
 strategies::CapacityOptions capacity_options(const PlanCommandFlags& f) {
@@ -358,6 +359,13 @@ int run_plan(const PlanCommandFlags& f) {
     throw ValidationError("--confidence",
                           "--confidence picks with --days or --budget; give one of them");
   out.selection = select(f, out);
+  if (f.plan.emit) {
+    if (!out.selection)
+      throw ValidationError("--emit", "--emit: loom plan emits the configuration --days or "
+                                      "--budget picks; give one of them");
+    print_emit(f.plan, model, out.rows[out.selection->row].plan);
+    return 0;
+  }
   if (!f.chart.empty()) write_output_file(f.chart, render_plan_svg(out), "--chart");
   if (format == Format::JSON && calibrated) {
     OrderedJson doc = OrderedJson::parse(render_plan_json(out));

@@ -285,10 +285,12 @@ Command add_search_command(CLI::App& root) {
                           "the fastest plans for a model on a cluster: every plan over the free "
                           "dimensions, the best re-simulated (docs/search.md)");
   command.app = app;
-  app->add_option("--model", flags->model, "model preset, loom model JSON or HF config.json")
-      ->required();
+  app->add_option("--model", flags->model,
+                  "model preset, loom model JSON or HF config.json (or the shape in "
+                  "--megatron-args)");
   add_cluster_flags(*app, flags->cluster, true);
   add_plan_flags(*app, flags->plan);
+  add_emit_flag(*app, flags->plan);
   app->add_option("--top", flags->top, "plans to list")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -312,7 +314,7 @@ Command add_search_command(CLI::App& root) {
   add_shard_flags(*app, flags->shards);
   command.run = [flags]() -> int {
     const SearchFlags& f = *flags;
-    const models::ModelSpec model = models::load_model(f.model, "--model");
+    const models::ModelSpec model = load_plan_model(f.model, f.plan);
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     // The fingerprint names the cluster and the network model: shards of another merge not.
     const strategies::SearchSpace space(
@@ -342,6 +344,10 @@ Command add_search_command(CLI::App& root) {
     const auto answer = run_sharded_search(model, space, cluster, options, f.shards, std::cout);
     if (!answer) return 0;  // a partial result (--shard), or an MPI rank other than 0
     const strategies::SearchResult& r = *answer;
+    if (f.plan.emit && !r.ranked.empty()) {  // the winner
+      print_emit(f.plan, model, r.ranked.front().plan);
+      return 0;
+    }
     if (format == Format::JSON) {
       OrderedJson context;
       context["model"] = model.name;

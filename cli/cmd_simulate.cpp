@@ -129,7 +129,7 @@ int run_simulate(const SimulateFlags& f) {
   // Output paths are checked before the simulation: a bad path fails now, not after minutes.
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
   if (f.report) check_output_path(*f.report, "--report");
-  const models::ModelSpec model = models::load_model(f.model, "--model");
+  const models::ModelSpec model = load_plan_model(f.model, f.plan);
   topo::Cluster cluster = resolve_cluster(f.cluster);
   const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model);
   const models::TrainingPlan& plan = resolved.plan;
@@ -138,6 +138,10 @@ int run_simulate(const SimulateFlags& f) {
     return 0;
   }
   strategies::validate_plan_on_cluster(model, plan, cluster, resolved.sources);
+  if (f.plan.emit) {
+    print_emit(f.plan, model, plan);
+    return 0;
+  }
   const Format format = parse_format(f.format);
   // The order is checked (and normalised) before the step is simulated.
   SimulateSetup setup{f.network, f.full, f.calibration,
@@ -205,10 +209,12 @@ Command add_simulate_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "simulate", "simulate one training step: step time, bubbles, MFU, comm, memory");
   command.app = app;
-  app->add_option("--model", flags->model, "model preset, loom model JSON or HF config.json")
-      ->required();
+  app->add_option("--model", flags->model,
+                  "model preset, loom model JSON or HF config.json (or the shape in "
+                  "--megatron-args)");
   add_cluster_flags(*app, flags->cluster, true);
   add_plan_flags(*app, flags->plan);
+  add_emit_flag(*app, flags->plan);
   add_order_flag(*app, flags->order);
   add_scenario_flags(*app, flags->scenario);
   app->add_option("--network", flags->network, "network model: flow|analytical|ideal")

@@ -1,7 +1,15 @@
 #include "cli/plan_flags.hpp"
 
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/error_line.hpp"
+#include "common/strings.hpp"
 #include "common/units.hpp"
+#include "models/model_loader.hpp"
 #include "models/model_spec.hpp"
+#include "strategies/plan/plan_emit.hpp"
 #include "strategies/plan/plan_fields.hpp"
 #include "strategies/plan/plan_import.hpp"
 #include "strategies/plan/plan_json.hpp"
@@ -56,8 +64,23 @@ void add_plan_flags(CLI::App& app, PlanFlags& f) {
   app.add_option("--megatron-args", f.megatron_args,
                  "Megatron-LM flags in one string, e.g. \"--tensor-model-parallel-size 8\"");
   app.add_option("--deepspeed", f.deepspeed_file, "DeepSpeed JSON config file");
+  app.add_option("--torchtitan", f.torchtitan_file, "torchtitan job-config TOML file");
   app.add_flag("--print-config", f.print_config,
                "print the fully resolved plan (defaults included) and exit");
+}
+
+void add_emit_flag(CLI::App& app, PlanFlags& f) {
+  app.add_option("--emit", f.emit,
+                 "print the plan as megatron (pretrain_gpt.py arguments), torchtitan (job-config "
+                 "TOML) or deepspeed (ds_config JSON + Megatron-DeepSpeed arguments) instead of "
+                 "the report")
+      ->check(CLI::IsMember({"megatron", "torchtitan", "deepspeed"}));
+}
+
+void print_emit(const PlanFlags& f, const models::ModelSpec& model,
+                const models::TrainingPlan& plan) {
+  std::cout << strategies::emit_plan(strategies::parse_emit_format(f.emit.value_or(""), "--emit"),
+                                     model, plan);
 }
 
 void add_order_flag(CLI::App& app, std::string& order) {
@@ -89,13 +112,65 @@ strategies::PlanInput flags_input(const PlanFlags& f) {
   return in;
 }
 
+namespace {
+
+// Each error of a Megatron-LM line on its own line: all but the last printed here, the last
+// thrown for cli/main.cpp to print (and exit 2).
+[[noreturn]] void report_lines(const strategies::MegatronArgsError& e) {
+  const auto& lines = e.lines();
+  for (size_t i = 0; i + 1 < lines.size(); ++i) std::cerr << error_line("error", lines[i]);
+  throw ValidationError(e.field(), lines.empty() ? std::string(e.what()) : lines.back());
+}
+
+strategies::MegatronLine read_line(const std::string& text) {
+  try {
+    return strategies::read_megatron_args(text);
+  } catch (const strategies::MegatronArgsError& e) {
+    report_lines(e);
+  }
+}
+
+}  // namespace
+
+models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags& flags) {
+  if (flags.torchtitan_file) {
+    const auto config = strategies::import_torchtitan_toml(*flags.torchtitan_file);
+    if (!config.ignored.empty()) {
+      std::cerr << fmt::format("loom: note: --torchtitan: {} key{} set aside (not modelled): {}\n",
+                               config.ignored.size(), config.ignored.size() == 1 ? "" : "s",
+                               join(config.ignored, " "));
+    }
+  }
+  if (!flags.megatron_args) {
+    if (model_arg.empty())
+      throw ValidationError("--model",
+                            "--model is required (a preset, loom model JSON or HF "
+                            "config.json; or the model shape in --megatron-args)");
+    return models::load_model(model_arg, "--model");
+  }
+  const strategies::MegatronLine line = read_line(*flags.megatron_args);
+  if (!line.ignored.empty()) {
+    std::cerr << fmt::format(
+        "loom: note: --megatron-args: {} flag{} set aside (logging, data, tokenizer, "
+        "checkpointing, or not modelled; docs/plans.md): {}\n",
+        line.ignored.size(), line.ignored.size() == 1 ? "" : "s", join(line.ignored, " "));
+  }
+  if (model_arg.empty()) return strategies::megatron_model(line);
+  models::ModelSpec model = models::load_model(model_arg, "--model");
+  const std::vector<std::string> mismatches = strategies::megatron_model_mismatches(line, model);
+  if (!mismatches.empty()) report_lines(strategies::MegatronArgsError(mismatches));
+  return model;
+}
+
 strategies::PlanInput merged_input(const PlanFlags& given) {
   // Precedence: --plan < --deepspeed < --megatron-args < explicit flags.
   strategies::PlanInput in;
   in.sources() = strategies::PlanSources::command_line();
   if (given.plan_file) in.merge(strategies::read_plan_json(*given.plan_file));
   if (given.deepspeed_file) in.merge(strategies::import_deepspeed_json(*given.deepspeed_file));
-  if (given.megatron_args) in.merge(strategies::import_megatron_args(*given.megatron_args));
+  if (given.torchtitan_file)
+    in.merge(strategies::import_torchtitan_toml(*given.torchtitan_file).plan);
+  if (given.megatron_args) in.merge(read_line(*given.megatron_args).plan);
   in.merge(flags_input(given));
   return in;
 }

@@ -29,6 +29,8 @@ struct PlanFlags {
   std::optional<std::string> plan_file;              ///< --plan FILE (loom plan JSON)
   std::optional<std::string> megatron_args;          ///< --megatron-args "..."
   std::optional<std::string> deepspeed_file;         ///< --deepspeed FILE
+  std::optional<std::string> torchtitan_file;        ///< --torchtitan FILE.toml
+  std::optional<std::string> emit;                   ///< --emit megatron|torchtitan|deepspeed
   bool print_config = false;                         ///< --print-config
 };
 
@@ -36,16 +38,30 @@ struct PlanFlags {
 /// --print-config, to `app`, writing into `flags`.
 void add_plan_flags(CLI::App& app, PlanFlags& flags);
 
+/// Adds --emit megatron|torchtitan|deepspeed (simulate, memory, search, plan) into `flags`.
+void add_emit_flag(CLI::App& app, PlanFlags& flags);
+/// Prints `plan` as --emit's framework config on stdout (strategies/plan/plan_emit.hpp).
+void print_emit(const PlanFlags& flags, const models::ModelSpec& model,
+                const models::TrainingPlan& plan);
+
 /// Adds --order (rank layout order, fastest first; Megatron's default tp-cp-ep-dp-pp), the
 /// same flag in `ranks` and `simulate`.
 void add_order_flag(CLI::App& app, std::string& order);
 
+/// The model of a command: --model (a preset, loom model JSON or HF config.json) checked
+/// against the model-shape flags of --megatron-args (every difference reported), or built
+/// from them when --model is not given. Prints --megatron-args' note of the flags it set
+/// aside on stderr. Throws ValidationError; the lines of a MegatronArgsError but its last
+/// are printed first, so each error of a line is its own line.
+models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags& flags);
+
 /// The explicit flags as a PlanInput (sources: the canonical flag of each field).
 strategies::PlanInput flags_input(const PlanFlags& flags);
 
-/// Every plan value the command line gives, merged: --plan < --deepspeed < --megatron-args <
-/// explicit flags, each with its source (what resolve_plan resolves; `loom search` reads
-/// which fields are fixed from it). Throws ConfigError (files) or PlanError (foreign flags).
+/// Every plan value the command line gives, merged: --plan < --deepspeed < --torchtitan <
+/// --megatron-args < explicit flags, each with its source (what resolve_plan resolves; `loom
+/// search` reads which fields are fixed from it). Throws ConfigError (files) or PlanError (foreign
+/// flags).
 strategies::PlanInput merged_input(const PlanFlags& flags);
 
 /// A resolved plan and how messages name each of its fields.

@@ -56,8 +56,8 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK_THROWS_WITH_AS(
       resolve_plan(import_megatron_args("--moe-token-dispatcher-type allgather"), 8),
       doctest::Contains("valid: alltoall, flex"), PlanError);
-  CHECK_THROWS_WITH_AS(import_megatron_args("--moe-router-num-groups 8"),
-                       doctest::Contains("--model"), ValidationError);
+  // Group-limited routing is the model's: a shape flag, kept for the model.
+  CHECK(read_megatron_args("--moe-router-num-groups 8").shape.size() == 1);
   // Full recompute of the first 5 layers of each chunk (the block method) is kept as such.
   const models::TrainingPlan block =
       resolve_plan(import_megatron_args("--recompute-granularity full --recompute-method block "
@@ -66,11 +66,14 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK(block.recompute == models::Recompute::FULL);
   CHECK(block.recompute_method == models::RecomputeMethod::BLOCK);
   CHECK(block.recompute_num_layers == 5);
-  // --cpu-offloading-num-layers takes effect only with --cpu-offloading, as in Megatron.
+  // --cpu-offloading-num-layers above 0 offloads, with or without the older releases'
+  // --cpu-offloading (today's validate_args: "if args.cpu_offloading_num_layers > 0:
+  // args.cpu_offloading = True").
   CHECK(import_megatron_args("--cpu-offloading --cpu-offloading-num-layers 20")
             .integer("cpu_offloading_num_layers") == 20);
-  CHECK_FALSE(
-      import_megatron_args("--cpu-offloading-num-layers 20").has("cpu_offloading_num_layers"));
+  CHECK(import_megatron_args("--cpu-offloading-num-layers 20").integer(
+            "cpu_offloading_num_layers") == 20);
+  CHECK_FALSE(import_megatron_args("--cpu-offloading").has("cpu_offloading_num_layers"));
   // --fp8-recipe names the recipe; --fp8-format alone leaves it to auto (the GPU's), so a
   // later --precision bf16 meets no recipe; a name loom lacks is an error.
   const auto recipe_of = [](const std::string& args) {
@@ -109,20 +112,20 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   CHECK_THROWS_AS(import_megatron_args("--cuda-graph-impl cudagraph"), ValidationError);
 }
 
-TEST_CASE("strategies::PlanImport: Megatron model-shape flags point to --model") {
-  // The sliding window is the model's (model.sliding_window), as the layer count is.
+TEST_CASE("strategies::PlanImport: Megatron model-shape flags are kept for the model") {
+  // The sliding window is the model's (model.sliding_window), as the layer count is: kept
+  // aside from the plan, to check --model against or build it.
   for (const char* args : {"--num-layers 32", "--window-size 128,0", "--window-attn-skip-freq 2"}) {
     CAPTURE(args);
-    CHECK_THROWS_WITH_AS(import_megatron_args(args),
-                         doctest::Contains("give the model with --model"), ValidationError);
+    const MegatronLine line = read_megatron_args(args);
+    CHECK(line.shape.size() == 1);
+    CHECK(line.plan.canonical().empty());
   }
 }
 
 TEST_CASE("strategies::PlanImport: unknown Megatron flag is an error with did-you-mean") {
   CHECK_THROWS_WITH_AS(import_megatron_args("--tensor-model-paralel-size 2"),
                        doctest::Contains("did you mean '--tensor-model-parallel-size'"),
-                       ValidationError);
-  CHECK_THROWS_WITH_AS(import_megatron_args("--num-layers 24"), doctest::Contains("--model"),
                        ValidationError);
   CHECK_THROWS_AS(import_megatron_args("--micro-batch-size"), ValidationError);
   CHECK_THROWS_AS(import_megatron_args("--micro-batch-size two"), ValidationError);
