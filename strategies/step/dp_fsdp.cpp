@@ -214,13 +214,25 @@ class DeepSpeedLowering final : public ShardedLowering {
   // Use i's gathers, bucket by bucket, issued once use i-1 has started (the prefetch walks
   // the trace from the submodule in use).
   void gather_use(DpGroup& group, size_t i) override {
-    const double params = params_of(group, uses_[i].first, uses_[i].second);
+    const auto [pi, u] = uses_[i];
+    const double params = params_of(group, pi, u);
     if (params <= 0) return;
-    const int n = deepspeed_gathers(params, g_.plan.ds_prefetch_bucket);
+    // The coordinator's groups over the unit's parameter tensors when this group holds them
+    // all (the dense group of a dense unit); else equal buckets.
+    const std::vector<double>& tensors = unit(pass_at(pi), u).cost.tensors;
+    double listed = 0;
+    for (double t : tensors) listed += t;
+    std::vector<double> groups;
+    if (std::abs(listed - params) <= 1e-9 * params) {
+      groups = deepspeed_gather_groups(tensors, g_.plan.ds_prefetch_bucket);
+    } else {
+      const int n = deepspeed_gathers(params, g_.plan.ds_prefetch_bucket);
+      groups.assign(static_cast<size_t>(n), params / n);
+    }
     const auto deps = use_deps(group, i, 1, true);
     // DeepSpeed keeps a 16-bit partition of the parameters: the copy-in reads and writes it.
-    for (int b = 0; b < n; ++b)
-      gather(group, params / n, deps, uses_[i], 2.0 * gathered_param_bytes(g_.plan));
+    for (double elems : groups)
+      gather(group, elems, deps, uses_[i], 2.0 * gathered_param_bytes(g_.plan));
   }
 
   // The ipg bucket: reduce-scatter whenever it holds reduce_bucket_size elements (after the
@@ -247,7 +259,21 @@ class DeepSpeedLowering final : public ShardedLowering {
 }  // namespace
 
 bool fsdp_regathers_in_backward(const StepGraph& g, const Unit& unit) {
-  if (g.plan.fsdp_impl == models::FsdpImpl::DEEPSPEED) return true;
+  if (g.plan.fsdp_impl == models::FsdpImpl::DEEPSPEED) {
+    auto find = [&](const StageWork& work) -> const std::vector<Unit>* {
+      for (const auto& units : work.units)
+        for (const Unit& x : units)
+          if (&x == &unit) return &units;
+      return nullptr;
+    };
+    const std::vector<Unit>* units = find(g.work);
+    for (size_t t = 0; !units && t < g.extra_work.size(); ++t) units = find(g.extra_work[t]);
+    if (!units) return true;
+    double after = 0;
+    for (size_t j = static_cast<size_t>(&unit - units->data()) + 1; j < units->size(); ++j)
+      after += (*units)[j].cost.params;
+    return !deepspeed_keeps_for_backward(after);
+  }
   if (!g.plan.reshard_after_forward) return false;
   // FSDP2's root (embedding, head) stays unsharded after forward; torchtitan's default
   // policy keeps the last block (backward needs it at once).
@@ -265,6 +291,26 @@ double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan) {
 int deepspeed_gathers(double params, std::int64_t bucket_elems) {
   if (params <= 0) return 0;
   return std::max(1, static_cast<int>(std::ceil(params / static_cast<double>(bucket_elems))));
+}
+
+std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
+                                            std::int64_t bucket_elems) {
+  std::vector<double> groups;
+  double open = 0;
+  for (double t : tensors) {
+    if (t < DEEPSPEED_PERSISTENCE_THRESHOLD) continue;  // ds_persist: never partitioned
+    open += t;
+    if (open >= static_cast<double>(bucket_elems)) {
+      groups.push_back(open);
+      open = 0;
+    }
+  }
+  if (open > 0) groups.push_back(open);
+  return groups;
+}
+
+bool deepspeed_keeps_for_backward(double params_after) {
+  return 2.0 * params_after < DEEPSPEED_MAX_REUSE_DISTANCE;
 }
 
 void add_fsdp_copy_out(StepGraph& g) {

@@ -122,7 +122,8 @@ std::unique_ptr<DataParallelLowering> make_single_process_lowering(StepGraph& gr
 /// the gathered outputs). Call before the passes are lowered.
 void remove_replica_loss(StepGraph& graph);
 /// Whether ZeRO-3 gathers `unit` (the embedding, a layer or the head) again for its backward:
-/// always under DeepSpeed; under FSDP2 with reshard_after_forward, except the root units and
+/// under DeepSpeed unless deepspeed_keeps_for_backward (the units near the model's end); under
+/// FSDP2 with reshard_after_forward, except the root units and
 /// the model's last block (torchtitan's default policy).
 bool fsdp_regathers_in_backward(const StepGraph& graph, const Unit& unit);
 /// Bytes FSDP2's all-gather copy-in moves per local shard element (cast + flat copy).
@@ -130,6 +131,24 @@ double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan);
 /// DeepSpeed ZeRO-3 all-gathers for a unit of `params` elements with a prefetch bucket of
 /// `bucket_elems`: ceil(params / bucket), at least one (0 for no parameters).
 int deepspeed_gathers(double params, std::int64_t bucket_elems);
+/// DeepSpeed stage3_param_persistence_threshold, elements: parameters smaller than this are
+/// persisted whole on every rank, never gathered (deepspeed/runtime/zero/config.py
+/// param_persistence_threshold = 1e5; partition_parameters.py ds_persist).
+inline constexpr double DEEPSPEED_PERSISTENCE_THRESHOLD = 1e5;
+/// DeepSpeed stage3_max_reuse_distance, elements (config.py max_reuse_distance = 1e9).
+inline constexpr double DEEPSPEED_MAX_REUSE_DISTANCE = 1e9;
+/// DeepSpeed ZeRO-3's all-gathers of one unit use, in elements each: its parameter tensors
+/// (`tensors`, in use order) less the persisted ones, coalesced as the coordinator's prefetch
+/// takes them (partitioned_param_coordinator.py fetch_sub_module: whole parameters off the
+/// trace queue until the batch holds `bucket_elems` or more, one all_gather_coalesced each).
+std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
+                                            std::int64_t bucket_elems);
+/// Whether DeepSpeed keeps a unit gathered from its forward to its backward: the coordinator
+/// releases a submodule's parameters after its forward unless they recur within
+/// stage3_max_reuse_distance elements of the module trace (__params_to_release), and between
+/// a unit's forward and backward come the forward and the backward of every later unit
+/// (`params_after` elements: 2 x params_after traversed).
+bool deepspeed_keeps_for_backward(double params_after);
 /// Under ZeRO-3 (dp > 1), adds the all-gather copy-out (read + write of the gathered unit, a
 /// memory-bound kernel on the compute stream) to each unit's forward and, when it is
 /// re-gathered, backward seconds. Call before the passes are lowered.

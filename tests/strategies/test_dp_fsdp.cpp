@@ -74,28 +74,60 @@ TEST_CASE("strategies::DpFsdp: FSDP2 gathers once per block and use, reduce-scat
   }
 }
 
-TEST_CASE("strategies::DpFsdp: DeepSpeed ZeRO-3 moves each unit in prefetch-bucket gathers") {
+TEST_CASE("strategies::DpFsdp: DeepSpeed ZeRO-3 groups parameters as its coordinator prefetches") {
+  // Whole tensors off the trace queue until the batch holds the bucket (5e7 here: 3e7 + 3e7),
+  // a tensor above the bucket alone; tensors under stage3_param_persistence_threshold (1e5)
+  // are persisted on every rank and never gathered.
+  CHECK(deepspeed_gather_groups({4096, 3e7, 3e7, 8e7, 4096, 1e7}, 50'000'000) ==
+        std::vector<double>{6e7, 8e7, 1e7});
+  CHECK(deepspeed_gather_groups({4096, 99'999}, 50'000'000).empty());
+  CHECK(deepspeed_gather_groups({2e8}, 50'000'000) == std::vector<double>{2e8});
+  // stage3_max_reuse_distance 1e9: kept from forward to backward when the later units'
+  // forward and backward traverse fewer elements (2 x 4.9e8 < 1e9; 2 x 5e8 is not).
+  CHECK(deepspeed_keeps_for_backward(0));
+  CHECK(deepspeed_keeps_for_backward(4.9e8));
+  CHECK_FALSE(deepspeed_keeps_for_backward(5e8));
+}
+
+TEST_CASE("strategies::DpFsdp: DeepSpeed ZeRO-3 moves each unit in its coordinator's gathers") {
   const auto model = models::model_preset("llama3-8b");
   const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", 1, std::nullopt});
   auto plan = zero3_plan(models::FsdpImpl::DEEPSPEED);
   const UnitParams u = unit_params_of(model, plan);
-  // Every unit gathered for forward and again for backward, ceil(params / bucket) each; the
-  // gradients reduce-scattered in reduce_bucket_size buckets plus the remainder (one
-  // backward). DeepSpeed defaults (deepspeed/runtime/zero/config.py): 5e7 and 5e8 elements.
-  auto expected = [&](std::int64_t prefetch, std::int64_t reduce) {
-    const auto gathers = [&](double p) { return std::ceil(p / static_cast<double>(prefetch)); };
-    const double per_pass = gathers(u.emb) + u.layers * gathers(u.layer) + gathers(u.head);
-    return static_cast<std::int64_t>(2 * per_pass +
-                                     std::ceil(u.total() / static_cast<double>(reduce)));
+  // Every unit gathered for forward and, unless kept, again for backward: Llama 3 8B's head
+  // (525M elements, nothing after it) is kept, its last block (the head after it: 2 x 525M
+  // > 1e9) is not. The gradients reduce-scattered in reduce_bucket_size buckets plus the
+  // remainder (one backward). DeepSpeed defaults (deepspeed/runtime/zero/config.py): 5e7 and
+  // 5e8 elements.
+  auto expected = [&](std::int64_t prefetch, std::int64_t reduce, double& gathered) {
+    StepGraph g(model, plan, cluster, ideal());
+    const auto& units = g.work.units[0];
+    double n = 0, after = u.total();
+    gathered = 0;
+    for (const Unit& unit : units) {
+      after -= unit.cost.params;
+      const auto groups = deepspeed_gather_groups(unit.cost.tensors, prefetch);
+      double elems = 0;
+      for (double e : groups) elems += e;
+      const int uses = deepspeed_keeps_for_backward(after) ? 1 : 2;
+      n += uses * static_cast<double>(groups.size());
+      gathered += uses * elems;
+    }
+    CHECK(deepspeed_keeps_for_backward(0));             // the head
+    CHECK_FALSE(deepspeed_keeps_for_backward(u.head));  // the last block
+    return static_cast<std::int64_t>(n + std::ceil(u.total() / static_cast<double>(reduce)));
   };
+  double gathered = 0;
   const auto r = simulate_step(model, plan, cluster, ideal());
-  CHECK(r.dp_collectives == expected(50'000'000, 500'000'000));
-  CHECK(r.dp_bytes_per_gpu == doctest::Approx(2.0 * 2 * u.total() + 4.0 * u.total()));
+  CHECK(r.dp_collectives == expected(50'000'000, 500'000'000, gathered));
+  CHECK(gathered < 2.0 * u.total());  // persisted norms, the kept head
+  CHECK(gathered > 2.0 * u.total() - u.head - 1e6 * u.layers);
+  CHECK(r.dp_bytes_per_gpu == doctest::Approx(2.0 * gathered + 4.0 * u.total()));
   // Larger buckets: fewer, larger collectives, the same bytes.
   plan.ds_prefetch_bucket = 200'000'000;
   plan.ds_reduce_bucket = 1'000'000'000;
   const auto big = simulate_step(model, plan, cluster, ideal());
-  CHECK(big.dp_collectives == expected(200'000'000, 1'000'000'000));
+  CHECK(big.dp_collectives == expected(200'000'000, 1'000'000'000, gathered));
   CHECK(big.dp_collectives < r.dp_collectives);
   CHECK(big.dp_bytes_per_gpu == doctest::Approx(r.dp_bytes_per_gpu));
   CHECK(deepspeed_gathers(0, 50) == 0);

@@ -242,15 +242,19 @@ TEST_CASE("strategies::StepSimulator: ZeRO-3 moves 1.5x the DP bytes of ZeRO-1/2
   const auto cluster = dgx_a100(2);
   const int dp = models::index(models::Dim::DP);
   // One micro-batch: ZeRO-3 gathers parameters for forward and backward and reduce-scatters
-  // gradients, 3Ψ, against 2Ψ for ZeRO-1/2 (ZeRO paper Sec. 7.2.2: 1.5x; DeepSpeed's ZeRO-3
-  // re-gathers every unit for backward, FSDP2 keeps its root and last block).
+  // gradients, 3Ψ, against 2Ψ for ZeRO-1/2 (ZeRO paper Sec. 7.2.2: 1.5x). DeepSpeed's
+  // ZeRO-3 keeps gathered the units whose backward comes within stage3_max_reuse_distance
+  // (1e9 elements) of their forward (here the head and the last blocks of 1.7B: the later
+  // units' 2 x parameters under 1e9) and never gathers norms and biases (persisted): a little
+  // under 1.5x. FSDP2 keeps its root and last block.
   auto z1 = simulate_step(model, dp16_plan(1, 16), cluster, {});
   auto z2 = simulate_step(model, dp16_plan(2, 16), cluster, {});
   auto z3_plan = dp16_plan(3, 16);
   z3_plan.fsdp_impl = models::FsdpImpl::DEEPSPEED;
   auto z3 = simulate_step(model, z3_plan, cluster, {});
   CHECK(z2.dp_bytes_per_gpu == doctest::Approx(z1.dp_bytes_per_gpu));
-  CHECK(z3.dp_bytes_per_gpu == doctest::Approx(1.5 * z1.dp_bytes_per_gpu).epsilon(1e-9));
+  CHECK(z3.dp_bytes_per_gpu < 1.5 * z1.dp_bytes_per_gpu);
+  CHECK(z3.dp_bytes_per_gpu > 1.3 * z1.dp_bytes_per_gpu);
   // FSDP2 hides most of it behind compute (prefetch), but not all.
   auto fsdp2 = simulate_step(model, dp16_plan(3, 16), cluster, {});
   CHECK(fsdp2.exposed_comm_s[dp] > 0);
