@@ -97,9 +97,16 @@ torchtitan_tps -- torchtitan's published throughput of the same benchmark file (
   AsyncTP -> --tp-comm-overlap, on bench/clusters/h100-96gb-500w.json.
 
 Usage: bench/validate_runs.py [--loom build/loom] [--reference tests/validation/reference]
+Track record (bench/track_record.py): --write-track-record FILE writes every scored row's
+step-time or memory residual with the regime loom printed for it (strategies/bands/
+track_record.json, compiled into loom's error bands); --band-coverage prints the bands'
+leave-one-family-out coverage; --check also fails when the committed record is stale (a
+residual more than 0.5 points off loom's).
+
          [--only FAMILY ...] [--quick] [--verbose] [--json FILE|-]
          [--check --thresholds bench/validation_targets.json] [--jobs N]
 """
+         [--write-track-record FILE] [--band-coverage] [--track-record FILE]
 import argparse
 import concurrent.futures
 import csv
@@ -111,6 +118,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import track_record
+
 BENCH = os.path.join(ROOT, "bench")
 VTRAIN_CLUSTER = os.path.join(BENCH, "vtrain-a100.json")
 DGX_B200 = os.path.join(BENCH, "clusters", "dgx-b200.json")
@@ -118,6 +127,7 @@ H100_96GB = os.path.join(BENCH, "clusters", "h100-96gb-500w.json")
 TORCHTITAN_TPS = os.path.join(BENCH, "torchtitan_throughput.json")
 MCORE_MOE = os.path.join(BENCH, "megatron_core_moe_runs.json")
 GIB = 2.0 ** 30
+TRACK_RECORD = os.path.join(ROOT, "strategies", "bands", "track_record.json")
 
 # Reference model name -> loom preset or bench/models file.
 MODELS = {
@@ -157,6 +167,7 @@ class Family:
         self.parts = {}     # row id -> part of the family it belongs to ("dense", "MoE")
         self.inputs = {}    # row id -> loom's arguments for it (rows with equal ones: floor_pct)
 
+        self.regimes = {}   # row id -> the regime loom printed for it (results.bands.regime)
     def errors(self):
         return [(p - m) / m for (_, m, p) in self.rows]
 
@@ -834,10 +845,11 @@ def run_jobs(loom, jobs, workers, verbose):
     def one(job):
         fam, rid, command, args, published, metric = job
         res, err = run_loom(loom, command, args)
-        return job, (metric(res) if res is not None else None), err
+        regime = (res or {}).get("bands", {}).get("regime")
+        return job, (metric(res) if res is not None else None), err, regime
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        for job, pred, err in ex.map(one, jobs):
+        for job, pred, err, regime in ex.map(one, jobs):
             fam, rid, command, args, published, _ = job
             if pred is None:
                 fam.skipped.append((rid, f"loom error: {err}"))
@@ -855,6 +867,8 @@ def fmt(v, spec, empty="-"):
 
 
 def print_table(summaries):
+            if regime is not None:
+                fam.regimes[rid] = regime
     print(f"{'family':<30} {'metric':<15} {'scored':>6} {'skipped':>7} {'MAPE':>7} "
           f"{'max|err|':>8} {'bias':>7} {'rho':>6} {'floor':>6}")
     for s in summaries:
@@ -909,6 +923,12 @@ def main():
     order = [k for k in FAMILY_ORDER if k in fams] + sorted(k for k in fams if k not in FAMILY_ORDER)
     summaries = [s for k in order for s in fams[k].summaries()]
     if a.skipped:
+    ap.add_argument("--write-track-record", metavar="FILE",
+                    help="write every scored row's residual and regime (loom's error bands)")
+    ap.add_argument("--band-coverage", action="store_true",
+                    help="print the bands' leave-one-family-out coverage")
+    ap.add_argument("--track-record", default=TRACK_RECORD,
+                    help="the committed track record --check compares with loom's residuals")
         for k in order:
             for rid, why in fams[k].skipped:
                 print(f"skipped {k}: {rid}: {why}")
@@ -934,3 +954,15 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
+    runs, unlabelled = track_record.records(fams, order)
+    if unlabelled:
+        print(f"note: {unlabelled} scored rows without loom's bands.regime (an older loom?) are "
+              "left out of the track record", file=sys.stderr)
+    if a.write_track_record:
+        track_record.write(a.write_track_record, runs)
+        print(f"wrote {len(runs)} runs to {a.write_track_record}", file=sys.stderr)
+    if a.band_coverage:
+        track_record.print_coverage(track_record.coverage_table(runs))
+        stale = track_record.check_fresh(a.track_record, runs, not a.only and not a.quick)
+        if stale:
+            failed.append(stale)

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/band_output.hpp"
 #include "cli/cluster_flags.hpp"
 #include "cli/commands.hpp"
 #include "cli/memory_json.hpp"
@@ -272,8 +273,17 @@ int run_memory(MemoryOptions& o) {
   context["plan"] = strategies::plan_to_json(plan);
   const Format format = parse_format(o.format);
   if (format == Format::JSON) {
-    std::cout << render_document(
-        make_document(context, render_json_results(model, plan, report, capacity)));
+    OrderedJson results = render_json_results(model, plan, report, capacity);
+    // The peak's band from loom's memory residuals, where the GPU (its generation) is known.
+    std::optional<topo::GpuArch> arch;
+    if (cluster_used) arch = cluster_used->gpu.arch;
+    if (gpu_used) arch = gpu_used->arch;
+    if (arch) {
+      const PlanBands b = plan_bands(model, plan, *arch, plan.gpus());
+      results["peak_bytes_band"] = band_pair(b.memory.of_time(report.peak_bytes));
+      results["bands"] = bands_json(b);
+    }
+    std::cout << render_document(make_document(context, std::move(results)));
   } else if (format == Format::CSV) {
     std::cout << render_csv(model, plan, report, device, capacity);
   } else {

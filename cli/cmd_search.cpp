@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/cluster_flags.hpp"
+#include "cli/band_output.hpp"
 #include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
@@ -69,6 +70,30 @@ std::vector<std::string> differences(const models::TrainingPlan& a, const models
 }
 
 std::string rho_text(double rho) {
+// Each ranked plan's error bands; a plan whose step time lies within #1's step-time band is
+// statistically tied with it: loom's own error on runs like #1 cannot order them.
+struct RankedBands {
+  std::vector<PlanBands> bands;  ///< one per ranked plan
+  double tie_limit_s = 0;        ///< #1's band's upper edge, seconds
+  bool tied(size_t i, const strategies::SearchResult& r) const {
+    return i > 0 && r.ranked[i].report.step_time_s <= tie_limit_s;
+  }
+};
+
+RankedBands ranked_bands(const models::ModelSpec& model, const topo::Cluster& cluster,
+                         const strategies::SearchResult& r) {
+  RankedBands out;
+  for (const auto& c : r.ranked)
+    out.bands.push_back(plan_bands(model, c.plan, cluster.gpu.arch, cluster.num_gpus()));
+  if (!r.ranked.empty())
+    out.tie_limit_s = out.bands[0].time.of_time(r.ranked[0].report.step_time_s).second;
+  return out;
+}
+
+std::string band_range(std::pair<double, double> edges) {
+  return fmt::format("{}-{}", format_time(edges.first), format_time(edges.second));
+}
+
   return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
 }
 
@@ -121,20 +146,31 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
   out += fmt::format(
       "fast tier ranked the {} fitting plans; the best {} re-simulated by the step simulator\n\n",
       format_grouped(t.fitting), r.ranked.size());
-  Table table(
-      {"rank", "plan", "step time", "MFU", "peak memory", "bubble", "exposed comm", "fast tier"});
+  Table table({"rank", "plan", "step time", "80% band", "tied", "MFU", "peak memory", "bubble",
+               "exposed comm", "fast tier"});
   table.align_left(1);
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(f.top));
   for (size_t i = 0; i < shown; ++i) {
+  const RankedBands rb = ranked_bands(model, cluster, r);
     const auto& c = r.ranked[i];
     table.add_row({std::to_string(i + 1), plan_label(c.plan), format_time(c.report.step_time_s),
-                   format_percent(c.report.mfu), format_bytes(c.report.memory.peak_bytes),
-                   format_time(c.report.bubble_time_s), format_time(c.report.exposed_comm_time_s),
+                   band_range(rb.bands[i].time.of_time(c.report.step_time_s)),
+                   i == 0 ? "-" : (rb.tied(i, r) ? "yes" : "no"), format_percent(c.report.mfu),
+                   format_bytes(c.report.memory.peak_bytes), format_time(c.report.bubble_time_s),
+                   format_time(c.report.exposed_comm_time_s),
                    fmt::format("{} (#{})", format_time(c.fast_step_s), c.fast_rank)});
   }
   out += table.render();
   out += fmt::format("{}\n", PLAN_LABEL_LEGEND);
   out += why_line(r);
+  if (!r.ranked.empty()) {
+    const auto& b = rb.bands[0].time;
+    out += fmt::format(
+        "tied: statistically tied with #1, its step time within #1's 80% band ({}); {}\n",
+        b.extrapolation ? "no published run within this regime: extrapolation"
+                        : fmt::format("from {} published runs like it: {}", b.runs, b.label),
+        "loom's own error on such runs cannot order them");
+  }
   if (r.failed > 0) {
     out += fmt::format(
         "note: the step simulator could not run {} of the re-simulated plans "
@@ -157,7 +193,7 @@ OrderedJson nullable(double x) {
 }
 
 OrderedJson render_results(const strategies::SearchSpace& space, const strategies::SearchResult& r,
-                           double capacity, int top) {
+                           double capacity, int top, const RankedBands& rb) {
   const auto& t = r.tally;
   OrderedJson res;
   OrderedJson counts;
@@ -201,6 +237,13 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
       exposed[models::to_string(d)] = c.report.exposed_comm_s[models::index(d)];
     p["exposed_comm_time_s_by_kind"] = exposed;
     plans.push_back(p);
+    const PlanBands& b = rb.bands[i];
+    p["step_time_s_band"] = band_pair(b.time.of_time(c.report.step_time_s));
+    p["tokens_per_s_band"] = band_pair(b.time.of_rate(c.report.tokens_per_s));
+    p["mfu_band"] = band_pair(b.time.of_rate(c.report.mfu));
+    p["peak_memory_bytes_band"] = band_pair(b.memory.of_time(c.report.memory.peak_bytes));
+    p["statistically_tied"] = rb.tied(i, r);
+    p["bands"] = bands_json(b);
   }
   res["plans"] = plans;
   if (r.ranked.size() >= 2) {
@@ -216,7 +259,7 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
   return res;
 }
 
-std::string render_csv(const strategies::SearchResult& r, int top) {
+std::string render_csv(const strategies::SearchResult& r, int top, const RankedBands& rb) {
   CsvTable csv({"rank",
                 "id",
                 "tp",
@@ -241,7 +284,12 @@ std::string render_csv(const strategies::SearchResult& r, int top) {
                 "mfu",
                 "peak_memory_bytes",
                 "bubble_time_s",
-                "exposed_comm_time_s"});
+                "exposed_comm_time_s",
+                "step_time_s_band_lo",
+                "step_time_s_band_hi",
+                "band_runs",
+                "band_extrapolation",
+                "statistically_tied"});
   const auto whole = [](auto n) { return std::to_string(n); };
   for (size_t i = 0; i < r.ranked.size() && i < static_cast<size_t>(top); ++i) {
     const auto& c = r.ranked[i];
@@ -270,7 +318,12 @@ std::string render_csv(const strategies::SearchResult& r, int top) {
                  csv_number(c.report.mfu),
                  csv_number(c.report.memory.peak_bytes),
                  csv_number(c.report.bubble_time_s),
-                 csv_number(c.report.exposed_comm_time_s)});
+                 csv_number(c.report.exposed_comm_time_s),
+                 csv_number(rb.bands[i].time.of_time(c.report.step_time_s).first),
+                 csv_number(rb.bands[i].time.of_time(c.report.step_time_s).second),
+                 whole(rb.bands[i].time.runs),
+                 rb.bands[i].time.extrapolation ? "true" : "false",
+                 rb.tied(i, r) ? "true" : "false"});
   }
   return csv.render();
 }
@@ -362,10 +415,11 @@ Command add_search_command(CLI::App& root) {
             f.calibration, calibrated->network,
             tier_coverage(calibrated->network, cluster.gpus_per_node()), calibrated->notes);
       }
-      std::cout << render_document(
-          make_document(context, render_results(space, r, cluster.gpu.hbm_bytes, f.top)));
+      std::cout << render_document(make_document(
+          context,
+          render_results(space, r, cluster.gpu.hbm_bytes, f.top, ranked_bands(model, cluster, r))));
     } else if (format == Format::CSV) {
-      std::cout << render_csv(r, f.top);
+      std::cout << render_csv(r, f.top, ranked_bands(model, cluster, r));
     } else {
       std::cout << render_table(model, cluster, space, r, f);
       if (calibrated) {

@@ -188,8 +188,9 @@ int run_simulate(const SimulateFlags& f) {
       context["calibration"] = coverage_json(
           f.calibration, network->network,
           plan_coverage(network->network, plan, setup.order, cluster), network->notes);
-    std::cout << render_document(
-        make_document(std::move(context), simulate_results_json(r, cluster.gpu.hbm_bytes)));
+    OrderedJson results = simulate_results_json(r, cluster.gpu.hbm_bytes);
+    add_simulate_bands(results, simulate_bands(model, plan, cluster), r);
+    std::cout << render_document(make_document(std::move(context), std::move(results)));
   } else if (format == Format::CSV) {
     std::cout << render_simulate_csv(model, plan, cluster, r, setup);
   } else {

@@ -96,19 +96,53 @@ std::string header(const PlanOutput& out) {
   return s;
 }
 
+// The expected days' band of row i: "55.1-80.3".
+std::string days_band(const PlanOutput& out, std::size_t i) {
+  const auto [lo, hi] = out.bands[i].time.of_time(out.rows[i].run.expected_s);
+  return fmt::format("{}-{}", days(lo), days(hi));
+}
+
+// The band under the table: its coverage, the runs behind the chosen (or first) row's band.
+std::string band_note(const PlanOutput& out) {
+  const std::size_t i = out.selection ? out.selection->row : 0;
+  const auto* any = first_feasible(out);
+  if (!any) return "";
+  const std::size_t k = out.selection ? i : static_cast<std::size_t>(any - out.rows.data());
+  const auto& b = out.bands[k].time;
+  std::string s =
+      "80% band: loom's step-time residuals on published runs like the plan, applied "
+      "to days, GPU-hours and cost; ";
+  s += b.extrapolation
+           ? fmt::format("{} x {}: no published run within this regime ({}): extrapolation\n",
+                         out.targets[out.rows[k].target].label, out.rows[k].gpus, b.label)
+           : fmt::format("{} x {}: from {} published runs like it: {}\n",
+                         out.targets[out.rows[k].target].label, out.rows[k].gpus, b.runs, b.label);
+  return s;
+}
+
 std::string selection_line(const PlanOutput& out) {
   if (!out.selection) return "";
   const PlanSelection& sel = *out.selection;
   const auto& r = out.rows[sel.row];
   const auto& t = out.targets[r.target];
   const std::string what =
-      sel.by_days
-          ? fmt::format("cheapest{} finishing within {:g} days",
-                        sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "", sel.limit)
-          : fmt::format("fastest within a budget of {}", money(sel.limit));
-  return fmt::format("{}: {} x {} ({}), {} days expected, {} GPU-hours{}\n", what, t.label,
-                     format_grouped(r.gpus), plan_label(r.plan), days(r.run.expected_s),
-                     format_rounded(r.gpu_hours), r.cost ? ", " + money(*r.cost) : std::string());
+      sel.by_days ? fmt::format("cheapest{} finishing within {} days",
+                                sel.by_gpu_hours ? " (fewest GPU-hours: no --price)" : "",
+                                format_number(sel.limit))
+                  : fmt::format("fastest within a budget of {}", money(sel.limit));
+  std::string line = fmt::format(
+      "{}: {} x {} ({}), {} days expected (80% band {}), {} GPU-hours{}\n", what, t.label,
+      format_grouped(r.gpus), plan_label(r.plan), days(r.run.expected_s), days_band(out, sel.row),
+      format_rounded(r.gpu_hours), r.cost ? ", " + money(*r.cost) : std::string());
+  if (out.confidence) {
+    const double ratio = out.bands[sel.row].time.upper_ratio(*out.confidence);
+    line += fmt::format(
+        "  chosen at --confidence {:g}: {} days, {} GPU-hours{} at the band's one-sided {:.0f}% "
+        "edge\n",
+        *out.confidence, days(r.run.expected_s * ratio), format_rounded(r.gpu_hours * ratio),
+        r.cost ? ", " + money(*r.cost * ratio) : std::string(), 100 * *out.confidence);
+  }
+  return line;
 }
 
 }  // namespace
@@ -123,9 +157,9 @@ std::string render_plan_table(const PlanOutput& out) {
   std::string s = header(out);
   const bool costs = std::any_of(out.prices.begin(), out.prices.end(),
                                  [](const auto& p) { return p.has_value(); });
-  std::vector<std::string> heads = {"gpu",  "GPUs",      "nodes", "plan",       "tokens/s",
-                                    "MFU",  "ideal d",   "MTBF",  "ckpt every", "goodput",
-                                    "days", "GPU-hours", "energy"};
+  std::vector<std::string> heads = {"gpu",  "GPUs",     "nodes",     "plan",       "tokens/s",
+                                    "MFU",  "ideal d",  "MTBF",      "ckpt every", "goodput",
+                                    "days", "80% band", "GPU-hours", "energy"};
   if (costs) heads.push_back("cost");
   if (out.selection) heads.insert(heads.begin(), "");
   Table table(heads);
@@ -138,11 +172,12 @@ std::string render_plan_table(const PlanOutput& out) {
     const auto& t = out.targets[r.target];
     std::vector<std::string> cells = {t.label, format_grouped(r.gpus), format_grouped(r.nodes)};
     if (r.feasible) {
-      cells.insert(cells.end(),
-                   {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
-                    days(r.run.ideal_s), duration(r.run.mtbf_s),
-                    duration(r.run.checkpoint_interval_s), format_percent(r.run.goodput),
-                    days(r.run.expected_s), format_rounded(r.gpu_hours), energy(r.energy_joules)});
+      cells.insert(
+          cells.end(),
+          {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+           days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
+           format_percent(r.run.goodput), days(r.run.expected_s), days_band(out, i),
+           format_rounded(r.gpu_hours), energy(r.energy_joules)});
       if (costs) cells.push_back(r.cost ? money(*r.cost) : "-");
     } else {
       cells.push_back(short_reason(r) + " (below)");
@@ -156,6 +191,7 @@ std::string render_plan_table(const PlanOutput& out) {
   s += fmt::format(
       "{}; ideal d: days without failures; days: expected, with failures and checkpoints\n",
       PLAN_LABEL_LEGEND);
+  s += band_note(out);
   if (!notes.empty()) s += "not planned:\n" + notes;
   return s + selection_line(out);
 }
@@ -185,7 +221,8 @@ std::string render_plan_json(const PlanOutput& out) {
   context["exact"] = o.search.exact_count();
   context["pinned"] = out.pinned;
   OrderedJson rows = OrderedJson::array();
-  for (const auto& r : out.rows) {
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const auto& r = out.rows[i];
     OrderedJson j;
     j["gpu_type"] = out.targets[r.target].label;
     j["gpus"] = r.gpus;
@@ -213,6 +250,15 @@ std::string render_plan_json(const PlanOutput& out) {
     j["gpu_hours"] = r.gpu_hours;
     j["energy_mwh"] = r.energy_joules / MWH_J;
     j["cost_usd"] = r.cost ? OrderedJson(*r.cost) : OrderedJson(nullptr);
+    const PlanBands& b = out.bands[i];
+    j["step_time_s_band"] = band_pair(b.time.of_time(r.step_time_s));
+    j["tokens_per_s_band"] = band_pair(b.time.of_rate(r.tokens_per_s));
+    j["mfu_band"] = band_pair(b.time.of_rate(r.mfu));
+    j["peak_memory_bytes_band"] = band_pair(b.memory.of_time(r.peak_memory_bytes));
+    j["expected_days_band"] = band_pair(b.time.of_time(r.run.expected_s / DAY_S));
+    j["gpu_hours_band"] = band_pair(b.time.of_time(r.gpu_hours));
+    j["cost_usd_band"] = r.cost ? band_pair(b.time.of_time(*r.cost)) : OrderedJson(nullptr);
+    j["bands"] = bands_json(b);
     rows.push_back(j);
   }
   OrderedJson results;
@@ -223,7 +269,8 @@ std::string render_plan_json(const PlanOutput& out) {
         {"criterion", sel.by_days ? "cheapest_within_days" : "fastest_within_budget"},
         {"limit", sel.limit},
         {"ranked_by", sel.by_days ? (sel.by_gpu_hours ? "gpu_hours" : "cost") : "expected_days"},
-        {"index", sel.row}};
+        {"index", sel.row},
+        {"confidence", out.confidence ? OrderedJson(*out.confidence) : OrderedJson(nullptr)}};
   }
   return render_document(make_document(context, results));
 }
@@ -236,10 +283,12 @@ std::string render_plan_csv(const PlanOutput& out) {
     header.push_back(key);
   for (const char* key :
        {"step_time_s", "tokens_per_s", "mfu", "ideal_days", "mtbf_s", "checkpoint_interval_s",
-        "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd"})
+        "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd", "expected_days_band_lo",
+        "expected_days_band_hi", "band_runs", "band_extrapolation"})
     header.push_back(key);
   CsvTable csv(header);
-  for (const auto& r : out.rows) {
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    const auto& r = out.rows[i];
     std::vector<std::string> fields = {out.targets[r.target].label, std::to_string(r.gpus),
                                        std::to_string(r.nodes), r.feasible ? "1" : "0"};
     if (r.feasible) {
@@ -254,6 +303,10 @@ std::string render_plan_csv(const PlanOutput& out) {
                        r.gpu_hours, r.energy_joules / MWH_J})
         fields.push_back(csv_number(v));
       fields.push_back(r.cost ? csv_number(*r.cost) : "");
+      const auto& b = out.bands[i].time;
+      const auto [lo, hi] = b.of_time(r.run.expected_s / DAY_S);
+      fields.insert(fields.end(), {csv_number(lo), csv_number(hi), std::to_string(b.runs),
+                                   b.extrapolation ? "true" : "false"});
     }
     fields.resize(header.size());  // a configuration without a plan leaves the rest empty
     csv.add_row(std::move(fields));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/band_output.hpp"
 #include "models/model_spec.hpp"
 #include "strategies/capacity/capacity.hpp"
 
@@ -30,6 +31,8 @@ struct PlanOutput {
   std::vector<std::string> pinned;  ///< dimensions `loom plan` pinned ("mbs 1", ...)
   std::string network;
   std::optional<PlanSelection> selection;
+  std::vector<PlanBands> bands;      ///< by row: its error bands (docs/plan.md)
+  std::optional<double> confidence;  ///< --confidence: the selection reads the band's upper edge
 };
 
 /// `seconds` in days: one decimal, `small_digits` below one day, three significant digits

@@ -101,6 +101,11 @@ std::string summary_html(const ReportInputs& in) {
   out += row("peak memory per GPU",
              fmt::format("{} of {} ({})", format_bytes(r.memory.peak_bytes), format_bytes(cap),
                          misfit.empty() ? "fits" : "does NOT fit"));
+  out += "</table>\n";
+  // The error bands (docs/simulate.md "Error bands").
+  out += "<table id=\"band-table\">\n";
+  for (const auto& line : band_lines(simulate_bands(in.model, in.plan, in.cluster), r))
+    out += row("80% band", esc(line));
   return out + "</table>\n";
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "cli/band_output.hpp"
 #include "cli/memory_json.hpp"
 #include "cli/plan_text.hpp"
 #include "cli/simulate_scenarios.hpp"
@@ -109,6 +110,17 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
   };
   if (plan.cpu_offloading_num_layers > 0)
     rows.emplace_back("CPU offload waits", format_time(r.offload_wait_s));
+// Each prediction's band from loom's track record (docs/simulate.md "Error bands").
+std::string band_section(const PlanBands& b, const strategies::StepReport& r) {
+  std::string out = "\nerror bands (loom's residuals on the published runs of its track record";
+  if (const auto held = strategies::held_out_coverage(strategies::BandMetric::TIME))
+    out += fmt::format("; {} of held-out runs fell inside their step-time band",
+                       format_percent(*held, 0));
+  out += "):\n";
+  for (const auto& line : band_lines(b, r)) out += "  " + line + "\n";
+  return out;
+}
+
   return rows;
 }
 
@@ -139,8 +151,21 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
   out += fmt::format("plan: {}\n", plan_summary(plan));
   if (setup.order != DEFAULT_ORDER) out += fmt::format("rank order: {}\n", setup.order);
   out += "\n";
+std::vector<std::string> band_lines(const PlanBands& b, const strategies::StepReport& r) {
+  auto tokens = [](double v) { return fmt::format("{:.0f}", v); };
+  auto percent = [](double v) { return format_percent(v); };
+  auto bytes = [](double v) { return format_bytes(v); };
+  return {band_line("step time", r.step_time_s, b.time.of_time(r.step_time_s), b.time,
+                    [](double v) { return format_time(v); }),
+          band_line("tokens/s", r.tokens_per_s, b.time.of_rate(r.tokens_per_s), b.time, tokens),
+          band_line("MFU", r.mfu, b.time.of_rate(r.mfu), b.time, percent),
+          band_line("peak memory", r.memory.peak_bytes, b.memory.of_time(r.memory.peak_bytes),
+                    b.memory, bytes)};
+}
+
   out += metrics_table(plan, r).render();
-  out += notes(r);
+  out += band_section(simulate_bands(model, plan, cluster), r);
+  out += notes(plan, r);
   out += memory_section(r, cap);
   out += render_scenario_table(r);
   return out;
@@ -207,6 +232,21 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
     row.push_back(std::move(value));
   };
   add("step_time_s", csv_number(r.step_time_s));
+PlanBands simulate_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                         const topo::Cluster& cluster) {
+  return plan_bands(model, plan, cluster.gpu.arch, cluster.num_gpus());
+}
+
+void add_simulate_bands(OrderedJson& results, const PlanBands& b, const strategies::StepReport& r) {
+  results["step_time_s_band"] = band_pair(b.time.of_time(r.step_time_s));
+  results["tokens_per_s_band"] = band_pair(b.time.of_rate(r.tokens_per_s));
+  results["model_tflops_per_gpu_band"] = band_pair(b.time.of_rate(r.model_tflops_per_gpu));
+  results["mfu_band"] = band_pair(b.time.of_rate(r.mfu));
+  if (results.contains("memory"))
+    results["memory"]["peak_bytes_band"] = band_pair(b.memory.of_time(r.memory.peak_bytes));
+  results["bands"] = bands_json(b);
+}
+
   add("tokens_per_s", csv_number(r.tokens_per_s));
   add("model_tflops_per_gpu", csv_number(r.model_tflops_per_gpu));
   add("hardware_tflops_per_gpu", csv_number(r.hardware_tflops_per_gpu));
@@ -239,3 +279,10 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
 }
 
 }  // namespace loom::cli
+  const PlanBands b = simulate_bands(model, plan, cluster);
+  add_band_columns("step_time_s", b.time.of_time(r.step_time_s), header, row);
+  add_band_columns("tokens_per_s", b.time.of_rate(r.tokens_per_s), header, row);
+  add_band_columns("mfu", b.time.of_rate(r.mfu), header, row);
+  add_band_columns("peak_memory_bytes", b.memory.of_time(r.memory.peak_bytes), header, row);
+  add("band_runs", std::to_string(b.time.runs));
+  add("band_extrapolation", b.time.extrapolation ? "true" : "false");

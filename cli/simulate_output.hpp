@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/band_output.hpp"
 #include "common/document.hpp"
 #include "models/model_spec.hpp"
 #include "models/training_plan.hpp"
@@ -34,6 +35,14 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
 /// The DESIGN.md `simulate` results block (times in seconds, sizes in bytes).
 OrderedJson simulate_results_json(const strategies::StepReport& r, double capacity_bytes);
 
+/// The plan's error bands on `cluster` (its first GPU type's architecture, all its GPUs).
+PlanBands simulate_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                         const topo::Cluster& cluster);
+/// Adds the `<quantity>_band` pairs and the `bands` object (DESIGN.md) to a simulate results
+/// block: step time, tokens/s, model TFLOP/s per GPU, MFU, memory.peak_bytes.
+void add_simulate_bands(OrderedJson& results, const PlanBands& bands,
+                        const strategies::StepReport& r);
+
 /// The JSON context block: model, cluster, gpus, network, mode, order, plan, calibration.
 OrderedJson simulate_context_json(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                   const topo::Cluster& cluster, const SimulateSetup& setup);
@@ -48,6 +57,10 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
 /// (with its peak) and HFU, the pipeline bubble, compute and exposed communication.
 std::vector<std::pair<std::string, std::string>> metric_rows(const models::TrainingPlan& plan,
                                                              const strategies::StepReport& r);
+
+/// The band lines of step time, tokens/s, MFU and peak memory (band_line), as the table and
+/// the HTML report show them.
+std::vector<std::string> band_lines(const PlanBands& bands, const strategies::StepReport& r);
 
 /// "24.2% of the BF16 dense peak" style text of a utilisation `fraction` against r's peak.
 std::string utilisation_text(double fraction, const strategies::StepReport& r);
