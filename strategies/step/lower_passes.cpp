@@ -1,4 +1,5 @@
 #include "strategies/step/lower_passes.hpp"
+#include "strategies/step/pipe_engine.hpp"
 
 #include <algorithm>
 
@@ -396,6 +397,7 @@ void lower_pipeline(StepGraph& g) {
                             fwd ? vs : vs + 1, fwd ? vs + 1 : vs);
           const TaskId tr = g.engine.add_transfer(t, {from.last});
           g.engine.add_dependency(tr, to.first);
+          deepspeed_pipe_rendezvous(g, ri, tr, mb, fwd, fwd ? vs : vs + 1, fwd ? vs + 1 : vs);
           if (ri == 0) g.pp_tasks.push_back(tr);
           if (g.options.keep_timeline) g.pp_transfers.push_back({tr, t.src_rank, t.dst_rank});
         }
