@@ -240,8 +240,9 @@ class MegatronReader {
       line_.ignored.push_back("--data-parallel-sharding-strategy");
     }
     // validate_args turns sequence parallelism off when tp is 1 ("Disabling sequence
-    // parallelism because tensor model parallelism is disabled").
-    if (input_.flag("sp") && input_.integer("tp").value_or(1) == 1) {
+    // parallelism because tensor model parallelism is disabled"): when the line itself gives
+    // tp 1 (without a tp, the tp may come from a plan file or --tp, laid under or over it).
+    if (input_.flag("sp") && input_.integer("tp") == 1) {
       input_.erase("sp");
       line_.ignored.push_back("--sequence-parallel");
     }
