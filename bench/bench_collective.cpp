@@ -1,8 +1,11 @@
 // Ring all-reduce of 1 GiB over 1,024 GPUs (128 DGX H100 nodes, rail-optimised fat-tree),
 // every rank simulated, in flow mode (target < 0.1 s wall). Also without the repeated-step
 // memo (every step's flows solved by progressive filling) and in analytical mode; and a
-// contended mixed workload (64 concurrent all-reduces) with incremental vs full re-solves.
+// contended mixed workload (64 concurrent all-reduces) with incremental vs full re-solves;
+// issue 34's scaling cases (all-to-all and a flat ring over every GPU, at two sizes).
 #include <fmt/format.h>
+
+#include <sys/resource.h>
 
 #include <chrono>
 
@@ -79,6 +82,37 @@ void run_contended(const loom::topo::Cluster& cluster, bool incremental, const c
       st.memo_hits, sim::to_seconds(engine.makespan()) * 1e3);
 }
 
+// Issue 34's scaling cases, each at two sizes so the growth shows: a 1 GiB all-to-all over
+// every GPU (direct, PXN relays; transfers folded into distinct flows), and a flat ring
+// all-reduce of 1 GiB over every GPU, both in flow mode; wall time, flows lowered (distinct
+// entries, and the transfers they stand for) and peak memory of the process so far.
+void run_scaling(loom::sim::CollectiveOp op, loom::sim::Algorithm algo, int nodes,
+                 const char* name) {
+  using namespace loom;
+  const auto cluster = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
+  auto t0 = std::chrono::steady_clock::now();
+  sim::Engine engine(cluster, sim::EngineOptions{});
+  sim::CollectiveSpec spec;
+  for (int r = 0; r < cluster.num_gpus(); ++r) spec.request.ranks.push_back(r);
+  spec.request.op = op;
+  spec.request.bytes = 1024.0 * 1024 * 1024;
+  spec.request.algorithm = algo;
+  auto task = engine.add_collective(spec);
+  engine.run();
+  auto t1 = std::chrono::steady_clock::now();
+  const auto& sched = engine.schedule(task);
+  std::int64_t transfers = 0;
+  for (const auto& f : sched.flows) transfers += f.count;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  fmt::print(
+      "{}_{}gpu: wall {:.3f} s; {} flows lowered standing for {} transfers, {} phases; "
+      "simulated {:.3f} ms; peak RSS so far {:.0f} MB\n",
+      name, cluster.num_gpus(), std::chrono::duration<double>(t1 - t0).count(), sched.flows.size(),
+      transfers, sched.phases.size(), sim::to_seconds(engine.finish(task)) * 1e3,
+      u.ru_maxrss / 1024.0);
+}
+
 }  // namespace
 
 int main() {
@@ -94,5 +128,10 @@ int main() {
   run(cluster, sim::NetworkMode::FLOW, false, "ring_allreduce_1GiB_1024gpu_flow_no_memo");
   run_contended(cluster, true, "contended_64_allreduces_flow_incremental");
   run_contended(cluster, false, "contended_64_allreduces_flow_full_resolve");
+  for (int nodes : {32, 64})
+    run_scaling(sim::CollectiveOp::ALL_TO_ALL, sim::Algorithm::DIRECT, nodes, "all_to_all_1GiB");
+  for (int nodes : {512, 1024})
+    run_scaling(sim::CollectiveOp::ALL_REDUCE, sim::Algorithm::RING, nodes,
+                "flat_ring_allreduce_1GiB");
   return 0;
 }

@@ -4,6 +4,7 @@
 //  - GPT-3 175B on 1,024 A100, --full (every GPU) (target < 5 s)
 // Cluster construction is timed separately. Prints "name: value unit (target ...)".
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include "bench/bench_common.hpp"
 #include "models/model_loader.hpp"
@@ -32,6 +33,21 @@ void run(const char* name, const char* model_name, const char* preset, int nodes
       r.model_tflops_per_gpu, 100 * r.mfu);
 }
 
+// Issue 34's scaling cases, each at two sizes so the growth shows: a 4-layer MoE with 4,096
+// experts (examples/models/small-moe.json's shape) with EP over every GPU, and Llama-3 70B at
+// TP 8 PP 8 in the default (symmetric) mode from 4,096 to 16,384 GPUs.
+void run_scaled(const char* name, const models::ModelSpec& model, int gpus,
+                const models::TrainingPlan& plan) {
+  const auto cluster = topo::load_cluster(topo::ClusterRequest{"dgx-h100", gpus / 8, std::nullopt});
+  const double t0 = now_s();
+  const auto r = strategies::simulate_step(model, plan, cluster, strategies::SimulateOptions{});
+  const double t1 = now_s();
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  fmt::print("{}_{}gpu: {:.3f} s wall; {} tasks; step {:.2f} ms; peak RSS so far {:.0f} MB\n", name,
+             gpus, t1 - t0, r.tasks, r.step_time_s * 1e3, u.ru_maxrss / 1024.0);
+}
+
 }  // namespace
 
 int main() {
@@ -52,5 +68,30 @@ int main() {
   run("llama3.1-405b_16384xH100_symmetric", "llama3-405b", "dgx-h100", 2048, llama, false, 1.0);
 
   run("gpt3-175b_1024xA100_full", "gpt3-175b", "dgx-a100", 128, gpt3, true, 5.0);
+
+  models::ModelSpec moe = models::load_model(LOOM_SOURCE_DIR "/examples/models/small-moe.json");
+  moe.layers = 4;
+  moe.moe.experts = 4096;
+  moe.moe.first_k_dense = 0;
+  for (int gpus : {512, 1024}) {
+    models::TrainingPlan p;
+    p.ep = gpus;
+    p.dp = gpus;
+    p.mbs = 1;
+    p.gbs = gpus;
+    p.seq = 4096;
+    run_scaled("moe-4096-experts_ep_all", moe, gpus, p);
+  }
+  const auto llama70 = models::load_model("llama3-70b");
+  for (int gpus : {4096, 8192, 16384}) {
+    models::TrainingPlan p;
+    p.tp = 8;
+    p.pp = 8;
+    p.dp = gpus / 64;
+    p.mbs = 1;
+    p.gbs = gpus / 16;
+    p.seq = 8192;
+    run_scaled("llama3-70b_tp8pp8_symmetric", llama70, gpus, p);
+  }
   return 0;
 }

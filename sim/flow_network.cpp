@@ -197,7 +197,7 @@ bool FlowNetwork::try_memo(SimTime now) {
     return false;
   }
   deferred_ = -1;
-  for (std::size_t i = 0; i < b.spec.count; ++i) tally(b.spec.flows[i]);
+  tally_batch(b.spec);
   dirty_ = false;
   ++generation_;  // cancels any pending completion wakeup
   --in_flight_;

@@ -47,6 +47,38 @@ void Network::tally(const FlowSpec& flow) {
   stats_.received_bytes[static_cast<size_t>(flow.dst)] += bytes;
   stats_.delivered_bytes += bytes;
   stats_.flows += flow.count;
+  ++stats_.tallied;
+}
+
+void Network::tally_batch(const BatchSpec& batch) {
+  if (batch.routes == nullptr || batch.count == 0) {
+    for (std::size_t i = 0; i < batch.count; ++i) tally(batch.flows[i]);
+    return;
+  }
+  auto [it, inserted] = pending_index_.emplace(batch.flows, pending_.size());
+  if (inserted) {
+    pending_.push_back({batch.flows, batch.count, 1});
+  } else if (pending_[it->second].count == batch.count) {
+    ++pending_[it->second].times;
+  } else {  // another length from the same start: not the same batch
+    for (std::size_t i = 0; i < batch.count; ++i) tally(batch.flows[i]);
+  }
+}
+
+void Network::flush_tallies() const {
+  for (const PendingTally& p : pending_) {
+    const auto times = static_cast<double>(p.times);
+    for (std::size_t i = 0; i < p.count; ++i) {
+      const FlowSpec& flow = p.flows[i];
+      const double bytes = flow.bytes * flow.count * times;
+      stats_.received_bytes[static_cast<size_t>(flow.dst)] += bytes;
+      stats_.delivered_bytes += bytes;
+      stats_.flows += flow.count * p.times;
+      ++stats_.tallied;
+    }
+  }
+  pending_.clear();
+  pending_index_.clear();
 }
 
 SimTime analytical_batch_time(Fabric& fabric, const BatchSpec& batch) {
@@ -105,7 +137,7 @@ class AnalyticalNetwork final : public Network {
   AnalyticalNetwork(Fabric& fabric, NetworkHost& host) : Network(fabric, host) {}
   NetworkMode mode() const override { return NetworkMode::ANALYTICAL; }
   void start_batch(SimTime now, const BatchSpec& batch, BatchId id) override {
-    for (std::size_t i = 0; i < batch.count; ++i) tally(batch.flows[i]);
+    tally_batch(batch);
     SimTime t;
     auto it = batch.memo_key ? memo_.find(batch.memo_key) : memo_.end();
     if (it != memo_.end()) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/fabric.hpp"
@@ -93,7 +94,10 @@ struct NetworkStats {
   std::int64_t flows_resolved = 0;     ///< flow mode: flows re-filled, summed over solves
   std::int64_t active_at_solves = 0;   ///< flow mode: active flows, summed over solves
   std::int64_t memo_hits = 0;          ///< batches whose time was reused
-  double max_link_load = 0;            ///< flow mode, when checking: max (sum of rates / capacity)
+  /// Flow entries added to the byte counters: the bookkeeping's cost (a memoised batch's
+  /// repeats are added once per distinct batch, not once per repeat).
+  std::int64_t tallied = 0;
+  double max_link_load = 0;  ///< flow mode, when checking: max (sum of rates / capacity)
 };
 
 /// The network interface (see file comment).
@@ -112,18 +116,37 @@ class Network {
   /// When false, the flow mode re-fills every component at each solve instant, not only
   /// those a started or drained flow touches (same rates bit for bit; for tests/benchmarks).
   void set_incremental(bool on) { incremental_ = on; }
-  const NetworkStats& stats() const { return stats_; }
+  const NetworkStats& stats() const {
+    flush_tallies();
+    return stats_;
+  }
 
  protected:
   Network(Fabric& fabric, NetworkHost& host);
   void tally(const FlowSpec& flow);
+  /// Tallies every flow of a batch. When the batch gives its routes (so its flow array stays
+  /// valid and unchanged for the network's lifetime, see BatchSpec::routes) the tally is
+  /// deferred and counted per array, then added once per array when stats() is read: a
+  /// memoised ring repeats one batch of n flows 2(n-1) times, and tallying each repeat flow
+  /// by flow made a flat ring over n ranks cost n^2.
+  void tally_batch(const BatchSpec& batch);
 
   Fabric& fabric_;
   NetworkHost& host_;
-  NetworkStats stats_;
+  mutable NetworkStats stats_;
   bool check_capacity_ = false;
   bool memo_enabled_ = true;
   bool incremental_ = true;
+
+ private:
+  void flush_tallies() const;
+  struct PendingTally {
+    const FlowSpec* flows = nullptr;
+    std::size_t count = 0;
+    std::int64_t times = 0;
+  };
+  mutable std::vector<PendingTally> pending_;  // in first-seen order (deterministic sums)
+  mutable std::unordered_map<const FlowSpec*, std::size_t> pending_index_;  // lookup only
 };
 
 /// Creates the network of a mode over `fabric`, reporting to `host`.
