@@ -309,7 +309,7 @@ PlanBands row_bands(const models::ModelSpec& model, const strategies::CapacityTa
 int run_plan(const PlanCommandFlags& f) {
   check_limits(f);
   if (!f.chart.empty()) check_output_path(f.chart, "--chart");  // before minutes of search
-  const models::ModelSpec model = models::load_model(f.model, "--model");
+  const models::ModelSpec model = load_plan_model(f.model, f.plan);
   PlanOutput out;
   out.model = &model;
   out.tokens_text = f.tokens;
@@ -361,8 +361,9 @@ int run_plan(const PlanCommandFlags& f) {
   out.selection = select(f, out);
   if (f.plan.emit) {
     if (!out.selection)
-      throw ValidationError("--emit", "--emit: loom plan emits the configuration --days or "
-                                      "--budget picks; give one of them");
+      throw ValidationError("--emit",
+                            "--emit: loom plan emits the configuration --days or "
+                            "--budget picks; give one of them");
     print_emit(f.plan, model, out.rows[out.selection->row].plan);
     return 0;
   }

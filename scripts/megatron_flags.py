@@ -6,7 +6,8 @@ with ArgumentGroupFactory (megatron/training/argument_utils.py: a bool field def
 False is a store_true --name, one defaulting otherwise --no-name/--disable-name, a list[...]
 field takes nargs '+', argparse_meta overrides).
 
-usage: scripts/megatron_flags.py MEGATRON_LM_GIT_DIR > strategies/plan/megatron_flags.cpp
+usage: scripts/megatron_flags.py MEGATRON_LM_GIT_DIR \
+         | clang-format --assume-filename=x.cpp > strategies/plan/megatron_flags.cpp
 """
 import ast, subprocess, sys, json
 REPO=sys.argv[1]
