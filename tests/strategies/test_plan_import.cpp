@@ -71,8 +71,9 @@ TEST_CASE("strategies::PlanImport: Megatron-LM flags translate") {
   // args.cpu_offloading = True").
   CHECK(import_megatron_args("--cpu-offloading --cpu-offloading-num-layers 20")
             .integer("cpu_offloading_num_layers") == 20);
-  CHECK(import_megatron_args("--cpu-offloading-num-layers 20").integer(
-            "cpu_offloading_num_layers") == 20);
+  CHECK(
+      import_megatron_args("--cpu-offloading-num-layers 20").integer("cpu_offloading_num_layers") ==
+      20);
   CHECK_FALSE(import_megatron_args("--cpu-offloading").has("cpu_offloading_num_layers"));
   // --fp8-recipe names the recipe; --fp8-format alone leaves it to auto (the GPU's), so a
   // later --precision bf16 meets no recipe; a name loom lacks is an error.
