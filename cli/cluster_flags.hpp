@@ -4,6 +4,7 @@
 // cluster.
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -25,5 +26,11 @@ void add_cluster_flags(CLI::App& app, ClusterFlags& flags, bool required = true)
 /// Loads the cluster the flags name (topo::load_cluster). Throws ValidationError (unknown
 /// preset, bad size) or ConfigError (bad cluster file).
 topo::Cluster resolve_cluster(const ClusterFlags& flags);
+
+/// The GPU count the flags will give, known without building the cluster: --gpus, or a
+/// preset's GPUs per node (one node built) x --nodes (default 1). nullopt for a cluster file,
+/// with --hosts, or when the flags are bad (resolve_cluster then reports them). Lets a command
+/// check the plan before a large cluster is built (a 65,536-node graph takes seconds).
+std::optional<std::int64_t> planned_gpus(const ClusterFlags& flags);
 
 }  // namespace loom::cli

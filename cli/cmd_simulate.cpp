@@ -130,6 +130,11 @@ int run_simulate(const SimulateFlags& f) {
   if (!f.trace.empty()) check_output_path(f.trace, "--trace");
   if (f.report) check_output_path(*f.report, "--report");
   const models::ModelSpec model = load_plan_model(f.model, f.plan);
+  // A plan that cannot run on the GPUs asked for is refused before a large cluster is built.
+  if (const auto gpus = planned_gpus(f.cluster); gpus && !f.plan.print_config) {
+    const ResolvedPlan early = resolve_plan(f.plan, *gpus, model);
+    strategies::validate_plan(model, early.plan, *gpus, early.sources);
+  }
   topo::Cluster cluster = resolve_cluster(f.cluster);
   const ResolvedPlan resolved = resolve_plan(f.plan, cluster.num_gpus(), model);
   const models::TrainingPlan& plan = resolved.plan;

@@ -1,6 +1,7 @@
 #include "strategies/search/fast_estimate.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -99,6 +100,27 @@ LayerKey layer_key(const models::TrainingPlan& p) {
           by_chunk ? p.vpp : 0};
 }
 
+namespace {
+std::size_t mix(std::size_t h, std::uint64_t v) {
+  // boost::hash_combine's mixing step, on 64 bits.
+  return h ^ (std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+std::size_t hash_line(int kind, const std::array<int, 4>& by, int op) {
+  std::size_t h = mix(0, static_cast<std::uint64_t>(kind));
+  for (int d : by) h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(d)));
+  return mix(h, static_cast<std::uint64_t>(op));
+}
+}  // namespace
+
+std::size_t CollectiveKeyHash::operator()(const CollectiveKey& k) const noexcept {
+  return mix(hash_line(std::get<0>(k), std::get<1>(k), std::get<2>(k)),
+             std::bit_cast<std::uint64_t>(std::get<3>(k)));
+}
+
+std::size_t CollectiveLineKeyHash::operator()(const CollectiveLineKey& k) const noexcept {
+  return hash_line(std::get<0>(k), std::get<1>(k), std::get<2>(k));
+}
+
 std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) const {
   const std::lock_guard<std::mutex> lock(mutex_);
   const auto it = times_.find(key);
@@ -109,6 +131,26 @@ std::optional<double> SharedCollectiveTimes::find(const CollectiveKey& key) cons
 void SharedCollectiveTimes::insert(const CollectiveKey& key, double seconds) {
   const std::lock_guard<std::mutex> lock(mutex_);
   times_.emplace(key, seconds);
+}
+
+const models::MemoryOps& SharedCollectiveTimes::memory_ops(const LayerKey& key,
+                                                           const models::ModelSpec& model,
+                                                           const models::TrainingPlan& plan) {
+  {
+    const std::lock_guard<std::mutex> lock(ops_mutex_);
+    const auto it = ops_.find(key);
+    if (it != ops_.end()) return *it->second;
+  }
+  // Built outside the lock (other threads keep looking up); a second build of the same key
+  // by a racing thread is dropped and the first kept.
+  auto ops = std::make_unique<const models::MemoryOps>(models::memory_ops(model, plan));
+  const std::lock_guard<std::mutex> lock(ops_mutex_);
+  return *ops_.emplace(key, std::move(ops)).first->second;
+}
+
+std::size_t SharedCollectiveTimes::memory_ops_built() const {
+  const std::lock_guard<std::mutex> lock(ops_mutex_);
+  return ops_.size();
 }
 
 FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const SimulateOptions& o,
@@ -134,8 +176,9 @@ FastCaches::FastCaches(const models::ModelSpec& m, const topo::Cluster& c, const
 const models::MemoryOps& FastCaches::memory_ops(const models::TrainingPlan& p) {
   const LayerKey key = layer_key(p);
   auto it = memory_ops_.find(key);
-  if (it == memory_ops_.end()) it = memory_ops_.emplace(key, models::memory_ops(model, p)).first;
-  return it->second;
+  if (it == memory_ops_.end())
+    it = memory_ops_.emplace(key, &shared->memory_ops(key, model, p)).first;
+  return *it->second;
 }
 
 const ScheduleFacts& FastCaches::schedule(const models::TrainingPlan& p) {
@@ -205,10 +248,17 @@ double FastCaches::collective_s(const LayoutGroups& g, GroupKind kind, sim::Coll
   // 64 MiB and 1 GiB, and on the line through them (never below the smaller one's latency).
   if ((kind == GroupKind::DP || kind == GroupKind::EDP) && bytes != DP_ANCHOR_LOW &&
       bytes != DP_ANCHOR_HIGH) {
-    const double t0 = collective_s(g, kind, op, DP_ANCHOR_LOW);
-    const double t1 = collective_s(g, kind, op, DP_ANCHOR_HIGH);
-    const double slope = (t1 - t0) / (DP_ANCHOR_HIGH - DP_ANCHOR_LOW);
-    return std::max(t0 - slope * DP_ANCHOR_LOW, 0.0) + slope * bytes;
+    const CollectiveLineKey line{static_cast<int>(kind), g.decided_by[static_cast<size_t>(kind)],
+                                 static_cast<int>(op)};
+    auto it = dp_lines_.find(line);
+    if (it == dp_lines_.end()) {
+      const double t0 = collective_s(g, kind, op, DP_ANCHOR_LOW);
+      const double t1 = collective_s(g, kind, op, DP_ANCHOR_HIGH);
+      const double slope = (t1 - t0) / (DP_ANCHOR_HIGH - DP_ANCHOR_LOW);
+      it = dp_lines_.emplace(line, std::make_pair(std::max(t0 - slope * DP_ANCHOR_LOW, 0.0), slope))
+               .first;
+    }
+    return it->second.first + it->second.second * bytes;
   }
   const auto key = std::make_tuple(static_cast<int>(kind), g.decided_by[static_cast<size_t>(kind)],
                                    static_cast<int>(op), bytes);
