@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -62,6 +63,31 @@ void name_processes(const std::set<int>& ranks, const models::TrainingPlan& plan
   }
 }
 
+// Flow arrows ("s" at the source slice's start, "f" bound to the enclosing destination slice):
+// a pipeline send to its receive, a collective or transfer to the tasks that waited for it.
+void add_flows(const strategies::StepReport& r,
+               const std::map<std::pair<int, std::string>, int>& tids, OrderedJson& events) {
+  int id = 0;
+  for (const strategies::TimelineFlow& f : r.timeline_flows) {
+    const auto& a = r.timeline[f.from];
+    const auto& b = r.timeline[f.to];
+    const bool pipeline = a.category == strategies::TraceCategory::PP;
+    for (const auto* s : {&a, &b}) {
+      OrderedJson e;
+      e["name"] = pipeline ? "send to receive" : "waits for";
+      e["cat"] = pipeline ? "pp-flow" : "dependency";
+      e["ph"] = s == &a ? "s" : "f";
+      if (s == &b) e["bp"] = "e";
+      e["id"] = id;
+      e["pid"] = s->rank;
+      e["tid"] = tids.at({s->rank, s->stream});
+      e["ts"] = (s == &a ? a.start_s : std::max(b.start_s, a.start_s)) * 1e6;
+      events.push_back(e);
+    }
+    ++id;
+  }
+}
+
 }  // namespace
 
 void write_chrome_trace(const std::string& path, const strategies::StepReport& r,
@@ -89,9 +115,21 @@ void write_chrome_trace(const std::string& path, const strategies::StepReport& r
     e["tid"] = tids[key];
     e["ts"] = s.start_s * 1e6;
     e["dur"] = (s.end_s - s.start_s) * 1e6;
+    if (!s.args.empty()) {
+      OrderedJson args = OrderedJson::object();
+      for (const auto& [key, value] : s.args) args[key] = value;
+      e["args"] = std::move(args);
+    }
     events.push_back(e);
   }
-  for (const auto& m : r.memory_samples) {
+  add_flows(r, tids, events);
+  // One counter value per timestamp and rank: the last, what the rank holds after that instant.
+  std::map<std::pair<int, double>, size_t> last_sample;
+  for (size_t i = 0; i < r.memory_samples.size(); ++i)
+    last_sample[{r.memory_samples[i].rank, r.memory_samples[i].time_s}] = i;
+  for (size_t i = 0; i < r.memory_samples.size(); ++i) {
+    const auto& m = r.memory_samples[i];
+    if (last_sample[{m.rank, m.time_s}] != i) continue;
     OrderedJson e;
     e["name"] = "memory";
     e["ph"] = "C";

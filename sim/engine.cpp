@@ -154,19 +154,28 @@ std::pair<TaskId, TaskId> Engine::add_collective_sequence(const std::vector<Coll
   const TaskId id = add_task(specs.front().streams, deps);
   tasks_[id].duration = duration;
   labels_.push_back(specs.front().label);
+  if (options_.keep_notes) {
+    double bytes = 0;
+    for (const CollectiveSpec& spec : specs) bytes += spec.request.bytes;
+    keep_note(id, specs.front().request, bytes, static_cast<int>(specs.size()));
+  }
   return {id, id};
 }
 
 TaskId Engine::add_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
   check_streams(spec);
   const std::optional<SimTime> measured = measured_time(spec.request);
+  TaskId id = 0;
   if (!measured && options_.collective_timing == CollectiveTiming::FLOWS &&
-      options_.collective_time_scale == 1.0)
-    return add_flow_collective(spec, deps);
-  const SimTime duration = measured ? *measured : frozen_time(spec.request);
-  const TaskId id = add_task(spec.streams, deps);
-  tasks_[id].duration = duration;
-  labels_.push_back(spec.label);
+      options_.collective_time_scale == 1.0) {
+    id = add_flow_collective(spec, deps);
+  } else {
+    const SimTime duration = measured ? *measured : frozen_time(spec.request);
+    id = add_task(spec.streams, deps);
+    tasks_[id].duration = duration;
+    labels_.push_back(spec.label);
+  }
+  if (options_.keep_notes) keep_note(id, spec.request, spec.request.bytes, 1);
   return id;
 }
 
@@ -275,7 +284,9 @@ TaskId Engine::add_transfer(const TransferSpec& spec, const std::vector<TaskId>&
   c.request.algorithm = Algorithm::DIRECT;
   c.streams = {spec.src_stream, spec.dst_stream};
   c.label = spec.label;
-  return add_flow_collective(c, deps);
+  const TaskId id = add_flow_collective(c, deps);
+  if (options_.keep_notes) keep_note(id, c.request, spec.bytes, 1);
+  return id;
 }
 
 void Engine::add_contention(StreamId victim, StreamId contender, double slowdown) {
@@ -433,6 +444,29 @@ void Engine::finish_task(TaskId id) {
     const Stream& s = streams_[task_streams_[t.streams_begin + i]];
     if (!s.arrival && s.head < s.queue.size()) try_start(s.queue[s.head]);
   }
+}
+
+void Engine::keep_note(TaskId id, const CollectiveRequest& request, double bytes, int count) {
+  TaskNote n;
+  n.op = request.op;
+  n.bytes = bytes;
+  n.group_size = static_cast<int>(request.ranks.size());
+  n.count = count;
+  const auto shown = std::min<std::size_t>(request.ranks.size(), TaskNote::MAX_NOTE_RANKS);
+  n.ranks.assign(request.ranks.begin(), request.ranks.begin() + static_cast<std::ptrdiff_t>(shown));
+  notes_[id] = std::move(n);
+}
+
+const TaskNote* Engine::note(TaskId task) const {
+  check_task(task, "note");
+  const auto it = notes_.find(task);
+  return it == notes_.end() ? nullptr : &it->second;
+}
+
+std::span<const TaskId> Engine::dependants(TaskId task) const {
+  check_task(task, "dependants");
+  if (!ran_) return {};
+  return {succ_.data() + succ_begin_[task], succ_begin_[task + 1] - succ_begin_[task]};
 }
 
 void Engine::run() {

@@ -104,6 +104,19 @@ struct EngineOptions {
   /// Called during run() with the fraction of tasks finished so far, in [0, 1], at most every
   /// few thousand events and once at the end (for a progress display); empty: not called.
   std::function<void(double)> progress;
+  /// Record each collective's and transfer's op, bytes and group (Engine::note), for timelines
+  /// that label their slices; off: nothing recorded.
+  bool keep_notes = false;
+};
+
+/// What a collective or transfer task moved, for timelines (EngineOptions::keep_notes).
+struct TaskNote {
+  CollectiveOp op = CollectiveOp::ALL_REDUCE;
+  double bytes = 0;        ///< nccl-tests "size" (summed over a frozen sequence)
+  int group_size = 0;      ///< ranks in the group
+  int count = 1;           ///< collectives in the task (a frozen sequence holds several)
+  std::vector<int> ranks;  ///< the group's first MAX_NOTE_RANKS ranks, in group order
+  static constexpr int MAX_NOTE_RANKS = 16;
 };
 
 /// A collective task (see CollectiveRequest for the fields' meaning).
@@ -203,6 +216,11 @@ class Engine {
   /// The lowered schedule of a collective or transfer task (algorithm, protocol, phases);
   /// throws ValidationError for a compute task.
   const CollectiveSchedule& schedule(TaskId task) const;
+  /// What collective or transfer task `task` moved; null for compute tasks or when
+  /// EngineOptions::keep_notes is off.
+  const TaskNote* note(TaskId task) const;
+  /// The tasks that waited for `task` (after run()), in the order their dependencies were added.
+  std::span<const TaskId> dependants(TaskId task) const;
   /// Events processed by run().
   std::int64_t events_processed() const { return events_; }
   const NetworkStats& network_stats() const { return network_->stats(); }
@@ -287,6 +305,8 @@ class Engine {
   std::map<FrozenKey, SimTime> frozen_;
   FrozenKey frozen_scratch_;  // reused lookup key: no allocation per memo hit
   std::vector<std::pair<TaskId, TaskId>> edges_;
+  std::map<TaskId, TaskNote> notes_;  // EngineOptions::keep_notes
+  void keep_note(TaskId id, const CollectiveRequest& request, double bytes, int count);
   std::vector<std::uint32_t> succ_begin_;
   std::vector<TaskId> succ_;
   SimTime now_ = 0;

@@ -134,6 +134,17 @@ struct TimelineSlice {
   TraceCategory category = TraceCategory::COMPUTE;
   double start_s = 0;
   double end_s = 0;
+  /// What the slice did, as (key, value) pairs for the trace's "args": the pass, micro-batch,
+  /// chunk and layers of a compute slice; the op, bytes, group size and ranks of a collective;
+  /// bytes and peer of a pipeline transfer. Values are text or numbers written as text.
+  std::vector<std::pair<std::string, std::string>> args;
+};
+
+/// An arrow of the trace between two slices of StepReport::timeline (indices): a pipeline
+/// send to its receive, a collective to a task that waited for it.
+struct TimelineFlow {
+  std::size_t from = 0;
+  std::size_t to = 0;
 };
 
 /// A memory counter sample, for the Chrome trace.
@@ -186,6 +197,9 @@ struct StepReport {
   std::vector<StageTime> stages;      ///< the representative's pipeline stages
   DesignReport design;
   std::vector<TimelineSlice> timeline;
+  /// Arrows between timeline slices (keep_timeline): each pipeline send to its receive, each
+  /// collective to the tasks that waited for it.
+  std::vector<TimelineFlow> timeline_flows;
   std::vector<MemorySample> memory_samples;
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "models/flops.hpp"
+#include "strategies/step/timeline_links.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -55,13 +56,14 @@ void measure_rates(const StepGraph& g, StepReport& r) {
 // Pipeline transfers hold no stream; the trace shows each as a send on its source rank and a
 // receive on its destination. Transfers of one rank may overlap in time, so each goes on the
 // first lane ("pp-send", "pp-send 2", ...) free at its start: slices on a track never overlap.
-void record_transfers(const StepGraph& g, StepReport& r) {
+void record_transfers(const StepGraph& g, StepReport& r, SliceIndex& index) {
   const sim::Engine& e = g.engine;
   std::vector<StepGraph::Transfer> order = g.pp_transfers;
   std::stable_sort(order.begin(), order.end(),
                    [&](const auto& a, const auto& b) { return e.start(a.task) < e.start(b.task); });
   std::map<std::pair<int, std::string>, std::vector<SimTime>> lanes;  // last end per lane
-  auto add = [&](int rank, const std::string& kind, std::string name, SimTime a, SimTime b) {
+  auto add = [&](int rank, const std::string& kind, std::string name, SimTime a, SimTime b,
+                 sim::TaskId task) {
     auto& ends = lanes[{rank, kind}];
     size_t lane = 0;
     while (lane < ends.size() && ends[lane] > a) ++lane;
@@ -74,15 +76,21 @@ void record_transfers(const StepGraph& g, StepReport& r) {
     ts.category = TraceCategory::PP;
     ts.start_s = sim::to_seconds(a);
     ts.end_s = sim::to_seconds(b);
+    ts.args = slice_args(e, task, e.label(task));
+    index.emplace(std::make_pair(task, rank), r.timeline.size());
     r.timeline.push_back(std::move(ts));
+    return r.timeline.size() - 1;
   };
   for (const auto& t : order) {
     const SimTime a = e.start(t.task), b = e.finish(t.task);
     const std::string& label = e.label(t.task);  // "send-act mb3 vs0->1"
     std::string recv = label;
     if (recv.rfind("send-", 0) == 0) recv.replace(0, 4, "recv");
-    add(t.src_rank, "pp-send", fmt::format("{} to rank {}", label, t.dst_rank), a, b);
-    add(t.dst_rank, "pp-recv", fmt::format("{} from rank {}", recv, t.src_rank), a, b);
+    const size_t send =
+        add(t.src_rank, "pp-send", fmt::format("{} to rank {}", label, t.dst_rank), a, b, t.task);
+    const size_t received =
+        add(t.dst_rank, "pp-recv", fmt::format("{} from rank {}", recv, t.src_rank), a, b, t.task);
+    r.timeline_flows.push_back({send, received});
   }
 }
 
@@ -262,6 +270,7 @@ void measure_step(StepGraph& g, StepReport& r) {
 
 void record_timeline(const StepGraph& g, StepReport& r) {
   const sim::Engine& e = g.engine;
+  SliceIndex index;
   for (const auto& sl : e.slices()) {
     TimelineSlice ts;
     ts.rank = e.stream_rank(sl.stream);
@@ -272,9 +281,12 @@ void record_timeline(const StepGraph& g, StepReport& r) {
     ts.category = id < g.category.size() ? g.category[id] : TraceCategory::COMPUTE;
     ts.start_s = sim::to_seconds(sl.start);
     ts.end_s = sim::to_seconds(sl.end);
+    ts.args = slice_args(e, sl.task, ts.name);
+    index.emplace(std::make_pair(sl.task, ts.rank), r.timeline.size());
     r.timeline.push_back(std::move(ts));
   }
-  record_transfers(g, r);
+  record_transfers(g, r, index);
+  link_dependants(e, index, r);
   // Memory counters on the representative: static bytes plus live micro-batch activations.
   const int v = g.chunks();
   for (int s = 0; s < g.stages(); ++s) {
