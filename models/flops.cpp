@@ -23,9 +23,18 @@ using detail::tag;
 
 // The sequence shape of one attention matmul of head dimension `d` (window: the layer's
 // sliding window, 0 for full attention).
+// Context parallelism decides what one rank's kernel sees (--cp-comm-type): a p2p ring
+// (and PyTorch's context_parallel, whose every rotation runs SDPA per K/V chunk) runs cp
+// chunk kernels of its s / cp queries; Transformer Engine's all-gather CP runs its local
+// queries against the gathered keys in one kernel; an all-to-all CP (Ulysses) the whole
+// sequence for its heads / cp (the same FLOPs).
 AttentionShape attention_shape(const Ctx& c, double d, std::int64_t window) {
-  return {static_cast<std::int64_t>(c.sq), static_cast<std::int64_t>(c.skv),
-          static_cast<std::int64_t>(d), c.p.cp, window};
+  const CpCommType type = c.p.cp_comm_type;
+  const bool ring = type == CpCommType::P2P || type == CpCommType::A2A_P2P ||
+                    c.p.framework == Framework::TORCHTITAN;
+  const double sq = type == CpCommType::A2A ? c.skv : c.sq;
+  return {static_cast<std::int64_t>(sq), static_cast<std::int64_t>(c.skv),
+          static_cast<std::int64_t>(d), ring ? c.p.cp : 1, window};
 }
 
 // The attention core: scores, softmax (+ dropout), attention x V. Q, K and V themselves
@@ -152,6 +161,14 @@ void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops) {
   if (c.p.cp > 1) {
     ops.back().comm = CommKind::CP_KV_EXCHANGE;
     ops.back().comm_bytes = kv_local;
+    ops.back().cp_query_bytes = c.act * T * qw / c.t;
+    // PyTorch's context_parallel (torchtitan) runs SDPA once per K/V chunk, and autograd
+    // keeps each chunk it was given for the backward: the keys and values of the whole
+    // sequence stay saved per layer, (cp - 1) chunks beyond the local one, whichever the
+    // rotation (torch/distributed/tensor/experimental/_attention.py). Transformer Engine
+    // keeps only the local K/V and re-circulates (p2p) or re-gathers (all-gather) them in
+    // the backward.
+    if (c.p.framework == Framework::TORCHTITAN) ops.back().saved_bytes += (c.p.cp - 1) * kv_local;
   }
   push_rope(c, ops);
   const double d_qk = m.attention == AttentionKind::MLA

@@ -118,7 +118,10 @@ struct OpCost {
   bool dynamic_shape = false;
   CommKind comm = CommKind::NONE;  ///< collective after this op in forward
   double comm_bytes = 0;           ///< size of that collective's tensor on this GPU, bytes
-  MoeSpec routing;                 ///< EP_TOKEN_EXCHANGE: the experts the tokens are routed to
+  /// CP_KV_EXCHANGE: the local queries' bytes, which an all-to-all CP (--cp-comm-type a2a)
+  /// exchanges with the keys and values (and as many output bytes back).
+  double cp_query_bytes = 0;
+  MoeSpec routing;  ///< EP_TOKEN_EXCHANGE: the experts the tokens are routed to
 
   bool is_matmul() const { return kind == OpKind::MATMUL || kind == OpKind::ATTENTION; }
   /// Forward + both backward FLOPs (no recompute).

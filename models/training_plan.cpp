@@ -111,6 +111,14 @@ std::string to_string(MoeDispatcher v) {
   return moe_dispatcher_names()[static_cast<size_t>(v)];
 }
 
+const std::vector<std::string>& cp_comm_type_names() {
+  static const std::vector<std::string> names = {"p2p", "a2a", "allgather", "a2a+p2p"};
+  return names;
+}
+std::string to_string(CpCommType v) {
+  return cp_comm_type_names()[static_cast<size_t>(v)];
+}
+
 const std::vector<std::string>& fusion_names() {
   static const std::vector<std::string> names = {"none", "megatron", "compile"};
   return names;

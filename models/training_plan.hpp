@@ -68,6 +68,11 @@ enum class AttentionKernel { VENDOR, FA2 };
 /// ALLTOALL, NCCL all-to-all of every routed copy; FLEX, DeepEP / HybridEP, one copy per
 /// destination GPU inside a node and one per destination node across nodes.
 enum class MoeDispatcher { ALLTOALL, FLEX };
+/// How context parallelism exchanges keys and values (Transformer Engine / Megatron-LM
+/// --cp-comm-type): P2P a ring of K/V chunks overlapped with per-step attention blocks; A2A
+/// an all-to-all of heads (DeepSpeed Ulysses); ALLGATHER K/V gathered once (Llama 3, PyTorch
+/// context_parallel's allgather rotation); A2A_P2P all-to-all inside a group, ring across.
+enum class CpCommType { P2P, A2A, ALLGATHER, A2A_P2P };
 
 /// A training framework whose defaults a plan takes (strategies/plan/framework_profile.hpp).
 enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
@@ -161,6 +166,7 @@ struct TrainingPlan {
   /// hides each one's dispatch and combine behind the other's compute).
   bool overlap_moe_expert_parallel_comm = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::ALLTOALL;  ///< MoE token dispatch (ep > 1)
+  CpCommType cp_comm_type = CpCommType::P2P;     ///< context-parallel K/V exchange (cp > 1)
   Framework framework = Framework::NONE;         ///< whose defaults fill unset choices (plan/)
   FsdpImpl fsdp_impl = FsdpImpl::FSDP2;          ///< the ZeRO-3 design (zero 3 only)
   bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward
@@ -203,6 +209,7 @@ std::string to_string(Framework value);
 std::string to_string(Fusion value);
 std::string to_string(AttentionKernel value);
 std::string to_string(MoeDispatcher value);
+std::string to_string(CpCommType value);
 std::string to_string(FsdpImpl value);
 std::string to_string(DpMode value);
 std::string to_string(PsShard value);
@@ -238,6 +245,8 @@ const std::vector<std::string>& framework_names();
 const std::vector<std::string>& fusion_names();
 const std::vector<std::string>& attention_kernel_names();
 const std::vector<std::string>& moe_dispatcher_names();
+/// "p2p", "a2a", "allgather", "a2a+p2p" (Megatron's --cp-comm-type spelling), in enum order.
+const std::vector<std::string>& cp_comm_type_names();
 const std::vector<std::string>& fsdp_impl_names();
 const std::vector<std::string>& dp_mode_names();
 const std::vector<std::string>& ps_shard_names();

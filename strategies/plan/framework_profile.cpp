@@ -36,22 +36,28 @@ const std::array<FrameworkProfile, 5> PROFILES = {{
     // cast the weight in every forward: no cache over a step's micro-batches. Its tensor
     // parallelism always runs the norms sequence-parallel (apply_tp: SequenceParallel() on
     // attention_norm, ffn_norm and norm; the blocks' inputs and outputs Shard(1)), so the
-    // activations between TP regions are sharded along the sequence whenever tp > 1.
+    // activations between TP regions are sharded along the sequence whenever tp > 1. Its
+    // context parallelism is PyTorch's context_parallel (ring attention over SDPA,
+    // torch/distributed/tensor/experimental/_attention.py) with job_config's
+    // context_parallel_rotate_method = "allgather" (_AllGatherRotater: K/V gathered once).
     {3, false, false, false, models::FsdpImpl::FSDP2,
      "torchtitan torchtitan/config/job_config.py (Parallelism, Compile, ActivationCheckpoint); "
      "models/attention.py (SDPA); train.py (loss); models/llama3/infra/parallelize.py (apply_tp)",
      models::AttentionKernel::FA2, models::SelectiveRecompute::OP, models::CrossEntropy::EAGER,
-     models::Fusion::NONE, false, true},
+     models::Fusion::NONE, false, true, models::CpCommType::ALLGATHER},
     // DeepSpeed: zero_optimization.stage defaults to 0; overlap_comm defaults to False below
     // ZeRO-3 (True only for stage 3, whose per-unit collectives loom always overlaps). Its
     // stage 3 is DeepSpeed's own ZeRO-3 (deepspeed/runtime/zero/stage3.py and
     // partitioned_param_coordinator.py: prefetch-bucket gathers, reduce buckets).
     // DeepSpeed trains the framework's model modules as they are (e.g. Hugging Face
     // transformers, eager PyTorch): no fused kernels, torch cross-entropy, SDPA attention.
+    // Its sequence parallelism is Ulysses (deepspeed/sequence/layer.py DistributedAttention:
+    // all-to-alls of heads around the attention).
     {0, false, false, false, models::FsdpImpl::DEEPSPEED,
-     "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm); model code eager",
+     "DeepSpeed deepspeed/runtime/zero/config.py (stage, overlap_comm); model code eager; "
+     "deepspeed/sequence/layer.py (Ulysses)",
      models::AttentionKernel::FA2, models::SelectiveRecompute::ATTENTION,
-     models::CrossEntropy::EAGER, models::Fusion::NONE, false},
+     models::CrossEntropy::EAGER, models::Fusion::NONE, false, false, models::CpCommType::A2A},
 }};
 
 }  // namespace

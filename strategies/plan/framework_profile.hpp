@@ -27,6 +27,8 @@ struct FrameworkProfile {
   /// Tensor parallelism always shards the activations between its regions along the
   /// sequence (sequence parallelism on with tp > 1, not a separate choice).
   bool sequence_parallel_with_tp = false;
+  /// How context parallelism exchanges K/V (--cp-comm-type).
+  models::CpCommType cp_comm_type = models::CpCommType::P2P;
 };
 
 /// The profile of `framework` (NONE: loom's own defaults, Megatron-LM's flags off).

@@ -344,6 +344,29 @@ void check_flex_dispatcher(const models::ModelSpec& m, const TrainingPlan& p,
   }
 }
 
+// --cp-comm-type: an all-to-all of heads needs each of tp x cp ranks to hold whole heads
+// (Transformer Engine's a2a CP and DeepSpeed Ulysses assert heads % cp == 0 on the TP
+// shard); a2a+p2p runs its all-to-all in sub-groups of the CP group that loom's rank
+// layout does not build (Megatron's --hierarchical-context-parallel-sizes).
+void check_cp_comm_type(const models::ModelSpec& m, const TrainingPlan& p, const PlanSources& s) {
+  if (p.cp <= 1) return;
+  const std::string where = s.where("cp_comm_type");
+  if (p.cp_comm_type == models::CpCommType::A2A_P2P) {
+    fail_field(s, "cp_comm_type",
+               fmt::format("{} a2a+p2p (hierarchical CP groups) is not modelled; give p2p, "
+                           "a2a or allgather",
+                           where));
+  }
+  if (p.cp_comm_type == models::CpCommType::A2A &&
+      (m.heads % (static_cast<std::int64_t>(p.tp) * p.cp) != 0)) {
+    fail_field(
+        s, "cp_comm_type",
+        fmt::format("{} a2a needs the {} heads of {} to divide over {} {} x {} {}; give "
+                    "p2p or allgather, or a {} that divides them",
+                    where, m.heads, m.name, s.name("tp"), p.tp, s.name("cp"), p.cp, s.name("cp")));
+  }
+}
+
 }  // namespace
 
 void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p,
@@ -375,6 +398,7 @@ void check_effective_for_model(const models::ModelSpec& m, const TrainingPlan& p
                            s.where("overlap_moe_expert_parallel_comm"), m.name));
   }
   check_flex_dispatcher(m, p, s);
+  check_cp_comm_type(m, p, s);
   // Hybrid Mamba-2 models train in Megatron-core (MambaModel); loom's torchtitan and
   // DeepSpeed profiles know transformer blocks only.
   if (m.has_mamba() && (p.framework == models::Framework::TORCHTITAN ||

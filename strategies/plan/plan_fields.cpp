@@ -356,6 +356,16 @@ void add_moe_rows(std::vector<PlanField>& t) {
       "alltoall", 74, models::moe_dispatcher_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.moe_dispatcher); }));
   t.back().megatron = "--moe-token-dispatcher-type";
+  t.push_back(choice_row(
+      "cp_comm_type", "--cp-comm-type",
+      "how context parallelism exchanges keys and values (Transformer Engine / Megatron "
+      "--cp-comm-type): p2p (ring of K/V chunks beside the attention blocks), a2a (all-to-all "
+      "of heads, DeepSpeed Ulysses; heads divisible by tp x cp), allgather (K/V gathered "
+      "once: Llama 3, PyTorch context_parallel) or a2a+p2p (all-to-all inside a node's "
+      "share of the CP group, ring across); default the framework's",
+      "p2p", 75, models::cp_comm_type_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.cp_comm_type); }));
+  t.back().megatron = "--cp-comm-type";
 }
 
 // Data-parallel designs beyond DDP (issue 13; one block).

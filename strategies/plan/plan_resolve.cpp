@@ -225,6 +225,7 @@ void resolve_choices(const PlanInput& in, bool transformer, TrainingPlan& p) {
   p.overlap_moe_expert_parallel_comm =
       in.flag("overlap_moe_expert_parallel_comm", p.overlap_moe_expert_parallel_comm);
   p.moe_dispatcher = choice(in, "moe_token_dispatcher", p.moe_dispatcher);
+  p.cp_comm_type = choice(in, "cp_comm_type", profile.cp_comm_type);
   p.fsdp_impl = choice(in, "fsdp_impl", profile.fsdp_impl);
   p.attention_kernel = choice(in, "attention_kernel", profile.attention_kernel);
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);

@@ -76,6 +76,12 @@ void UnitTimes::add(const UnitTimes& o, double times) {
   bwd_ep += times * o.bwd_ep;
   bwd_other += times * o.bwd_other;
   rec_tp += times * o.rec_tp;
+  fwd_tpx += times * o.fwd_tpx;
+  bwd_tpx += times * o.bwd_tpx;
+  rec_tpx += times * o.rec_tpx;
+  fwd_cpo += times * o.fwd_cpo;
+  bwd_cpo += times * o.bwd_cpo;
+  rec_cpo += times * o.rec_cpo;
   rec_ep += times * o.rec_ep;
   rec_other += times * o.rec_other;
   params += times * o.params;
@@ -368,16 +374,24 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
     u.bwd_weight = c.bwd_weight_s;
     u.recompute = c.recompute_s;
     u.params = c.params;
-    const auto comm = [&](const std::vector<CommItem>& items, double& tp, double& ep,
-                          double& other) {
+    const int sms = cluster.gpu.sm_count;
+    const bool cpo = cp_overlapped(p);
+    const auto comm = [&](const std::vector<CommItem>& items, double& tp, double& ep, double& other,
+                          double& tpx, double& cp) {
       for (const CommItem& item : items) {
-        const double t = collective_s(g, group_kind(item.dim), item.op, item.bytes);
-        (item.dim == Dim::TP ? tp : item.dim == Dim::EP ? ep : other) += t;
+        const GroupKind kind = group_kind(item.dim);
+        const double t = collective_s(g, kind, item.op, item.bytes);
+        const bool ring = cpo && item.dim == Dim::CP;
+        (item.dim == Dim::TP ? tp : item.dim == Dim::EP ? ep : ring ? cp : other) += t;
+        if (item.dim == Dim::TP ? !(p.tp_comm_overlap && p.tp > 1) : !ring) continue;
+        const auto [chunk_op, chunk_bytes] = tp_overlap_chunk(item.tp_overlap, item.op, item.bytes);
+        const double chunk = collective_s(g, kind, chunk_op, chunk_bytes);
+        tpx += tp_overlap_exposed_s(item.tp_overlap, t, chunk, sms);
       }
     };
-    comm(c.fwd_comm, u.fwd_tp, u.fwd_ep, u.fwd_other);
-    comm(c.bwd_comm, u.bwd_tp, u.bwd_ep, u.bwd_other);
-    comm(c.recompute_comm, u.rec_tp, u.rec_ep, u.rec_other);
+    comm(c.fwd_comm, u.fwd_tp, u.fwd_ep, u.fwd_other, u.fwd_tpx, u.fwd_cpo);
+    comm(c.bwd_comm, u.bwd_tp, u.bwd_ep, u.bwd_other, u.bwd_tpx, u.bwd_cpo);
+    comm(c.recompute_comm, u.rec_tp, u.rec_ep, u.rec_other, u.rec_tpx, u.rec_cpo);
     return u;
   };
   // The first layer that `is_kind` accepts (the model's layer count if none).

@@ -26,6 +26,11 @@ struct UnitTimes {
   double fwd_tp = 0, fwd_ep = 0, fwd_other = 0;
   double bwd_tp = 0, bwd_ep = 0, bwd_other = 0;
   double rec_tp = 0, rec_ep = 0, rec_other = 0;
+  /// Of the TP collectives, the seconds they leave exposed under tp_comm_overlap
+  /// (tp_overlap_exposed_s), per pass, with those of a context-parallel ring beside its
+  /// attention (cp_overlapped); that ring's own seconds, kept out of *_other.
+  double fwd_tpx = 0, bwd_tpx = 0, rec_tpx = 0;
+  double fwd_cpo = 0, bwd_cpo = 0, rec_cpo = 0;
   double params = 0;         ///< parameters on this GPU
   double expert_params = 0;  ///< of which routed experts (reduced over EDP)
   /// Adds `times` copies of `other`.

@@ -1,8 +1,8 @@
 // The fast tier's step time, composed in closed form from the pieces fast_estimate.cpp
 // keeps (docs/search.md restates each formula). It follows the step simulator's lowering:
 // a pass is its compute and then its blocking model-parallel collectives (TP ones beside
-// the compute under tp_comm_overlap, 1/tp of them left exposed); the pipeline runs m
-// micro-batches at the pace of its slowest stage plus the schedule's fill and drain; each
+// the compute under tp_comm_overlap, what their pipeline leaves exposed after it); the pipeline
+// runs m micro-batches at the pace of its slowest stage plus the schedule's fill and drain; each
 // stage then waits for its data-parallel gradient reduction (overlapped with its last
 // backward passes or not), runs the optimizer step and, under ZeRO-1/2 without the gather
 // overlap, all-gathers its parameters. Communication that overlaps compute slows it by the
@@ -32,17 +32,19 @@ double contended_end(double compute, double comm, double sd) {
 
 // A pass of `compute` seconds followed by its collectives (lower_passes.cpp): TP (under
 // tp_comm_overlap) and EP (under overlap_moe_expert_parallel_comm) beside the compute on their
-// own streams, the rest after it; TP leaves its residual exposed.
-double pass_s(const TrainingPlan& p, double compute, double tp, double ep, double other,
-              double sd) {
+// own streams, the rest after it; TP leaves `tpx` exposed (tp_overlap_exposed_s), its SMs
+// counted there rather than as the engine's contention. A context-parallel ring (`cpo`
+// seconds, cp_overlapped) shares TP's stream, its exposure in `tpx` too.
+double pass_s(const TrainingPlan& p, double compute, double tp, double ep, double other, double tpx,
+              double cpo, double sd) {
   const bool tpo = p.tp_comm_overlap && p.tp > 1 && tp > 0;
   const bool epo = p.overlap_moe_expert_parallel_comm && p.ep > 1 && ep > 0;
-  if (!tpo && !epo) return compute + tp + ep + other;
-  const double beside = (tpo ? tp : 0) + (epo ? ep : 0);
+  if (!tpo && !epo && cpo <= 0) return compute + tp + ep + other;
+  const double beside = epo ? ep : 0;
   const double after = other + (tpo ? 0 : tp) + (epo ? 0 : ep);
   return std::max(contended_end(compute, beside, sd) + after,
-                  std::max(tpo ? tp : 0, epo ? ep : 0)) +
-         (tpo ? tp * tp_overlap_residual(p.tp) : 0);
+                  std::max((tpo ? tp : 0) + cpo, epo ? ep : 0)) +
+         tpx;
 }
 
 // One virtual stage's work for one micro-batch.
@@ -159,12 +161,14 @@ void add_zero3(const Ctx& x, Chunk& c, bool holds_last_layer) {
 void time_passes(const Ctx& x, Chunk& c) {
   const TrainingPlan& p = x.p;
   const UnitTimes& u = c.sum;
-  const double recompute =
-      u.recompute > 0 ? pass_s(p, u.recompute, u.rec_tp, u.rec_ep, u.rec_other, x.sd) : 0.0;
-  c.f = pass_s(p, u.fwd + c.copy_fwd, u.fwd_tp, u.fwd_ep, u.fwd_other, x.sd);
-  c.b = recompute +
-        pass_s(p, u.bwd_input + c.copy_bwd + u.bwd_weight, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
-  c.bi = recompute + pass_s(p, u.bwd_input + c.copy_bwd, u.bwd_tp, u.bwd_ep, u.bwd_other, x.sd);
+  const double recompute = u.recompute > 0 ? pass_s(p, u.recompute, u.rec_tp, u.rec_ep, u.rec_other,
+                                                    u.rec_tpx, u.rec_cpo, x.sd)
+                                           : 0.0;
+  c.f = pass_s(p, u.fwd + c.copy_fwd, u.fwd_tp, u.fwd_ep, u.fwd_other, u.fwd_tpx, u.fwd_cpo, x.sd);
+  c.b = recompute + pass_s(p, u.bwd_input + c.copy_bwd + u.bwd_weight, u.bwd_tp, u.bwd_ep,
+                           u.bwd_other, u.bwd_tpx, u.bwd_cpo, x.sd);
+  c.bi = recompute + pass_s(p, u.bwd_input + c.copy_bwd, u.bwd_tp, u.bwd_ep, u.bwd_other, u.bwd_tpx,
+                            u.bwd_cpo, x.sd);
   c.w = u.bwd_weight;
   // CPU offloading (cpu_offload.cpp): each offloaded layer's copy out overlaps the next
   // layer's forward and its copy in the next layer's backward; what a copy outlasts them by

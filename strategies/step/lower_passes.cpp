@@ -2,6 +2,7 @@
 #include "strategies/step/pipe_engine.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "models/flops.hpp"
 
@@ -127,14 +128,16 @@ class StageLowering {
   // tp_comm_overlap, EP under overlap_moe_expert_parallel_comm.
   bool overlaps(Dim dim) const {
     if (dim == Dim::TP) return g_.plan.tp_comm_overlap && g_.plan.tp > 1;
+    if (dim == Dim::CP) return cp_overlapped(g_.plan);
     if (dim == Dim::EP) return g_.plan.overlap_moe_expert_parallel_comm && g_.plan.ep > 1;
     return false;
   }
 
   // A compute task and the collectives after it. With tp_comm_overlap the TP collectives run
   // on the tp stream alongside the compute (from a zero-length marker at its start, which
-  // carries its cross-stage dependencies), and an exposed residual (tp_overlap_residual of
-  // their time) follows both on the compute stream. With overlap_moe_expert_parallel_comm
+  // carries its cross-stage dependencies), and what their implementation's pipeline leaves
+  // exposed (tp_overlap_exposed_s: chunked GEMMs, head and tail chunks, comm SMs) follows
+  // both on the compute stream. With overlap_moe_expert_parallel_comm
   // the EP all-to-alls run on the ep stream the same way: Megatron's combined 1F1B schedule
   // (pipeline_parallel/combined_1f1b.py) hides one micro-batch's dispatch and combine behind
   // another's compute, so the pass ends when both its compute and its all-to-alls are done
@@ -152,15 +155,17 @@ class StageLowering {
     std::vector<TaskId> marks = last_;
     compute(part, what, unit);
     overlapped_.assign(g_.replicas.size(), {});
-    overlap_ps_ = 0;
+    tp_exposed_s_ = cp_exposed_s_ = 0;
     const size_t lists = rep_pass_->comm_lists.size();
     comm(items, comm_what, unit, &marks);
     const std::vector<TaskId> before = last_;  // the compute, or the blocking collectives after
-    // The compute stream waits for the overlapped runs; TP leaves its residual exposed.
+    // The compute stream waits for the overlapped runs; TP and CP leave their pipelines'
+    // exposed seconds.
     const bool tp = std::any_of(items.begin(), items.end(), [this](const CommItem& i) {
-      return i.dim == Dim::TP && overlaps(i.dim);
+      return i.dim != Dim::EP && overlaps(i.dim);
     });
-    const double residual_s = sim::to_seconds(overlap_ps_) * tp_overlap_residual(g_.plan.tp);
+    const double residual_s = tp_exposed_s_ + cp_exposed_s_;
+    const double cp_share = residual_s > 0 ? cp_exposed_s_ / residual_s : 0.0;
     for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
       const TaskId id = g_.add_compute(g_.gpus[ri][s_].compute, residual_s,
                                        g_.label("{}-comm {} exposed mb{} c{}", comm_what,
@@ -171,7 +176,7 @@ class StageLowering {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
         const int list = rep_pass_->comm_lists.size() > lists ? static_cast<int>(lists) : -1;
-        rep_pass_->overlaps.push_back({before[0], id, list});
+        rep_pass_->overlaps.push_back({before[0], id, list, cp_share});
       }
     }
   }
@@ -226,7 +231,7 @@ class StageLowering {
           if (rj < 0) continue;
           leader = std::min(leader, rj);
           const SimGpu& h = g_.gpus[static_cast<size_t>(rj)][s_];
-          streams[k] = !overlapped ? h.compute : dim == Dim::TP ? h.tp : h.ep;
+          streams[k] = !overlapped ? h.compute : dim == Dim::EP ? h.ep : h.tp;
           if (overlapped) deps.push_back((*overlap_from)[static_cast<size_t>(rj)]);
         }
         if (leader != static_cast<int>(ri)) continue;  // issued with an earlier replica
@@ -239,7 +244,9 @@ class StageLowering {
                      unit ? " " : "", unit ? unit->c_str() : ""),
             category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
         if (ri == 0) rep_run.frozen_ps = frozen;
-        if (overlapped && ri == 0 && dim == Dim::TP) overlap_ps_ += run_ps(run, group, frozen);
+        if (overlapped && ri == 0 && dim != Dim::EP)
+          (dim == Dim::TP ? tp_exposed_s_ : cp_exposed_s_) +=
+              exposed_s(items, begin, end, group, frozen);
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
@@ -265,20 +272,23 @@ class StageLowering {
     }
   }
 
-  // The time of one run on an idle network: its frozen times, or each collective's.
-  sim::SimTime run_ps(const std::vector<std::pair<sim::CollectiveOp, double>>& run,
-                      const std::vector<int>& group, const std::vector<sim::SimTime>& frozen) {
-    sim::SimTime sum = 0;
-    if (!frozen.empty()) {
-      for (sim::SimTime t : frozen) sum += t;
-      return sum;
-    }
+  // Seconds the overlapped TP collectives items[begin, end) on `group` leave exposed
+  // (tp_overlap_exposed_s), from their frozen times or each one's on an idle network.
+  double exposed_s(const std::vector<CommItem>& items, size_t begin, size_t end,
+                   const std::vector<int>& group, const std::vector<sim::SimTime>& frozen) {
     sim::CollectiveRequest req;
     req.ranks = group;
-    for (const auto& [op, bytes] : run) {
-      req.op = op;
-      req.bytes = bytes;
-      sum += g_.engine.frozen_time(req);
+    const int sms = g_.cluster.gpu_of_rank(g_.gpus[0][s_].rank).sm_count;
+    double sum = 0;
+    for (size_t k = begin; k < end; ++k) {
+      const CommItem& item = items[k];
+      req.op = item.op;
+      req.bytes = item.bytes;
+      const double comm_s = sim::to_seconds(
+          frozen.size() == end - begin ? frozen[k - begin] : g_.engine.frozen_time(req));
+      std::tie(req.op, req.bytes) = tp_overlap_chunk(item.tp_overlap, item.op, item.bytes);
+      const double chunk_s = sim::to_seconds(g_.engine.frozen_time(req));
+      sum += tp_overlap_exposed_s(item.tp_overlap, comm_s, chunk_s, sms);
     }
     return sum;
   }
@@ -286,10 +296,10 @@ class StageLowering {
   StepGraph& g_;
   int s_;
   int pi_ = 0;
-  // tp_comm_overlap: per replica, the last task of each overlapped run; the representative's
-  // overlapped comm time on an idle network.
+  // tp_comm_overlap: per replica, the last task of each overlapped run; the seconds the
+  // representative's overlapped TP collectives leave exposed (tp_overlap_exposed_s).
   std::vector<std::vector<TaskId>> overlapped_;
-  sim::SimTime overlap_ps_ = 0;
+  double tp_exposed_s_ = 0, cp_exposed_s_ = 0;
   const Pass* pass_ = nullptr;
   int vs_ = 0, unit_ = -1;  // the virtual stage and unit (-1: whole chunk) being emitted
   RepPass* rep_pass_ = nullptr;
@@ -354,18 +364,19 @@ void measure_passes(StepGraph& g) {
         comm_s += sim::to_seconds(wait);
         if (o.list < 0) continue;
         const RepCommList::Run* latest = nullptr;
-        bool tp_residual = false;
+        bool residual_run = false;
         for (const RepCommList::Run& run : pass.comm_lists[static_cast<size_t>(o.list)].runs) {
           if (!run.overlapped) continue;
-          tp_residual |= run.dim == Dim::TP;
+          residual_run |= run.dim != Dim::EP;
           if (!latest || e.finish(run.last) > e.finish(latest->last)) latest = &run;
         }
         if (latest && wait > 0)
           hidden[static_cast<size_t>(models::index(latest->dim))] -= sim::to_seconds(wait);
-        if (tp_residual) {
+        if (residual_run) {
           const double residual = sim::to_seconds(e.finish(o.residual) - e.start(o.residual));
           comm_s += residual;
-          hidden[static_cast<size_t>(models::index(Dim::TP))] -= residual;
+          hidden[static_cast<size_t>(models::index(Dim::TP))] -= residual * (1 - o.cp_share);
+          hidden[static_cast<size_t>(models::index(Dim::CP))] -= residual * o.cp_share;
         }
       }
       rs.comm_s += comm_s;

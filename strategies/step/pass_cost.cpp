@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "models/flops.hpp"
 #include "models/fused_ops.hpp"
@@ -50,14 +51,37 @@ std::vector<CommItem> token_exchange(const models::OpCost& op, int ep, int ep_no
   const double gpus = models::expected_blocks_reached(moe, ep);
   // Each node holds ep / ep_nodes of the group (exchange_nodes) and as many experts.
   const bool two_level = ep_nodes > 1 && ep % ep_nodes == 0 && moe.experts % ep_nodes == 0;
-  if (!two_level) return {{models::Dim::EP, sim::CollectiveOp::ALL_TO_ALL, op.comm_bytes * gpus}};
+  if (!two_level)
+    return {{models::Dim::EP, sim::CollectiveOp::ALL_TO_ALL, op.comm_bytes * gpus, {}}};
   const double nodes = models::expected_blocks_reached(moe, ep_nodes);
-  return {{models::Dim::EP, sim::CollectiveOp::RAIL_ALL_TO_ALL, op.comm_bytes * nodes},
-          {models::Dim::EP, sim::CollectiveOp::NODE_ALL_TO_ALL, op.comm_bytes * gpus}};
+  return {{models::Dim::EP, sim::CollectiveOp::RAIL_ALL_TO_ALL, op.comm_bytes * nodes, {}},
+          {models::Dim::EP, sim::CollectiveOp::NODE_ALL_TO_ALL, op.comm_bytes * gpus, {}}};
+}
+
+// Context parallelism's exchange of one layer (--cp-comm-type), forward and backward, for
+// local keys and values of `kv` bytes and local queries of `q` bytes on each of cp ranks:
+//   p2p / allgather: forward an all-gather of the K/V (cp - 1 ring steps of kv bytes, or
+//     one gather), backward a reduce-scatter of their gradients: (cp - 1) kv bytes each way
+//     per rank;
+//   a2a (Ulysses): forward an all-to-all of Q, K, V (q + kv bytes per rank, (cp - 1) / cp
+//     of it sent) and one of the attention output (q bytes), backward the same two.
+std::pair<std::vector<CommItem>, std::vector<CommItem>> cp_exchange(const models::OpCost& op,
+                                                                    models::CpCommType type,
+                                                                    int cp) {
+  using sim::CollectiveOp;
+  const models::Dim dim = models::Dim::CP;
+  const double kv = op.comm_bytes, q = op.cp_query_bytes;
+  if (type == models::CpCommType::A2A) {
+    std::vector<CommItem> x = {{dim, CollectiveOp::ALL_TO_ALL, q + kv, {}},
+                               {dim, CollectiveOp::ALL_TO_ALL, q, {}}};
+    return {x, x};
+  }
+  return {{{dim, CollectiveOp::ALL_GATHER, kv * cp, {}}},
+          {{dim, CollectiveOp::REDUCE_SCATTER, kv * cp, {}}}};
 }
 
 // The forward collective after an op and its backward mirror (not EP_TOKEN_EXCHANGE).
-std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
+std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op) {
   using sim::CollectiveOp;
   const models::Dim dim = models::comm_dim(op.comm);
   switch (op.comm) {
@@ -65,23 +89,22 @@ std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op, int cp) {
       throw InternalError("op_collectives: a token exchange is token_exchange's");
     case CommKind::TP_ALL_GATHER:
       // comm_bytes is the gathered (full) tensor: nccl-tests' size for all_gather.
-      return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes},
-              {dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes}};
+      return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes, {}},
+              {dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes, {}}};
     case CommKind::TP_REDUCE_SCATTER:
-      return {{dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes},
-              {dim, CollectiveOp::ALL_GATHER, op.comm_bytes}};
+      return {{dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes, {}},
+              {dim, CollectiveOp::ALL_GATHER, op.comm_bytes, {}}};
     case CommKind::EP_ALL_TO_ALL:
-      return {{dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes},
-              {dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes}};
+      return {{dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes, {}},
+              {dim, CollectiveOp::ALL_TO_ALL, op.comm_bytes, {}}};
     case CommKind::CP_KV_EXCHANGE:
-      return {{dim, CollectiveOp::ALL_GATHER, op.comm_bytes * cp},
-              {dim, CollectiveOp::REDUCE_SCATTER, op.comm_bytes * cp}};
+      throw InternalError("op_collectives: a CP exchange is cp_exchange's");
     case CommKind::TP_ALL_REDUCE:
     case CommKind::NONE:
       break;
   }
-  return {{dim, CollectiveOp::ALL_REDUCE, op.comm_bytes},
-          {dim, CollectiveOp::ALL_REDUCE, op.comm_bytes}};
+  return {{dim, CollectiveOp::ALL_REDUCE, op.comm_bytes, {}},
+          {dim, CollectiveOp::ALL_REDUCE, op.comm_bytes, {}}};
 }
 
 }  // namespace
@@ -200,6 +223,32 @@ OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
   return o;
 }
 
+// `op`'s pass seconds (op_seconds) per chunk when its token dimension is split in `chunks`:
+// its share of the whole op's seconds plus what its kernels lose at the chunk's smaller
+// shape (matmul_efficiency of m / chunks rows; the casts keep their share).
+OpPassSeconds chunk_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
+                            const topo::KernelTimeModel& kernels, bool graphed, int chunks) {
+  const topo::PassSeconds whole = op_seconds(op, plan, kernels, graphed, false).t;
+  const double n = std::max(chunks, 1);
+  OpPassSeconds out{whole.forward / n, whole.backward_input / n, whole.backward_weight / n};
+  if (chunks <= 1) return out;
+  const bool low = models::low_precision_linears(plan.precision);
+  const topo::DType dt = !low || op.fp8_linear ? compute_dtype(plan.precision) : topo::DType::BF16;
+  topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
+  k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
+  topo::KernelOp part = k;
+  part.m = std::max<std::int64_t>(1, k.m / chunks);
+  part.forward_flops /= n;
+  part.backward_input_flops /= n;
+  part.backward_weight_flops /= n;
+  part.bytes = (op.input_bytes + op.output_bytes) / n + op.weight_bytes;
+  const topo::PassSeconds a = kernels.pass_seconds(k, dt), b = kernels.pass_seconds(part, dt);
+  out.forward += std::max(0.0, b.forward - a.forward / n);
+  out.backward_input += std::max(0.0, b.backward_input - a.backward_input / n);
+  out.backward_weight += std::max(0.0, b.backward_weight - a.backward_weight / n);
+  return out;
+}
+
 // Whether `op` is one of the two grouped linears of a routed-expert MLP block as Megatron-core
 // runs it: Transformer Engine's GroupedLinear (TEGroupedMLP), the stack of Megatron's fusions,
 // one process per GPU (single-process DataParallel simulates its launches as host tasks).
@@ -288,10 +337,17 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
   const std::vector<double> rerun_share = recomputed && (layer || !op_policy)
                                               ? models::selective_rerun_fractions(plan, ops)
                                               : std::vector<double>(ops.size(), 0.0);
+  const auto is_graphed = [&](const models::OpCost& op) {
+    return layer && !op.dynamic_shape &&
+           (full_scope || (op.graph_module && plan.graphs(*op.graph_module)));
+  };
+  const std::vector<TpOverlapPair> overlaps =
+      tp_overlaps(ops, plan, [&](const models::OpCost& op, int chunks) {
+        return chunk_seconds(op, plan, kernels, is_graphed(op), chunks);
+      });
   for (size_t i = 0; i < ops.size(); ++i) {
     const models::OpCost& op = ops[i];
-    const bool graphed = layer && !op.dynamic_shape &&
-                         (full_scope || (op.graph_module && plan.graphs(*op.graph_module)));
+    const bool graphed = is_graphed(op);
     const bool expert_block = !graphed && te_expert_block(op, plan);
     const OpPasses o = op_seconds(op, plan, kernels, graphed, expert_block);
     const topo::PassSeconds& t = o.t;
@@ -354,10 +410,16 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       std::vector<CommItem> fwd, bwd;
       if (op.comm == CommKind::EP_TOKEN_EXCHANGE) {
         fwd = bwd = token_exchange(op, plan.ep, ep_nodes);
+      } else if (op.comm == CommKind::CP_KV_EXCHANGE) {
+        std::tie(fwd, bwd) = cp_exchange(op, plan.cp_comm_type, plan.cp);
+        fwd.front().tp_overlap = overlaps[i].fwd;
+        bwd.front().tp_overlap = overlaps[i].bwd;
       } else {
-        const auto items = op_collectives(op, plan.cp);
+        const auto items = op_collectives(op);
         fwd = {items.first};
         bwd = {items.second};
+        fwd.front().tp_overlap = overlaps[i].fwd;
+        bwd.front().tp_overlap = overlaps[i].bwd;
       }
       c.fwd_comm.insert(c.fwd_comm.end(), fwd.begin(), fwd.end());
       c.bwd_comm.insert(c.bwd_comm.end(), bwd.begin(), bwd.end());

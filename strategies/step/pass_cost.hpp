@@ -16,6 +16,7 @@
 #include "models/training_plan.hpp"
 #include "sim/collectives.hpp"
 #include "strategies/step/host_launch.hpp"
+#include "strategies/step/tp_overlap.hpp"
 #include "topologies/kernel_model.hpp"
 
 namespace loom::topo {
@@ -29,6 +30,8 @@ struct CommItem {
   models::Dim dim = models::Dim::TP;
   sim::CollectiveOp op = sim::CollectiveOp::ALL_REDUCE;
   double bytes = 0;  ///< nccl-tests "size" of the collective, in bytes
+  /// How a TP collective overlaps its GEMM under tp_comm_overlap (NONE: exposed whole).
+  TpOverlap tp_overlap;
 };
 
 /// Seconds of each pass of a run of layers (a unit or a model chunk), on one GPU, for one

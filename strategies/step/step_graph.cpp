@@ -143,10 +143,6 @@ double overlap_slowdown(const topo::GpuSpec& gpu) {
   return 1.0 / (1.0 - comm_sm_share(gpu));
 }
 
-double tp_overlap_residual(int tp) {
-  return tp > 1 ? 1.0 / tp : 1.0;
-}
-
 // A B pass, or a W pass under zero-bubble (whose Bi computes no weight gradients), ends the
 // weight gradients of its micro-batch and chunk.
 bool ends_weight_gradients(const Pass& pass) {
@@ -183,16 +179,16 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       g.compute = engine.add_stream(fmt::format("rank{}/compute", g.rank), g.rank);
       g.dp = engine.add_stream(fmt::format("rank{}/dp", g.rank), g.rank);
       g.ag = fsdp ? engine.add_stream(fmt::format("rank{}/dp-ag", g.rank), g.rank) : g.dp;
-      // DP collectives overlapping compute take SMs from it (see overlap_slowdown).
+      // DP collectives overlapping compute take SMs from it (see overlap_slowdown). TP
+      // overlap's SMs are its implementation's, in tp_overlap_exposed_s.
       const double slowdown = overlap_slowdown(c.gpu_of_rank(g.rank));
-      if (p.tp_comm_overlap && p.tp > 1)
+      if ((p.tp_comm_overlap && p.tp > 1) || cp_overlapped(p))
         g.tp = engine.add_stream(fmt::format("rank{}/tp-overlap", g.rank), g.rank);
       if (p.overlap_moe_expert_parallel_comm && p.ep > 1)
         g.ep = engine.add_stream(fmt::format("rank{}/ep-overlap", g.rank), g.rank);
       if (slowdown > 1.0) {
         if (p.dp > 1) engine.add_contention(g.compute, g.dp, slowdown);
         if (g.ag != g.dp) engine.add_contention(g.compute, g.ag, slowdown);
-        if (g.tp != sim::NO_STREAM) engine.add_contention(g.compute, g.tp, slowdown);
         if (g.ep != sim::NO_STREAM) engine.add_contention(g.compute, g.ep, slowdown);
       }
       g.units.resize(schedule.per_stage[s].size());

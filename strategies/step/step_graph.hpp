@@ -44,7 +44,8 @@ struct SimGpu {
   sim::StreamId compute = sim::NO_STREAM;  ///< passes, blocking model-parallel collectives
   sim::StreamId dp = sim::NO_STREAM;       ///< gradient reduction (and ZeRO-1/2 gathers)
   sim::StreamId ag = sim::NO_STREAM;       ///< ZeRO-3 parameter gathers (FSDP's unshard stream)
-  sim::StreamId tp = sim::NO_STREAM;       ///< TP collectives overlapping GEMMs (tp_comm_overlap)
+  sim::StreamId tp =
+      sim::NO_STREAM;  ///< TP (tp_comm_overlap) and CP ring collectives beside compute
   /// EP all-to-alls overlapping compute (overlap_moe_expert_parallel_comm)
   sim::StreamId ep = sim::NO_STREAM;
   sim::TaskId last_backward = -1;             ///< the last pass that ends weight gradients
@@ -85,7 +86,8 @@ struct RepPass {
   struct Overlap {
     sim::TaskId before = -1;
     sim::TaskId residual = -1;
-    int list = -1;  ///< index in comm_lists; -1 when no collective of it left replica 0
+    int list = -1;        ///< index in comm_lists; -1 when no collective of it left replica 0
+    double cp_share = 0;  ///< of the residual, the context-parallel ring's part (the rest TP's)
   };
   std::vector<Overlap> overlaps;
 };
@@ -292,14 +294,6 @@ double comm_sm_share(const topo::GpuSpec& gpu);
 /// compute-bound kernel keeps 1 - share of the SMs, so 1 / (1 - comm_sm_share) (an upper
 /// bound: memory-bound kernels lose less). H100 SXM: 32 / 132 SMs -> 1.32x.
 double overlap_slowdown(const topo::GpuSpec& gpu);
-
-/// Fraction of a TP collective left exposed when it overlaps its GEMM (tp_comm_overlap):
-/// the collective is decomposed into `tp` chunks pipelined against the GEMM's chunks, and the
-/// first (all-gather) or last (reduce-scatter) chunk's transfer has no GEMM chunk to hide
-/// behind (Wang et al. 2022, "Overlap Communication with Dependent Computation via
-/// Decomposition", Sec. 3; Transformer Engine's userbuffers ring-exchange splits by tp), so
-/// 1 / tp of it stays exposed.
-double tp_overlap_residual(int tp);
 
 /// Compute slowdown (>= 1) of global rank `rank` in step `step`: its fixed straggler factor
 /// times, when it draws as a random straggler, 1 + an exponential of mean mean_factor - 1.
