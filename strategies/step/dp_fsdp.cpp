@@ -141,15 +141,18 @@ class ShardedLowering : public DataParallelLowering {
     std::vector<std::vector<TaskId>> deps;
     for (size_t k = 0; k < group.members().size(); ++k)
       deps.push_back({group.unit_tasks(k, pi, u).last});
-    const double copy_bytes = params * (gathered_param_bytes(g.plan) + reduced_grad_bytes(g.plan));
+    const double rbytes = reduce_bytes_per_elem();
+    const double copy_bytes = params * (gathered_param_bytes(g.plan) + rbytes);
     const std::vector<TaskId> in = copies(group, false, copy_bytes, deps, "rs");
-    const TaskId id =
-        group.collective(CollectiveOp::REDUCE_SCATTER, params * reduced_grad_bytes(g.plan),
-                         g.label("{}-rs mb{} c{} {}", group.name(), pass.micro_batch, pass.chunk,
-                                 unit(pass, u).name),
-                         false, in);
+    const TaskId id = group.collective(CollectiveOp::REDUCE_SCATTER, params * rbytes,
+                                       g.label("{}-rs mb{} c{} {}", group.name(), pass.micro_batch,
+                                               pass.chunk, unit(pass, u).name),
+                                       false, in);
     for (int ri : group.members()) waits[static_cast<size_t>(ri)].push_back(id);
   }
+
+  // Bytes per gradient element the reduce-scatter moves.
+  virtual double reduce_bytes_per_elem() const { return reduced_grad_bytes(g_.plan); }
 
   // Per member: the first (`first`) or last task of use `i - back`, or nothing before use 0.
   std::vector<std::vector<TaskId>> use_deps(const DpGroup& group, size_t i, size_t back,
@@ -235,6 +238,12 @@ class DeepSpeedLowering final : public ShardedLowering {
       gather(group, elems, deps, uses_[i], 2.0 * gathered_param_bytes(g_.plan));
   }
 
+  // DeepSpeed reduces in the engine's communication_data_type, the training dtype unless the
+  // config sets it (deepspeed/runtime/engine.py communication_data_type: fp16 or bf16 when
+  // enabled; stage3.py __avg_scatter_grads casts p.grad to it), whatever the plan's gradient
+  // accumulation dtype.
+  double reduce_bytes_per_elem() const override { return deepspeed_reduce_bytes(g_.plan); }
+
   // The ipg bucket: reduce-scatter whenever it holds reduce_bucket_size elements (after the
   // unit that filled it) and at the end of each weight-gradient pass.
   void reduce_buckets(DpGroup& group, std::vector<std::vector<TaskId>>& waits) {
@@ -307,6 +316,10 @@ std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
   }
   if (open > 0) groups.push_back(open);
   return groups;
+}
+
+double deepspeed_reduce_bytes(const models::TrainingPlan& plan) {
+  return gathered_param_bytes(plan);
 }
 
 bool deepspeed_keeps_for_backward(double params_after) {

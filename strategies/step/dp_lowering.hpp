@@ -149,6 +149,9 @@ std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
 /// a unit's forward and backward come the forward and the backward of every later unit
 /// (`params_after` elements: 2 x params_after traversed).
 bool deepspeed_keeps_for_backward(double params_after);
+/// Bytes per element of DeepSpeed ZeRO-3's gradient reduce-scatter: its
+/// communication_data_type, by default the training dtype (2 under fp16 / bf16).
+double deepspeed_reduce_bytes(const models::TrainingPlan& plan);
 /// Under ZeRO-3 (dp > 1), adds the all-gather copy-out (read + write of the gathered unit, a
 /// memory-bound kernel on the compute stream) to each unit's forward and, when it is
 /// re-gathered, backward seconds. Call before the passes are lowered.

@@ -122,7 +122,10 @@ TEST_CASE("strategies::DpFsdp: DeepSpeed ZeRO-3 moves each unit in its coordinat
   CHECK(r.dp_collectives == expected(50'000'000, 500'000'000, gathered));
   CHECK(gathered < 2.0 * u.total());  // persisted norms, the kept head
   CHECK(gathered > 2.0 * u.total() - u.head - 1e6 * u.layers);
-  CHECK(r.dp_bytes_per_gpu == doctest::Approx(2.0 * gathered + 4.0 * u.total()));
+  // Reduced in the training dtype (bf16, 2 B: DeepSpeed's communication_data_type), not the
+  // plan's fp32 gradient accumulation (FSDP2 reduces in 4 B above).
+  CHECK(deepspeed_reduce_bytes(plan) == 2.0);
+  CHECK(r.dp_bytes_per_gpu == doctest::Approx(2.0 * gathered + 2.0 * u.total()));
   // Larger buckets: fewer, larger collectives, the same bytes.
   plan.ds_prefetch_bucket = 200'000'000;
   plan.ds_reduce_bucket = 1'000'000'000;
