@@ -289,7 +289,7 @@ int run_memory(MemoryOptions& o) {
   } else {
     std::cout << render_table(model, plan, report, device, capacity);
   }
-  if (o.require_fit && capacity) require_fit(report, *capacity);
+  if (o.require_fit && capacity) require_fit(model, plan, report, *capacity);
   return 0;
 }
 

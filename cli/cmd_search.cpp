@@ -7,10 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <string_view>
 #include <thread>
 
-#include "cli/cluster_flags.hpp"
 #include "cli/band_output.hpp"
+#include "cli/cluster_flags.hpp"
 #include "cli/cmd_calibrate_network.hpp"
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
@@ -69,7 +70,6 @@ std::vector<std::string> differences(const models::TrainingPlan& a, const models
   return out;
 }
 
-std::string rho_text(double rho) {
 // Each ranked plan's error bands; a plan whose step time lies within #1's step-time band is
 // statistically tied with it: loom's own error on runs like #1 cannot order them.
 struct RankedBands {
@@ -94,6 +94,7 @@ std::string band_range(std::pair<double, double> edges) {
   return fmt::format("{}-{}", format_time(edges.first), format_time(edges.second));
 }
 
+std::string rho_text(double rho) {
   return std::isnan(rho) ? "n/a" : fmt::format("{:.3f}", rho);
 }
 
@@ -150,8 +151,8 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                "exposed comm", "fast tier"});
   table.align_left(1);
   const size_t shown = std::min(r.ranked.size(), static_cast<size_t>(f.top));
-  for (size_t i = 0; i < shown; ++i) {
   const RankedBands rb = ranked_bands(model, cluster, r);
+  for (size_t i = 0; i < shown; ++i) {
     const auto& c = r.ranked[i];
     table.add_row({std::to_string(i + 1), plan_label(c.plan), format_time(c.report.step_time_s),
                    band_range(rb.bands[i].time.of_time(c.report.step_time_s)),
@@ -162,7 +163,6 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
   }
   out += table.render();
   out += fmt::format("{}\n", PLAN_LABEL_LEGEND);
-  out += why_line(r);
   if (!r.ranked.empty()) {
     const auto& b = rb.bands[0].time;
     out += fmt::format(
@@ -171,6 +171,7 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
                         : fmt::format("from {} published runs like it: {}", b.runs, b.label),
         "loom's own error on such runs cannot order them");
   }
+  out += why_line(r);
   if (r.failed > 0) {
     out += fmt::format(
         "note: the step simulator could not run {} of the re-simulated plans "
@@ -236,7 +237,6 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
     for (models::Dim d : models::REPORTED_COMM_DIMS)
       exposed[models::to_string(d)] = c.report.exposed_comm_s[models::index(d)];
     p["exposed_comm_time_s_by_kind"] = exposed;
-    plans.push_back(p);
     const PlanBands& b = rb.bands[i];
     p["step_time_s_band"] = band_pair(b.time.of_time(c.report.step_time_s));
     p["tokens_per_s_band"] = band_pair(b.time.of_rate(c.report.tokens_per_s));
@@ -244,6 +244,7 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
     p["peak_memory_bytes_band"] = band_pair(b.memory.of_time(c.report.memory.peak_bytes));
     p["statistically_tied"] = rb.tied(i, r);
     p["bands"] = bands_json(b);
+    plans.push_back(p);
   }
   res["plans"] = plans;
   if (r.ranked.size() >= 2) {
@@ -391,10 +392,15 @@ Command add_search_command(CLI::App& root) {
                                           options.simulate, format == Format::JSON);
     }
     ProgressBar bar = ProgressBar::on_stderr("loom search");
-    options.progress = [&bar](const char*, std::int64_t done, std::int64_t total) {
-      bar.update(total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0);
+    options.progress = [&bar](const char* tier, std::int64_t done, std::int64_t total) {
+      // The fast tier estimates every layout, then the exact tier simulates the best few: the
+      // bar restarts at 0% with the phase's name.
+      const bool fast = std::string_view(tier) == "fast";
+      bar.phase(fast ? "fast estimates (1/2)" : "exact simulations (2/2)");
+      bar.update(done, total, fast ? "layouts" : "plans");
     };
     const auto answer = run_sharded_search(model, space, cluster, options, f.shards, std::cout);
+    bar.clear();  // before anything is printed: the answer never shares a line with the bar
     if (!answer) return 0;  // a partial result (--shard), or an MPI rank other than 0
     const strategies::SearchResult& r = *answer;
     if (f.plan.emit && !r.ranked.empty()) {  // the winner

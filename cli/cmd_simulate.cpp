@@ -154,7 +154,7 @@ int run_simulate(const SimulateFlags& f) {
   // Memory is known before the simulation: a plan that does not fit is refused (exit 3)
   // under --require-fit, and warned about otherwise.
   const models::MemoryReport memory = strategies::estimate_memory(model, plan);
-  if (f.require_fit) require_fit(memory, cluster.gpu.hbm_bytes);
+  if (f.require_fit) require_fit(model, plan, memory, cluster.gpu.hbm_bytes);
   const std::string misfit = misfit_text(memory, cluster.gpu.hbm_bytes);
   // The step's table says so at its top; --ops and the other formats warn on stderr.
   if (!misfit.empty() && (format != Format::TABLE || f.ops))
@@ -175,7 +175,8 @@ int run_simulate(const SimulateFlags& f) {
   if (!f.calibration.empty())
     network = apply_fitted_network(f.calibration, cluster, options, format == Format::JSON);
   if (f.ops) return print_ops(model, plan, cluster, options, setup, format);
-  ProgressBar progress = ProgressBar::on_stderr("simulating");
+  ProgressBar progress = ProgressBar::on_stderr("loom simulate");
+  progress.phase("simulating the step");
   options.progress = [&progress](double done) { progress.update(done); };
   const strategies::StepReport r = strategies::simulate_step(model, plan, cluster, options);
   progress.clear();

@@ -2,8 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "common/error.hpp"
+#include "common/strings.hpp"
 #include "common/units.hpp"
+#include "strategies/memory_plan.hpp"
+#include "strategies/plan/plan_rules.hpp"
 
 namespace loom::cli {
 namespace {
@@ -41,9 +47,98 @@ std::string misfit_text(const models::MemoryReport& r, double capacity) {
                      format_bytes(r.peak_bytes), format_bytes(capacity));
 }
 
-void require_fit(const models::MemoryReport& r, double capacity) {
-  const std::string misfit = misfit_text(r, capacity);
-  if (!misfit.empty()) throw InfeasibleError("--require-fit: " + misfit);
+std::vector<FitSuggestion> fit_suggestions(const models::ModelSpec& model,
+                                           const models::TrainingPlan& plan,
+                                           const models::MemoryReport& report, double capacity,
+                                           std::size_t limit) {
+  using Change = std::function<void(models::TrainingPlan&)>;
+  std::vector<std::pair<std::string, Change>> changes;
+  if (plan.recompute != models::Recompute::FULL) {
+    changes.emplace_back("--recompute full", [](models::TrainingPlan& p) {
+      p.recompute = models::Recompute::FULL;
+      p.recompute_every = 1;
+    });
+  }
+  if (plan.recompute == models::Recompute::NONE) {
+    changes.emplace_back("--recompute selective", [](models::TrainingPlan& p) {
+      p.recompute = models::Recompute::SELECTIVE;
+      p.recompute_every = 1;
+    });
+  }
+  if (plan.tp > 1 && !plan.sp)
+    changes.emplace_back("--sp", [](models::TrainingPlan& p) { p.sp = true; });
+  for (int zero = plan.zero + 1; zero <= 3 && plan.dp > 1; ++zero) {
+    changes.emplace_back(fmt::format("--zero {}", zero),
+                         [zero](models::TrainingPlan& p) { p.zero = zero; });
+  }
+  if (plan.cpu_offloading_num_layers == 0 && model.layers > 1) {
+    const int layers = model.layers - 1;
+    changes.emplace_back(
+        fmt::format("--cpu-offloading-num-layers {}", layers),
+        [layers](models::TrainingPlan& p) { p.cpu_offloading_num_layers = layers; });
+  }
+  // More model parallelism on the same GPUs: twice the PP or TP, half the DP.
+  if (plan.dp % 2 == 0) {
+    changes.emplace_back(fmt::format("--pp {} --dp {}", plan.pp * 2, plan.dp / 2),
+                         [](models::TrainingPlan& p) {
+                           p.pp *= 2;
+                           p.dp /= 2;
+                         });
+    changes.emplace_back(fmt::format("--tp {} --dp {}", plan.tp * 2, plan.dp / 2),
+                         [](models::TrainingPlan& p) {
+                           p.tp *= 2;
+                           p.dp /= 2;
+                         });
+  }
+  std::vector<FitSuggestion> out;
+  for (const auto& [text, change] : changes) {
+    models::TrainingPlan p = plan;
+    change(p);
+    try {
+      strategies::validate_plan(model, p, plan.gpus());
+      const models::MemoryReport r = strategies::estimate_memory(model, p);
+      if (r.peak_bytes < report.peak_bytes)
+        out.push_back({text, report.peak_bytes - r.peak_bytes, r.peak_bytes <= capacity});
+    } catch (const Error&) {
+      // A change the plan's rules refuse (layers not divisible, heads over TP...): not offered.
+    }
+  }
+  // One ZeRO stage: the lowest that fits (less communication than a higher one), else the
+  // highest (the most it saves).
+  std::vector<FitSuggestion> zero, rest;
+  for (auto& s : out) (s.change.rfind("--zero ", 0) == 0 ? zero : rest).push_back(std::move(s));
+  if (!zero.empty()) {
+    const auto fitting =
+        std::find_if(zero.begin(), zero.end(), [](const auto& s) { return s.fits; });
+    rest.push_back(fitting != zero.end() ? *fitting : zero.back());
+  }
+  out = std::move(rest);
+  // What makes the plan fit first, then the largest saving.
+  std::stable_sort(out.begin(), out.end(), [](const FitSuggestion& a, const FitSuggestion& b) {
+    return a.fits != b.fits ? a.fits : a.saved_bytes > b.saved_bytes;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+void require_fit(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                 const models::MemoryReport& report, double capacity) {
+  const std::string misfit = misfit_text(report, capacity);
+  if (misfit.empty()) return;
+  std::vector<std::string> parts;
+  const std::vector<FitSuggestion> suggestions = fit_suggestions(model, plan, report, capacity);
+  for (const auto& s : suggestions) {
+    parts.push_back(fmt::format("{} saves {}{}", s.change, format_bytes(s.saved_bytes),
+                                s.fits ? " (fits)" : ""));
+  }
+  const std::string what =
+      parts.empty() ? "no change of one switch lowers the peak; use GPUs with more memory or "
+                      "more GPUs"
+                    : "peak per GPU, one change at a time: " + join(parts, "; ") +
+                          (suggestions.front().fits ? ""
+                                                    : "; none fits alone: combine them, or "
+                                                      "use more GPUs or GPUs with more memory");
+  throw InfeasibleError(fmt::format("--require-fit: {}; {}", misfit, what));
 }
 
 }  // namespace loom::cli

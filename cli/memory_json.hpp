@@ -6,9 +6,12 @@
 // --require-fit that both use. Include only from .cpp files.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/document.hpp"
 #include "models/memory.hpp"
+#include "models/model_spec.hpp"
+#include "models/training_plan.hpp"
 
 namespace loom::cli {
 
@@ -23,7 +26,25 @@ OrderedJson memory_report_json(const models::MemoryReport& report,
 std::string misfit_text(const models::MemoryReport& report, double capacity_bytes);
 
 /// --require-fit: throws InfeasibleError ("--require-fit: " + misfit_text, exit code 3) when
-/// the plan does not fit `capacity_bytes`.
-void require_fit(const models::MemoryReport& report, double capacity_bytes);
+/// the plan does not fit `capacity_bytes`; the message names the
+/// changes of one switch (recompute, SP, ZeRO stage, CPU offload, more PP or TP on the same GPU
+/// count) that lower the peak, each with the bytes it saves and whether it then fits, each
+/// measured by running the memory model again on the changed plan (fit_suggestions).
+void require_fit(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                 const models::MemoryReport& report, double capacity_bytes);
+
+/// One change of a plan and what it does to the peak memory per GPU.
+struct FitSuggestion {
+  std::string change;  ///< the flags, e.g. "--recompute full" or "--pp 8 --dp 2"
+  double saved_bytes;  ///< peak before minus peak after
+  bool fits;           ///< the changed plan fits the capacity
+};
+
+/// The one-switch changes of `plan` that lower its peak (a valid plan on the same GPUs, per
+/// strategies::validate_plan), largest saving first; at most `limit`.
+std::vector<FitSuggestion> fit_suggestions(const models::ModelSpec& model,
+                                           const models::TrainingPlan& plan,
+                                           const models::MemoryReport& report,
+                                           double capacity_bytes, std::size_t limit = 5);
 
 }  // namespace loom::cli

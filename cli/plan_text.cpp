@@ -20,6 +20,16 @@ std::string design_text(const models::TrainingPlan& plan) {
                      models::to_string(plan.ps_shard));
 }
 
+// The overlap switches in effect, as their flags name them ("" when none is on).
+std::string overlap_text(const models::TrainingPlan& plan) {
+  std::vector<std::string> on;
+  if (plan.overlap_grad_reduce) on.emplace_back("grad-reduce");
+  if (plan.overlap_param_gather) on.emplace_back("param-gather");
+  if (plan.tp_comm_overlap) on.emplace_back("tp-comm");
+  if (plan.overlap_moe_expert_parallel_comm) on.emplace_back("moe-expert-parallel-comm");
+  return on.empty() ? "" : "; overlap " + join(on, ", ");
+}
+
 }  // namespace
 
 std::string precision_text(const models::TrainingPlan& plan) {
@@ -32,7 +42,7 @@ std::string plan_summary(const models::TrainingPlan& plan) {
   const std::int64_t micro_batches = plan.micro_batches();
   return fmt::format(
       "tp {} pp {} dp {} cp {} ep {}{}{}{}; mbs {} gbs {} ({} micro-batch{}) seq {}; {} {} grad {} "
-      "zero {} recompute {} schedule {}{}{}{}",
+      "zero {} recompute {} schedule {}{}{}{}{}",
       plan.tp, plan.pp, plan.dp, plan.cp, plan.ep,
       plan.moe_dispatcher == models::MoeDispatcher::FLEX ? " (flex dispatcher)" : "",
       plan.vpp > 1 ? fmt::format(" vpp {}", plan.vpp) : "", plan.sp ? " +sp" : "", plan.mbs,
@@ -43,7 +53,7 @@ std::string plan_summary(const models::TrainingPlan& plan) {
       plan.cuda_graphs
           ? fmt::format(" cuda-graphs {}", models::graph_scope_text(plan.cuda_graph_scope))
           : "",
-      design_text(plan));
+      overlap_text(plan), design_text(plan));
 }
 
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,

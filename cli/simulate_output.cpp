@@ -48,22 +48,45 @@ Table metrics_table(const models::TrainingPlan& plan, const strategies::StepRepo
 }
 
 // What the metrics mean, where a newcomer looks for it: under the table.
-std::string notes(const strategies::StepReport& r) {
+std::string notes(const models::TrainingPlan& plan, const strategies::StepReport& r) {
+  const std::string bubble =
+      plan.pp == 1 ? ""
+                   : fmt::format(
+                         "  pipeline bubble: idle time of the least idle stage between the "
+                         "step's start and the end of\n"
+                         "    the last forward/backward pass (the pipeline phase, {}), less its "
+                         "waits for parameter\n"
+                         "    gathers; the percentage is of that phase, not of the step.\n",
+                         format_time(r.pipeline_time_s));
   return fmt::format(
       "\nnotes:\n"
       "  MFU, HFU: model FLOP/s per GPU (HFU: with recompute) over the GPU's dense {} peak.\n"
-      "  pipeline bubble: idle time of the least idle stage between the step's start and the "
-      "end of\n"
-      "    the last forward/backward pass (the pipeline phase, {}), less its waits for "
-      "parameter\n"
-      "    gathers; the percentage is of that phase, not of the step.\n"
+      "{}"
       "  exposed communication: communication the compute stream waits for, mean over "
       "stages:\n"
       "    tp, cp and ep collectives block it (all exposed, but what --tp-comm-overlap and\n"
       "    --overlap-moe-expert-parallel-comm hide); dp counts only while compute is idle; pp "
       "waits\n"
       "    are part of the bubble.\n",
-      upper(to_string(r.peak_dtype)), format_time(r.pipeline_time_s));
+      upper(to_string(r.peak_dtype)), bubble);
+}
+
+// A pipeline with fewer micro-batches than stages idles most of its phase; say so when the
+// user may not know (GPipe, Huang et al. 2019, section 2.3: the bubble is negligible from
+// M >= 4 x K micro-batches for K stages, hence the suggested --gbs).
+std::string few_micro_batches_note(const models::TrainingPlan& plan,
+                                   const strategies::StepReport& r) {
+  const std::int64_t m = plan.micro_batches();
+  if (plan.pp <= 1 || m >= plan.pp) return "";
+  const std::int64_t suggested = 4 * plan.pp * plan.mbs * plan.dp;
+  return fmt::format(
+      "note: {} micro-batch{} for {} pipeline stages{}: the pipeline idles {} of its phase; set "
+      "--gbs (e.g. --gbs {} for {} micro-batches of mbs {} x dp {})\n",
+      m, m == 1 ? "" : "es", plan.pp,
+      plan.gbs > 0 ? ""
+                   : fmt::format(" (--gbs not given: gbs = mbs x dp = {})", plan.global_batch()),
+      format_percent(r.bubble_fraction, 0), format_grouped(suggested), 4 * plan.pp, plan.mbs,
+      plan.dp);
 }
 
 std::string memory_section(const strategies::StepReport& r, double cap) {
@@ -87,6 +110,17 @@ std::string memory_section(const strategies::StepReport& r, double cap) {
   return out;
 }
 
+// Each prediction's band from loom's track record (docs/simulate.md "Error bands").
+std::string band_section(const PlanBands& b, const strategies::StepReport& r) {
+  std::string out = "\nerror bands (loom's residuals on the published runs of its track record";
+  if (const auto held = strategies::held_out_coverage(strategies::BandMetric::TIME))
+    out += fmt::format("; {} of held-out runs fell inside their step-time band",
+                       format_percent(*held, 0));
+  out += "):\n";
+  for (const auto& line : band_lines(b, r)) out += "  " + line + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> metric_rows(const models::TrainingPlan& plan,
@@ -102,26 +136,31 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
       {"hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu)},
       {"MFU", mfu},
       {"HFU", utilisation_text(r.hfu, r)},
-      {"pipeline bubble",
-       fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
-                   format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))},
       {"compute", format_time(r.compute_time_s)},
       {"exposed communication", format_time(r.exposed_comm_time_s)},
   };
+  // Without a pipeline there is no bubble to report (the row would be 0 or a DP wait).
+  if (plan.pp > 1) {
+    rows.insert(rows.begin() + 6,
+                {"pipeline bubble",
+                 fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
+                             format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))});
+  }
   if (plan.cpu_offloading_num_layers > 0)
     rows.emplace_back("CPU offload waits", format_time(r.offload_wait_s));
-// Each prediction's band from loom's track record (docs/simulate.md "Error bands").
-std::string band_section(const PlanBands& b, const strategies::StepReport& r) {
-  std::string out = "\nerror bands (loom's residuals on the published runs of its track record";
-  if (const auto held = strategies::held_out_coverage(strategies::BandMetric::TIME))
-    out += fmt::format("; {} of held-out runs fell inside their step-time band",
-                       format_percent(*held, 0));
-  out += "):\n";
-  for (const auto& line : band_lines(b, r)) out += "  " + line + "\n";
-  return out;
+  return rows;
 }
 
-  return rows;
+std::vector<std::string> band_lines(const PlanBands& b, const strategies::StepReport& r) {
+  auto tokens = [](double v) { return fmt::format("{:.0f}", v); };
+  auto percent = [](double v) { return format_percent(v); };
+  auto bytes = [](double v) { return format_bytes(v); };
+  return {band_line("step time", r.step_time_s, b.time.of_time(r.step_time_s), b.time,
+                    [](double v) { return format_time(v); }),
+          band_line("tokens/s", r.tokens_per_s, b.time.of_rate(r.tokens_per_s), b.time, tokens),
+          band_line("MFU", r.mfu, b.time.of_rate(r.mfu), b.time, percent),
+          band_line("peak memory", r.memory.peak_bytes, b.memory.of_time(r.memory.peak_bytes),
+                    b.memory, bytes)};
 }
 
 std::string utilisation_text(double fraction, const strategies::StepReport& r) {
@@ -150,19 +189,8 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
   if (!setup.calibration.empty()) out += fmt::format("calibration profile {}\n", setup.calibration);
   out += fmt::format("plan: {}\n", plan_summary(plan));
   if (setup.order != DEFAULT_ORDER) out += fmt::format("rank order: {}\n", setup.order);
+  out += few_micro_batches_note(plan, r);
   out += "\n";
-std::vector<std::string> band_lines(const PlanBands& b, const strategies::StepReport& r) {
-  auto tokens = [](double v) { return fmt::format("{:.0f}", v); };
-  auto percent = [](double v) { return format_percent(v); };
-  auto bytes = [](double v) { return format_bytes(v); };
-  return {band_line("step time", r.step_time_s, b.time.of_time(r.step_time_s), b.time,
-                    [](double v) { return format_time(v); }),
-          band_line("tokens/s", r.tokens_per_s, b.time.of_rate(r.tokens_per_s), b.time, tokens),
-          band_line("MFU", r.mfu, b.time.of_rate(r.mfu), b.time, percent),
-          band_line("peak memory", r.memory.peak_bytes, b.memory.of_time(r.memory.peak_bytes),
-                    b.memory, bytes)};
-}
-
   out += metrics_table(plan, r).render();
   out += band_section(simulate_bands(model, plan, cluster), r);
   out += notes(plan, r);
@@ -204,6 +232,21 @@ OrderedJson simulate_results_json(const strategies::StepReport& r, double capaci
   return res;
 }
 
+PlanBands simulate_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
+                         const topo::Cluster& cluster) {
+  return plan_bands(model, plan, cluster.gpu.arch, cluster.num_gpus());
+}
+
+void add_simulate_bands(OrderedJson& results, const PlanBands& b, const strategies::StepReport& r) {
+  results["step_time_s_band"] = band_pair(b.time.of_time(r.step_time_s));
+  results["tokens_per_s_band"] = band_pair(b.time.of_rate(r.tokens_per_s));
+  results["model_tflops_per_gpu_band"] = band_pair(b.time.of_rate(r.model_tflops_per_gpu));
+  results["mfu_band"] = band_pair(b.time.of_rate(r.mfu));
+  if (results.contains("memory"))
+    results["memory"]["peak_bytes_band"] = band_pair(b.memory.of_time(r.memory.peak_bytes));
+  results["bands"] = bands_json(b);
+}
+
 OrderedJson simulate_context_json(const models::ModelSpec& model, const models::TrainingPlan& plan,
                                   const topo::Cluster& cluster, const SimulateSetup& setup) {
   OrderedJson context;
@@ -232,21 +275,6 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
     row.push_back(std::move(value));
   };
   add("step_time_s", csv_number(r.step_time_s));
-PlanBands simulate_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
-                         const topo::Cluster& cluster) {
-  return plan_bands(model, plan, cluster.gpu.arch, cluster.num_gpus());
-}
-
-void add_simulate_bands(OrderedJson& results, const PlanBands& b, const strategies::StepReport& r) {
-  results["step_time_s_band"] = band_pair(b.time.of_time(r.step_time_s));
-  results["tokens_per_s_band"] = band_pair(b.time.of_rate(r.tokens_per_s));
-  results["model_tflops_per_gpu_band"] = band_pair(b.time.of_rate(r.model_tflops_per_gpu));
-  results["mfu_band"] = band_pair(b.time.of_rate(r.mfu));
-  if (results.contains("memory"))
-    results["memory"]["peak_bytes_band"] = band_pair(b.memory.of_time(r.memory.peak_bytes));
-  results["bands"] = bands_json(b);
-}
-
   add("tokens_per_s", csv_number(r.tokens_per_s));
   add("model_tflops_per_gpu", csv_number(r.model_tflops_per_gpu));
   add("hardware_tflops_per_gpu", csv_number(r.hardware_tflops_per_gpu));
@@ -273,12 +301,6 @@ void add_simulate_bands(OrderedJson& results, const PlanBands& b, const strategi
   add("peak_memory_stage", std::to_string(r.memory.peak_stage));
   add("capacity_bytes", csv_number(cluster.gpu.hbm_bytes));
   add("fits", r.memory.peak_bytes <= cluster.gpu.hbm_bytes ? "true" : "false");
-  CsvTable csv(header);
-  csv.add_row(row);
-  return csv.render();
-}
-
-}  // namespace loom::cli
   const PlanBands b = simulate_bands(model, plan, cluster);
   add_band_columns("step_time_s", b.time.of_time(r.step_time_s), header, row);
   add_band_columns("tokens_per_s", b.time.of_rate(r.tokens_per_s), header, row);
@@ -286,3 +308,9 @@ void add_simulate_bands(OrderedJson& results, const PlanBands& b, const strategi
   add_band_columns("peak_memory_bytes", b.memory.of_time(r.memory.peak_bytes), header, row);
   add("band_runs", std::to_string(b.time.runs));
   add("band_extrapolation", b.time.extrapolation ? "true" : "false");
+  CsvTable csv(header);
+  csv.add_row(row);
+  return csv.render();
+}
+
+}  // namespace loom::cli

@@ -217,6 +217,26 @@ std::string format_rounded(double value) {
   return format_grouped(static_cast<std::int64_t>(std::llrint(value)));
 }
 
+std::string format_number(double value, int digits) {
+  if (!std::isfinite(value) || std::fabs(value) >= 1e15) return fmt::format("{:.3g}", value);
+  const double scale = std::pow(10.0, digits);
+  const double rounded = std::round(value * scale) / scale;
+  const double whole = std::trunc(rounded);
+  std::string text = format_grouped(static_cast<std::int64_t>(whole));
+  if (rounded < 0 && whole == 0) text = "-" + text;
+  std::string fraction = fmt::format("{:.{}f}", std::fabs(rounded - whole), digits);
+  fraction = fraction.substr(1);  // ".50"
+  while (!fraction.empty() && (fraction.back() == '0' || fraction.back() == '.'))
+    fraction.pop_back();
+  return text + fraction;
+}
+
+std::string format_money(double usd) {
+  if (!std::isfinite(usd) || std::fabs(usd) >= 1e15) return fmt::format("${:.3g}", usd);
+  if (std::fabs(usd) >= 1000) return "$" + format_rounded(usd);
+  return fmt::format("${:.2f}", usd);
+}
+
 std::string format_percent(double fraction, int digits) {
   return fmt::format("{:.{}f}%", 100.0 * fraction, digits);
 }

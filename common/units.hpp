@@ -102,6 +102,12 @@ std::string format_grouped(std::int64_t value);
 /// at or above it, or not finite, three significant digits ("1.23e+18", "inf"): never an
 /// out-of-range conversion to an integer.
 std::string format_rounded(double value);
+/// A number a user typed or reads, grouped and without exponent: whole values as
+/// format_rounded (1e6 -> "1,000,000"), others with up to `digits` decimals and no trailing
+/// zeros (2.5 -> "2.5", 1234.125 -> "1,234.13").
+std::string format_number(double value, int digits = 2);
+/// US dollars for a sentence: "$7,026,736" from 1,000 up (whole dollars), "$12.50" below.
+std::string format_money(double usd);
 /// A fraction as a percentage: 0.395 -> "39.5%".
 std::string format_percent(double fraction, int digits = 1);
 

@@ -92,3 +92,19 @@ TEST_CASE("common::units: token counts take binary k and M suffixes") {
                          ValidationError);
   }
 }
+
+TEST_CASE("common::units: numbers and money for sentences: grouped, no exponent") {
+  // `loom plan --budget 1e6` once printed "1e+06" and "7026736.13 USD" (issue 33).
+  CHECK(format_number(1e6) == "1,000,000");
+  CHECK(format_number(30) == "30");
+  CHECK(format_number(2.5) == "2.5");
+  CHECK(format_number(1234.125, 2) == "1,234.13");
+  CHECK(format_number(0.004) == "0");
+  CHECK(format_number(-0.5) == "-0.5");
+  CHECK(format_number(-1234.5) == "-1,234.5");
+  CHECK(format_number(2e18) == "2e+18");
+  CHECK(format_money(7026736.13) == "$7,026,736");
+  CHECK(format_money(1e6) == "$1,000,000");
+  CHECK(format_money(12.5) == "$12.50");
+  CHECK(format_money(999.994) == "$999.99");
+}
