@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/limits.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "sim/network.hpp"
@@ -185,4 +186,16 @@ TEST_CASE("sim::Network: a memoised ring's repeats are tallied once, not once pe
   };
   const double small = tallied(16), large = tallied(32);
   CHECK(large / small <= 2.5);
+}
+
+TEST_CASE("sim::all_to_all: a group above MAX_ALL_TO_ALL_RANKS is refused, naming the limit") {
+  const auto cluster = topo::load_cluster({"dgx-h100", MAX_ALL_TO_ALL_RANKS / 8 + 1, std::nullopt});
+  CollectiveRequest req;
+  req.op = CollectiveOp::ALL_TO_ALL;
+  for (int r = 0; r <= MAX_ALL_TO_ALL_RANKS; ++r) req.ranks.push_back(r);
+  req.bytes = 1e6;
+  CHECK_THROWS_WITH_AS(validate_request(cluster, req),
+                       doctest::Contains("above MAX_ALL_TO_ALL_RANKS = 4096"), ValidationError);
+  req.ranks.pop_back();  // at the limit: accepted
+  CHECK_NOTHROW(validate_request(cluster, req));
 }
