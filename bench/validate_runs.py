@@ -83,7 +83,8 @@ mcore_moe -- Megatron Core's MoE report (NVIDIA, arXiv 2603.07685, 2026): Table 
   (attn, moe_router, moe_preprocess), 1F1B all-to-all overlap and recompute modules.
 torchtitan_mem -- torchtitan Llama-3-8B measured peak memory (H100 96GB 500 W,
   bench/clusters/h100-96gb-500w.json). Metric: loom's peak per-GPU memory (GiB) from
-  `loom memory`. FSDP -> --zero 3; torchtitan "selective" -> --recompute selective
+  `loom memory` less the CUDA context and NCCL's communicators (torchtitan logs the caching
+  allocator's peak reserved bytes, which hold neither). FSDP -> --zero 3; torchtitan "selective" -> --recompute selective
   --selective-recompute op (its llama3 configs' selective_ac_option = "op"); "full" -> full;
   --cross-entropy eager (torchtitan's uncompiled F.cross_entropy on fp32 logits); Float8 linears -> --precision fp8; torch.compile not
   modelled; gbs not stated -> one micro-batch per rank.
@@ -724,6 +725,16 @@ def mbridge_jobs(runs, families, tmp):
     return jobs
 
 
+def allocator_reserved_bytes(res):
+    """What PyTorch's caching allocator reserves at loom's peak: the peak stage's total less
+    the CUDA context and NCCL's communicators, which live outside the allocator. torchtitan
+    logs torch.cuda.memory_stats()'s reserved_bytes.all.peak (its DeviceMemoryMonitor), which
+    holds neither; what must fit on the GPU (loom's peak_bytes) holds both. The pipeline's
+    send/receive buffers are allocator memory, but these rows have pp 1."""
+    return max(s["total_bytes"] - s["other"]["cuda_context_bytes"] -
+               s["other"]["comm_buffer_bytes"] for s in res["per_stage"])
+
+
 def torchtitan_jobs(mem_rows, fam):
     jobs = []
     for r in mem_rows:
@@ -745,7 +756,7 @@ def torchtitan_jobs(mem_rows, fam):
         if r["recompute"] == "selective":
             args += ["--selective-recompute", "op"]  # its llama3 configs' selective_ac_option
         jobs.append((fam, r["run_id"], "memory", args, r["memory_gib_per_gpu"],
-                     lambda res: res["peak_bytes"] / GIB))
+                     lambda res: allocator_reserved_bytes(res) / GIB))
     return jobs
 
 

@@ -40,7 +40,8 @@ int run_presets(const PresetsOptions& o) {
       for (const auto& g : topo::gpu_catalog()) {
         table.add_row({g.name, format_flop_rate(g.bf16_flops),
                        g.fp8_flops > 0 ? format_flop_rate(g.fp8_flops) : "-",
-                       fmt::format("{:.0f} GB", g.hbm_bytes / 1e9),
+                       fmt::format("{:.0f} GB ({} usable)", g.hbm_datasheet_bytes / 1e9,
+                                   format_bytes(g.hbm_bytes)),
                        format_bandwidth(g.hbm_bandwidth_Bps),
                        g.nvlink_bandwidth_Bps > 0 ? format_bandwidth(g.nvlink_bandwidth_Bps) : "-",
                        fmt::format("{:.0f} W", g.tdp_watts)});
@@ -49,6 +50,8 @@ int run_presets(const PresetsOptions& o) {
                         {"bf16_flops", g.bf16_flops},
                         {"fp8_flops", g.fp8_flops},
                         {"hbm_bytes", g.hbm_bytes},
+                        {"hbm_datasheet_bytes", g.hbm_datasheet_bytes},
+                        {"capacity_source", g.capacity_source},
                         {"hbm_bandwidth_Bps", g.hbm_bandwidth_Bps},
                         {"nvlink_bandwidth_Bps", g.nvlink_bandwidth_Bps},
                         {"tdp_watts", g.tdp_watts},

@@ -125,14 +125,14 @@ int run_summary(const topo::Cluster& c, Format format) {
   std::string out;
   out += fmt::format("cluster {}: {} GPUs on {} node{} ({} per node)\n", c.name, c.num_gpus(),
                      c.num_nodes(), c.num_nodes() == 1 ? "" : "s", c.gpus_per_node());
-  out += fmt::format("GPU: {} ({}), {:g} GB HBM ({}), {} bf16 dense\n", c.gpu.display_name,
-                     c.gpu.name, c.gpu.hbm_bytes / 1e9, format_bytes(c.gpu.hbm_bytes),
+  out += fmt::format("GPU: {} ({}), {:g} GB HBM ({} usable), {} bf16 dense\n", c.gpu.display_name,
+                     c.gpu.name, c.gpu.hbm_datasheet_bytes / 1e9, format_bytes(c.gpu.hbm_bytes),
                      format_flop_rate(c.gpu.bf16_flops));
   for (int k = 1; k < c.num_gpu_types(); ++k) {
     const topo::GpuSpec& g = c.gpu_type(k);
-    out +=
-        fmt::format("GPU: {} ({}), {:g} GB HBM, {} bf16 dense ({} GPUs)\n", g.display_name, g.name,
-                    g.hbm_bytes / 1e9, format_flop_rate(g.bf16_flops), gpus_of_type(c, k));
+    out += fmt::format("GPU: {} ({}), {:g} GB HBM, {} bf16 dense ({} GPUs)\n", g.display_name,
+                       g.name, g.hbm_datasheet_bytes / 1e9, format_flop_rate(g.bf16_flops),
+                       gpus_of_type(c, k));
   }
   if (c.num_hosts() > 0) {
     out += fmt::format("hosts: {} x {} ({} DRAM), ranks {}..{}\n", c.num_hosts(), c.host.name,

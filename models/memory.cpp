@@ -11,9 +11,20 @@
 namespace loom::models {
 namespace {
 
-// NCCL allocates NCCL_BUFFSIZE (4 MiB by default, NCCL environment-variable docs) per
-// channel and direction for each communicator; loom assumes 8 channels: 2 x 8 x 4 MiB.
-constexpr double NCCL_BUFFERS_PER_GROUP_BYTES = 2.0 * 8 * 4 * 1024 * 1024;
+// NCCL's device memory per communicator, measured: one PyTorch process group per set of
+// ranks, each running one all-reduce on 4 A100 on NVLink, took 688 MB per group of 3 or 4
+// ranks and 544 MB per group of 2 (NVIDIA/nccl issue #964). NCCL allocates, per channel and
+// per connected peer, the LL, LL128 and Simple buffers (Simple: NCCL_BUFFSIZE, 4 MiB) and
+// their flags; the memory grows with the channels, not with the ranks beyond a node
+// (S. Jeaugey in NVIDIA/nccl issue #986: "more communicators = more memory used").
+constexpr double NCCL_COMM_BYTES = 688e6;
+constexpr double NCCL_PAIR_COMM_BYTES = 544e6;
+// An all-to-all connects every peer: 8 H100 on NVLink went from 1.06 GB to 4.34 GB of NCCL
+// memory at the first all_to_all_single, 32 channels per pair of GPUs (NVIDIA/nccl issue
+// #1685): 3.28 GB / 7 peers per NVLink peer. Peers across the network get 2 channels each
+// (NCCL_NCHANNELS_PER_NET_PEER) against 32: loom counts the NVLink peers of a node (8 GPUs).
+constexpr double NCCL_ALLTOALL_PEER_BYTES = 3.28e9 / 7;
+constexpr int NCCL_NVLINK_PEERS_MAX = 7;
 
 double sum_saved(const std::vector<OpCost>& ops, bool (*keep)(const OpCost&)) {
   double total = 0;
@@ -106,7 +117,31 @@ OpParams sum_params(const std::vector<OpCost>& ops) {
   return p;
 }
 
+double communicator_bytes(double ranks) {
+  if (ranks <= 1) return 0;
+  return ranks == 2 ? NCCL_PAIR_COMM_BYTES : NCCL_COMM_BYTES;
+}
+
 }  // namespace
+
+double nccl_communicator_bytes(const ModelSpec& m, const TrainingPlan& p, bool first, bool last) {
+  // The groups a Megatron / torchtitan layout runs collectives on, each its own communicator
+  // (PyTorch creates one per process group at its first collective): tp; cp (the ring's
+  // send/receive); the gradient group dp x cp (DDP, distributed optimizer, FSDP); pp (the
+  // batched send/receive of the schedule); the embedding group of the first and last stages
+  // when they share a tied embedding; ep (the all-to-all) and the expert gradient group
+  // when it differs from dp x cp.
+  double bytes = communicator_bytes(p.tp) + communicator_bytes(p.cp) +
+                 communicator_bytes(static_cast<double>(p.dp) * p.cp) + communicator_bytes(p.pp);
+  if (m.tied_embeddings && p.pp > 1 && (first || last)) bytes += communicator_bytes(2);
+  if (p.ep > 1) {
+    bytes += communicator_bytes(p.ep) +
+             std::min(p.ep - 1, NCCL_NVLINK_PEERS_MAX) * NCCL_ALLTOALL_PEER_BYTES;
+    if (p.expert_dp() != static_cast<double>(p.dp) * p.cp)
+      bytes += communicator_bytes(p.expert_dp());
+  }
+  return bytes;
+}
 
 BytesPerParameter bytes_per_parameter(const TrainingPlan& plan) {
   BytesPerParameter b;
@@ -125,7 +160,9 @@ BytesPerParameter bytes_per_parameter(const TrainingPlan& plan) {
   b.gradients = bytes_per_element(gradient_dtype(plan.precision, plan.grad_dtype));
   // Transformer Engine with fp8: parameters stay bf16 (fp8_model_params off, the default);
   // each linear weight's fp8 cast and its fp8 transpose (for the backward GEMM on Hopper)
-  // are cached across micro-batches: 2 more bytes on layer weights.
+  // are cached across micro-batches: 2 more bytes on layer weights. Without the cache
+  // (plan.fp8_weight_cache off) no persistent copy exists: each forward casts again.
+  if (!plan.fp8_weight_cache) return b;
   if (plan.precision == Precision::FP8) b.fp8_cache = 2 * bytes_per_element(DType::FP8);
   // NVFP4 caches the same two copies in FP4 with an E4M3 scale per 16 elements (weights are
   // 16x16 block-scaled: one scale per 256 elements, NVIDIA arXiv:2509.25149 Sec. 4.1 — the
@@ -278,12 +315,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
   const auto ranks = stage_layer_indices(m, p);
   const auto& embed = mops.embedding;
   const auto& head = mops.head;
-  // The same on every stage: NCCL buffers per process group, pipeline send + receive.
-  int groups = 0;
-  for (int size : {p.tp, p.cp, p.dp, p.ep, p.pp})
-    if (size > 1) ++groups;
-  double comm_buffer_bytes = groups * NCCL_BUFFERS_PER_GROUP_BYTES;
-  if (p.pp > 1) comm_buffer_bytes += 2 * layer_input_bytes(m, p);
+  // Pipeline send + receive buffers, the same on every stage.
+  const double pipeline_buffer_bytes = p.pp > 1 ? 2 * layer_input_bytes(m, p) : 0.0;
 
   for (int r = 0; r < p.pp; ++r) {
     StageMemory s;
@@ -366,7 +399,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
     s.gradients_bytes += s.zero3_grad_buffer_bytes;
 
     s.other.cuda_context_bytes = p.cuda_context_bytes;
-    s.other.comm_buffer_bytes = comm_buffer_bytes;
+    s.other.comm_buffer_bytes = nccl_communicator_bytes(m, p, first, last) + pipeline_buffer_bytes;
     const double rest = s.weights_bytes + s.gradients_bytes + s.optimizer_bytes +
                         s.activations_bytes + s.other.cuda_context_bytes +
                         s.other.comm_buffer_bytes;

@@ -33,10 +33,17 @@ BytesPerParameter bytes_per_parameter(const TrainingPlan& plan);
 /// gradients and optimizer divided as ZeRO 1/2/3 does (no gather buffers).
 BytesPerParameter sharded_bytes_per_parameter(const TrainingPlan& plan, int zero, double dp_group);
 
+/// NCCL's device memory on one GPU of a stage (`first`, `last`: its place in the pipeline),
+/// in bytes: one communicator per process group the layout runs collectives on (tp, cp,
+/// dp x cp, pp, the tied-embedding group, ep and the expert gradient group), at NCCL's
+/// measured memory per communicator, plus an all-to-all's connections to its NVLink peers.
+double nccl_communicator_bytes(const ModelSpec& model, const TrainingPlan& plan, bool first,
+                               bool last);
+
 /// The "other" line, each part on its own.
 struct OtherMemory {
   double cuda_context_bytes = 0;   ///< plan.cuda_context_bytes
-  double comm_buffer_bytes = 0;    ///< NCCL buffers per process group + pipeline send/recv
+  double comm_buffer_bytes = 0;    ///< NCCL per communicator + pipeline send/recv buffers
   double fragmentation_bytes = 0;  ///< caching-allocator gap: one largest transient tensor,
                                    ///< plus plan.fragmentation_fraction of everything else
   double total() const { return cuda_context_bytes + comm_buffer_bytes + fragmentation_bytes; }

@@ -40,6 +40,30 @@ Enum get_enum_or(ObjectReader& r, std::string_view key, const std::vector<std::s
   return static_cast<Enum>(std::find(names.begin(), names.end(), name) - names.begin());
 }
 
+// head_dim: the given one, else hidden / heads. A base's head_dim is kept only while neither
+// hidden nor heads changes: a preset whose head_dim is hidden / heads (Llama, GPT) would
+// otherwise keep a size that no longer matches, and one whose head_dim is its own (Qwen3,
+// Gemma) cannot tell what the new shape wants. Rotary embeddings rotate pairs of
+// channels (RoFormer, Su et al. 2021, Sec. 3.2.2), so a RoPE head_dim must be even.
+std::int64_t read_head_dim(ObjectReader& r, const ModelSpec& m, bool from_base) {
+  if (r.has("head_dim")) {
+    const std::int64_t d = r.get_positive_int("head_dim");
+    if (r.get_bool_or("rope", m.rope) && d % 2 != 0 && !r.has("mla"))
+      r.fail("head_dim", std::to_string(d),
+             "an even size: rotary embeddings rotate channel pairs (or \"rope\": false)");
+    return d;
+  }
+  // MLA's head size is its own (qk_nope + qk_rope), set with the mla block.
+  if (r.has("mla") || m.attention == AttentionKind::MLA ||
+      (from_base && !r.has("hidden") && !r.has("heads")))
+    return m.head_dim;
+  if (m.hidden % m.heads != 0)
+    r.fail("head_dim", "hidden / heads",
+           fmt::format("a \"head_dim\" key: hidden {} is not a multiple of heads {}", m.hidden,
+                       m.heads));
+  return m.hidden / m.heads;
+}
+
 // Reads a loom model object. Keys not present keep the values of `m` (a preset when "base"
 // is given, else defaults); without a base, the core sizes are required.
 ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
@@ -69,7 +93,7 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   m.heads = to_int(size("heads", m.heads), r, "heads");
   m.kv_heads =
       to_int(r.get_positive_int_or("kv_heads", from_base ? m.kv_heads : m.heads), r, "kv_heads");
-  m.head_dim = r.get_positive_int_or("head_dim", from_base ? m.head_dim : m.hidden / m.heads);
+  m.head_dim = read_head_dim(r, m, from_base);
   m.vocab = size("vocab", m.vocab);
   m.mlp = get_enum_or(r, "mlp", mlp_kind_names(), m.mlp);
   m.activation_clamp = r.get_number_or("activation_clamp", m.activation_clamp);
@@ -96,7 +120,11 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
     m.mla.v_head_dim = a.get_positive_int("v_head_dim");
     a.finish();
     m.kv_heads = m.heads;
-    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    const std::int64_t qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    if (r.has("head_dim") && m.head_dim != qk)
+      r.fail("head_dim", std::to_string(m.head_dim),
+             fmt::format("mla.qk_nope_head_dim + mla.qk_rope_head_dim = {}, or no head_dim", qk));
+    m.head_dim = qk;
   }
   m.rope = r.get_bool_or("rope", m.rope);
   m.pattern = r.get_string_or("pattern", m.pattern);

@@ -29,21 +29,26 @@ const std::vector<std::string>& gpu_arch_names();
 
 /// One GPU model's datasheet. Peak rates are dense (no 2:4 sparsity); 0 means unsupported.
 struct GpuSpec {
-  std::string name;                 ///< catalog key, e.g. "h100-sxm"
-  std::string display_name;         ///< e.g. "H100 SXM5 80GB"
-  std::string vendor;               ///< "nvidia" or "amd"
-  double fp32_flops = 0;            ///< FLOP/s, non-tensor fp32
-  double tf32_flops = 0;            ///< FLOP/s, tensor-core tf32
-  double bf16_flops = 0;            ///< FLOP/s, tensor-core bf16
-  double fp16_flops = 0;            ///< FLOP/s, tensor-core fp16
-  double fp8_flops = 0;             ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
-  double fp4_flops = 0;             ///< FLOP/s, tensor-core fp4 (0 when the GPU has none)
-  double hbm_bytes = 0;             ///< memory capacity in bytes (datasheet GB, i.e. 1e9)
-  double hbm_bandwidth_Bps = 0;     ///< memory bandwidth in bytes per second
-  double nvlink_bandwidth_Bps = 0;  ///< NVLink per GPU per direction, bytes/s (0: none)
-  int nvlink_generation = 0;        ///< 3, 4, 5; 0 when the GPU has no NVLink
-  int pcie_generation = 4;          ///< host PCIe generation (x16)
-  double tdp_watts = 0;             ///< board power in watts (the limit the peaks hold at)
+  std::string name;          ///< catalog key, e.g. "h100-sxm"
+  std::string display_name;  ///< e.g. "H100 SXM5 80GB"
+  std::string vendor;        ///< "nvidia" or "amd"
+  double fp32_flops = 0;     ///< FLOP/s, non-tensor fp32
+  double tf32_flops = 0;     ///< FLOP/s, tensor-core tf32
+  double bf16_flops = 0;     ///< FLOP/s, tensor-core bf16
+  double fp16_flops = 0;     ///< FLOP/s, tensor-core fp16
+  double fp8_flops = 0;      ///< FLOP/s, tensor-core fp8 (0 when the GPU has none)
+  double fp4_flops = 0;      ///< FLOP/s, tensor-core fp4 (0 when the GPU has none)
+  /// Memory a process can allocate, in bytes: the total the CUDA runtime reports
+  /// (cudaMemGetInfo, torch.cuda.get_device_properties().total_memory), below the
+  /// datasheet's figure by what the driver keeps; the CUDA context comes out of it.
+  double hbm_bytes = 0;
+  double hbm_datasheet_bytes = 0;  ///< the datasheet's capacity in bytes (GB = 1e9), a label
+  std::string capacity_source = "datasheet";  ///< where hbm_bytes comes from
+  double hbm_bandwidth_Bps = 0;               ///< memory bandwidth in bytes per second
+  double nvlink_bandwidth_Bps = 0;            ///< NVLink per GPU per direction, bytes/s (0: none)
+  int nvlink_generation = 0;                  ///< 3, 4, 5; 0 when the GPU has no NVLink
+  int pcie_generation = 4;                    ///< host PCIe generation (x16)
+  double tdp_watts = 0;  ///< board power in watts (the limit the peaks hold at)
   /// Sustained board power limit in watts the GPU runs under (e.g. a 500 W H100 SXM); 0:
   /// the TDP. Below the TDP, compute-bound kernels run at a lower sustained clock
   /// (topologies/kernel_model.hpp, sustained_clock_fraction).
@@ -75,6 +80,10 @@ struct GpuSpec {
   std::string source;              ///< datasheet citation
   std::string arch_source;         ///< citation for sm_count and arch (whitepaper)
 };
+
+/// `catalog` with each GPU's hbm_bytes set to the memory its runtime reports (and
+/// capacity_source to where that figure comes from); GPUs without a figure keep theirs.
+std::vector<GpuSpec> with_runtime_capacity(std::vector<GpuSpec> catalog);
 
 /// Every GPU in the catalog, in a fixed order.
 const std::vector<GpuSpec>& gpu_catalog();

@@ -367,3 +367,28 @@ TEST_CASE("models::Loader: a hybrid pattern is checked layer by layer") {
   CHECK_THROWS_WITH_AS(parse_model_json(odd, "m.json"),
                        doctest::Contains("model.mamba.groups: 4 does not divide"), ValidationError);
 }
+
+TEST_CASE("models::Loader: a base model with new hidden or heads derives head_dim") {
+  // llama3-8b: hidden 4096, 32 heads, head_dim 128. A 2048-wide variant with 16 heads has
+  // head_dim 2048 / 16 = 128; with 32 heads 64; keeping the base's 128 would give Q/K/V
+  // 32 x 128 = 4096 wide on a 2048 residual.
+  CHECK(parse_model_json(R"({"base": "llama3-8b", "hidden": 2048, "heads": 16})", "b.json")
+            .head_dim == 128);
+  CHECK(parse_model_json(R"({"base": "llama3-8b", "hidden": 2048, "kv_heads": 8})", "b.json")
+            .head_dim == 64);
+  CHECK(
+      parse_model_json(R"({"base": "llama3-8b", "heads": 64, "kv_heads": 8})", "b.json").head_dim ==
+      64);
+  // Unchanged shape: the base's own head_dim stays (Qwen3's 128 is not hidden / heads).
+  CHECK(parse_model_json(R"({"base": "llama3-8b", "layers": 16})", "b.json").head_dim == 128);
+  // An explicit head_dim is kept (decoupled sizes, as Qwen3 and Gemma use).
+  CHECK(parse_model_json(R"({"base": "llama3-8b", "hidden": 2048, "head_dim": 96})", "b.json")
+            .head_dim == 96);
+  // Refused: no head_dim and heads not dividing hidden; an odd head_dim under RoPE.
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "hidden": 5000, "heads": 48})", "b.json"),
+      doctest::Contains("head_dim"), ConfigError);
+  CHECK_THROWS_WITH_AS(
+      parse_model_json(R"({"base": "llama3-8b", "hidden": 2048, "head_dim": 65})", "b.json"),
+      doctest::Contains("even size"), ConfigError);
+}

@@ -528,3 +528,66 @@ TEST_CASE("models::Memory: layers kept in bf16 hold no fp8 weight casts and 16-b
   CHECK(kept.layer_activation_bytes - all.layer_activation_bytes ==
         doctest::Approx(2 * (stored(bf16, 0) - stored(fp8, 0))));
 }
+
+TEST_CASE("models::Memory: --fp8-weight-cache off frees exactly the cached fp8 copies") {
+  // Llama-3-8B, fp8, one stage: the cache holds each layer linear's fp8 cast and transpose,
+  // 2 x 1 B per layer parameter (the memory model counts a layer's norms with its linears;
+  // not the embedding, final norm or 16-bit LM head). Off, those bytes go; nothing else moves.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.precision = Precision::FP8;
+  const StageMemory on = estimate_memory(m, p).stages[0];
+  p.fp8_weight_cache = false;
+  const StageMemory off = estimate_memory(m, p).stages[0];
+  CHECK(bytes_per_parameter(p).fp8_cache == 0);
+  double layer_params = 0;
+  for (int l = 0; l < m.layers; ++l)
+    for (const OpCost& op : layer_ops(m, p, l)) layer_params += op.params;
+  CHECK(on.weights_bytes - off.weights_bytes == doctest::Approx(2 * layer_params));
+  CHECK(on.activations_bytes == doctest::Approx(off.activations_bytes));
+  CHECK(on.gradients_bytes == doctest::Approx(off.gradients_bytes));
+  CHECK(on.optimizer_bytes == doctest::Approx(off.optimizer_bytes));
+}
+
+TEST_CASE("models::Memory: NCCL memory grows with the communicators a layout creates") {
+  // NVIDIA/nccl issue #964 measured 688 MB per communicator of 3+ ranks, 544 MB per pair.
+  // tp 8, cp 2, dp 2, pp 4 (llama3-8b, untied): tp (8) + cp (2) + dp x cp (4) + pp (4):
+  // 688 + 544 + 688 + 688 MB; the pipeline's send and receive buffers come on top.
+  const ModelSpec m = model_preset("llama3-8b");
+  TrainingPlan p;
+  p.tp = 8;
+  p.sp = true;
+  p.cp = 2;
+  p.dp = 2;
+  p.pp = 4;
+  p.seq = 8192;
+  p.gbs = 8;
+  CHECK(nccl_communicator_bytes(m, p, true, false) == doctest::Approx(3 * 688e6 + 544e6));
+  const MemoryReport r = estimate_memory(m, p);
+  CHECK(r.stages[1].other.comm_buffer_bytes ==
+        doctest::Approx(3 * 688e6 + 544e6 + 2 * layer_input_bytes(m, p)));
+  // One GPU has no communicator; plain DP has one.
+  TrainingPlan one;
+  CHECK(nccl_communicator_bytes(m, one, true, true) == 0);
+  one.dp = 8;
+  CHECK(nccl_communicator_bytes(m, one, true, true) == doctest::Approx(688e6));
+  // A tied embedding adds the first and last stages' pair group, not the middle ones'.
+  ModelSpec tied = m;
+  tied.tied_embeddings = true;
+  CHECK(nccl_communicator_bytes(tied, p, true, false) -
+            nccl_communicator_bytes(m, p, true, false) ==
+        doctest::Approx(544e6));
+  CHECK(nccl_communicator_bytes(tied, p, false, false) ==
+        doctest::Approx(nccl_communicator_bytes(m, p, false, false)));
+}
+
+TEST_CASE("models::Memory: an expert-parallel all-to-all connects every NVLink peer") {
+  // NVIDIA/nccl issue #1685: 3.28 GB more NCCL memory on each of 8 H100 at the first
+  // all-to-all, 7 peers. ep 8 over dp 8: ep (688 MB) + 7 x 3.28 GB / 7, plus the expert
+  // gradient group (dp 8 / ep 8 = 1 rank: none) beside the dp group (688 MB).
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  TrainingPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  CHECK(nccl_communicator_bytes(m, p, true, true) == doctest::Approx(688e6 + 688e6 + 3.28e9));
+}

@@ -137,6 +137,9 @@ TEST_CASE("strategies::StepStages: CP adds K/V all-gathers bounded by NVLink ban
   CHECK(comm(cp1, Dim::CP) == 0);
   plan.cp = 2;
   plan.dp = 4;
+  // Transformer Engine's all-gather CP, which blocks (the p2p ring beside the attention:
+  // tests/strategies/test_cp_comm.cpp).
+  plan.cp_comm_type = models::CpCommType::ALLGATHER;
   const StepReport cp2 = simulate_step(model, plan, dgx_h100());
   const double floor = 2 * 24 * 4 * (2.0 * 2048 * 2 * 2304 / 2) / NVLINK4_BPS;
   CHECK(comm(cp2, Dim::CP) >= floor);
@@ -224,8 +227,8 @@ TEST_CASE("strategies::StepStages: a plan over GPU memory still simulates") {
   const StepReport r = simulate_step(model, plan, dgx_h100());
   CHECK(r.step_time_s > 0);
   CHECK(r.memory.peak_bytes > 16 * 8.0e9);
-  // StepReport carries the estimate; comparing it with the GPU's capacity (80e9 bytes, H100
-  // SXM datasheet) is the caller's (the CLI marks it over capacity).
+  // StepReport carries the estimate; comparing it with the GPU's capacity (79.11 GiB, what an
+  // H100 SXM's runtime reports) is the caller's (the CLI marks it over capacity).
   CHECK(r.memory.peak_bytes > dgx_h100().gpu.hbm_bytes);
   CHECK(r.memory.stages.size() == 1);
   CHECK(r.memory.stages[0].total_bytes == r.memory.peak_bytes);

@@ -15,7 +15,7 @@ TEST_CASE("topologies::GpuCatalog: datasheet figures, dense, NVLink per directio
   const auto& h100 = find_gpu("h100-sxm");
   CHECK(h100.bf16_flops == doctest::Approx(989.4e12));
   CHECK(h100.fp8_flops == doctest::Approx(1978.9e12));
-  CHECK(h100.hbm_bytes == doctest::Approx(80e9));
+  CHECK(h100.hbm_datasheet_bytes == doctest::Approx(80e9));
   CHECK(h100.hbm_bandwidth_Bps == doctest::Approx(3.35e12));
   CHECK(h100.nvlink_bandwidth_Bps == doctest::Approx(450e9));
   CHECK(h100.nvlink_generation == 4);
@@ -31,7 +31,7 @@ TEST_CASE("topologies::GpuCatalog: datasheet figures, dense, NVLink per directio
   CHECK(a100.fp8_flops == 0);
   // L40S datasheet: no NVLink, 48 GB; AMD MI300X data sheet: 192 GB at 5.3 TB/s.
   CHECK(find_gpu("L40S").nvlink_bandwidth_Bps == 0);
-  CHECK(find_gpu("mi300x").hbm_bytes == doctest::Approx(192e9));
+  CHECK(find_gpu("mi300x").hbm_datasheet_bytes == doctest::Approx(192e9));
   CHECK(find_gpu("mi300x").bf16_flops == doctest::Approx(1307.4e12));
   for (const char* key :
        {"a100-sxm-40gb", "a100-pcie-40gb", "a100-pcie-80gb", "h100-pcie", "h100-nvl", "h200",
@@ -39,6 +39,7 @@ TEST_CASE("topologies::GpuCatalog: datasheet figures, dense, NVLink per directio
     const auto& g = find_gpu(key);
     CHECK(g.bf16_flops > 0);
     CHECK(g.hbm_bytes > 0);
+    CHECK(g.capacity_source != "datasheet");
     CHECK(!g.source.empty());
   }
 }
@@ -55,7 +56,7 @@ TEST_CASE("topologies::GpuCatalog: Blackwell Ultra B300 and GB300 dense peaks") 
   CHECK(gb300.bf16_flops * 72 == doctest::Approx(180e15));
   CHECK(gb300.fp8_flops * 72 == doctest::Approx(360e15));
   CHECK(gb300.hbm_bandwidth_Bps * 72 == doctest::Approx(576e12));
-  CHECK(gb300.hbm_bytes * 72 == doctest::Approx(20e12).epsilon(0.01));
+  CHECK(gb300.hbm_datasheet_bytes * 72 == doctest::Approx(20e12).epsilon(0.01));
   CHECK(gb300.tdp_watts == 1400);
 }
 
@@ -238,4 +239,23 @@ TEST_CASE("topologies::GpuCatalog: the host's time per eager op, by system") {
   loom::ObjectReader r2(slow, "t.json", "");
   CHECK_THROWS_WITH_AS(loom::topo::read_gpu_spec(r2), doctest::Contains("host_op_time"),
                        loom::ConfigError);
+}
+
+TEST_CASE("topologies::GpuCatalog: a GPU holds what its runtime reports, not the datasheet GB") {
+  // An "80 GB" H100 SXM5 is not 80e9 B = 74.5 GiB: PyTorch reports a total capacity of
+  // 79.11 GiB (cudaMemGetInfo; nvidia-smi shows 81,559 MiB with the driver's reservation).
+  const double gib = 1024.0 * 1024 * 1024;
+  const auto& h100 = find_gpu("h100-sxm");
+  CHECK(h100.hbm_bytes == doctest::Approx(79.11 * gib));
+  CHECK(h100.hbm_bytes > 81559.0 * 1024 * 1024 - 1.0 * gib);  // within 1 GiB of nvidia-smi
+  CHECK(h100.hbm_bytes < 81559.0 * 1024 * 1024);
+  // This project's H200: cudaMemGetInfo total 150,109,880,320 B (tests/validation/measured/
+  // h200-2026-11-28), nvidia-smi 143,771 MiB.
+  CHECK(find_gpu("h200").hbm_bytes == doctest::Approx(150109880320.0));
+  CHECK(find_gpu("h200").hbm_bytes < 143771.0 * 1024 * 1024);
+  CHECK(find_gpu("a100-sxm-80gb").hbm_bytes == doctest::Approx(79.15 * gib));
+  CHECK(find_gpu("h100-nvl").hbm_bytes == doctest::Approx(93.10 * gib));
+  // A plan needing 79 GiB fits an H100 80GB (it did not at 80e9 B).
+  CHECK(79.0 * gib <= h100.hbm_bytes);
+  CHECK(79.0 * gib > h100.hbm_datasheet_bytes);
 }
