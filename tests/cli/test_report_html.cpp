@@ -194,7 +194,7 @@ TEST_CASE("cli::HtmlReport: a plan that does not fit says so at the top") {
   CHECK(warning < html.find("id=\"summary-table\""));
   // The simulate table's wording of the misfit (memory_json.hpp misfit_text).
   CHECK(html.find("This plan does NOT fit: stage ") != std::string::npos);
-  CHECK(html.find(" but the GPU has 74.51 GiB. The timings below assume it would.") !=
+  CHECK(html.find(" but the GPU has 79.11 GiB. The timings below assume it would.") !=
         std::string::npos);
   CHECK(html.find("<g class=\"mem-bar over\">") != std::string::npos);
 }
