@@ -147,9 +147,9 @@ std::string comm_html(const strategies::StepReport& r) {
     y += BAR_H + BAR_GAP;
   }
   std::string out =
-      "<div class=\"legend\"><span><span class=\"swatch c-dp\"></span>exposed (solid)</span>"
-      "<span><span class=\"swatch c-dp overlapped\"></span>overlapped with compute "
-      "(light)</span></div>\n";
+      "<div class=\"legend\"><span><span class=\"swatch c-neutral\"></span>exposed (solid, in "
+      "the kind's timeline colour)</span><span><span class=\"swatch c-neutral "
+      "overlapped\"></span>overlapped with compute (light)</span></div>\n";
   out += svg_open("comm-svg", "communication per parallel dimension, exposed and overlapped", y);
   out += body;
   out += limit_line(LABEL_W + r.step_time_s * scale, y,

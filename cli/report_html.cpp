@@ -10,6 +10,7 @@
 
 #include "cli/html_escape.hpp"
 #include "cli/memory_json.hpp"
+#include "cli/plan_text.hpp"
 #include "cli/report_parts.hpp"
 #include "cli/simulate_output.hpp"
 #include "common/document.hpp"
@@ -47,7 +48,9 @@ svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
 .c-compute{fill:#4e79a7;background:#4e79a7}.c-optimizer{fill:#76b7b2;background:#76b7b2}
 .c-tp{fill:#f28e2b;background:#f28e2b}.c-cp{fill:#edc948;background:#edc948}
 .c-ep{fill:#b07aa1;background:#b07aa1}.c-pp{fill:#59a14f;background:#59a14f}
-.c-dp{fill:#e15759;background:#e15759}.c-offload{fill:#ff9da7;background:#ff9da7}.overlapped{opacity:.35}
+.c-dp{fill:#e15759;background:#e15759}.c-forward{fill:#4e79a7;background:#4e79a7}
+.c-backward{fill:#1f4e79;background:#1f4e79}.c-recompute{fill:#9ecae9;background:#9ecae9}
+.c-weight-gradients{fill:#2c7fb8;background:#2c7fb8}.c-neutral{fill:#777;background:#777}.c-offload{fill:#ff9da7;background:#ff9da7}.overlapped{opacity:.35}
 .m-weights{fill:#4e79a7;background:#4e79a7}.m-gradients{fill:#f28e2b;background:#f28e2b}
 .m-optimizer{fill:#59a14f;background:#59a14f}.m-activations{fill:#b07aa1;background:#b07aa1}
 .m-other{fill:#9c9c9c;background:#9c9c9c}
@@ -75,6 +78,14 @@ constexpr const char* SCRIPT = R"(
   document.body.setAttribute('data-loom-ready', '1');
 })();
 )";
+
+// "tp 8 pp 4 dp 8" (cp and ep when above 1), for the page's title.
+std::string plan_short(const models::TrainingPlan& p) {
+  std::string out = fmt::format("tp {} pp {} dp {}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) out += fmt::format(" cp {}", p.cp);
+  if (p.ep > 1) out += fmt::format(" ep {}", p.ep);
+  return out;
+}
 
 std::string esc(std::string_view text) {
   return html_escape(text);
@@ -297,17 +308,18 @@ std::string render_html_report(const ReportInputs& in) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
       "'unsafe-inline'; script-src 'unsafe-inline'\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-      "<meta name=\"generator\" content=\"loom {0}\">\n<title>loom simulate: {1}</title>\n"
+      "<meta name=\"generator\" content=\"loom {0}\">\n<title>loom simulate: {1}; {4}</title>\n"
       "<style>{2}{3}</style>\n</head>\n<body>\n",
-      VERSION, subject, STYLE, hide_style());
+      VERSION, subject, STYLE, hide_style(), esc(plan_short(in.plan)));
   out += fmt::format(
-      "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\">one training step, {} network, "
-      "loom {}</p>\n<nav><a href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "
+      "<header>\n<h1>loom simulate: {}</h1>\n<p class=\"sub\" id=\"plan-line\">{}</p>\n"
+      "<p class=\"sub\">one training step, {} network, loom {}</p>\n<nav><a "
+      "href=\"#timeline\">timeline</a><a href=\"#memory\">memory</a><a "
       "href=\"#communication\">communication</a><a href=\"#ops\">ops</a><a "
       "href=\"#plan\">plan</a><a "
       "href=\"#configuration\">configuration</a><a href=\"#assumptions\">assumptions</a></nav>\n"
       "</header>\n",
-      subject, esc(in.network), VERSION);
+      subject, esc(plan_summary(in.plan)), esc(in.network), VERSION);
   out += section("summary", "Summary", "", summary_html(in));
   out += section("timeline", "Step timeline",
                  "The representative GPU of each pipeline stage, one lane per stream; the "

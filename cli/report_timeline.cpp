@@ -62,6 +62,31 @@ std::string span_text(double start, double end) {
                      format_time(end - start));
 }
 
+// What a compute slice computes, from its pass letter ("F mb3 c0 ...": forward, "B" backward,
+// "W" weight gradients of zero-bubble schedules, "R" recompute), so that the timeline draws the
+// passes in colours of their own; "" for other slices (the optimizer, communication).
+std::string pass_of(const TimelineSlice& s) {
+  if (s.category != TraceCategory::COMPUTE || s.name.size() < 2 || s.name[1] != ' ') return "";
+  switch (s.name[0]) {
+    case 'F':
+      return "forward";
+    case 'B':
+      return "backward";
+    case 'W':
+      return "weight-gradients";
+    case 'R':
+      return "recompute";
+    default:
+      return "";
+  }
+}
+
+// The slice's classes: its category (what the legend's buttons hide) and its pass.
+std::string slice_class(const TimelineSlice& s) {
+  const std::string pass = pass_of(s);
+  return fmt::format("slice c-{}{}", to_string(s.category), pass.empty() ? "" : " c-" + pass);
+}
+
 // A run of slices of one category merged into one rect.
 struct Run {
   const TimelineSlice* first = nullptr;
@@ -80,9 +105,9 @@ std::string run_rect(const Run& run, double scale, double y) {
                         html_escape(run.last->name), span_text(run.start, run.end),
                         format_time(run.busy));
   return fmt::format(
-      "<rect class=\"slice c-{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title>"
+      "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title>"
       "</rect>\n",
-      to_string(run.first->category), num(x0), num(y), num(w), num(LANE_H), title);
+      slice_class(*run.first), num(x0), num(y), num(w), num(LANE_H), title);
 }
 
 // The rects of one lane: consecutive slices of one category less than MERGE_PX apart are one.
@@ -93,6 +118,7 @@ std::string lane_rects(std::vector<const TimelineSlice*> slices, double scale, d
   Run run;
   for (const TimelineSlice* s : slices) {
     const bool joins = run.count > 0 && s->category == run.first->category &&
+                       pass_of(*s) == pass_of(*run.first) &&
                        (s->start_s - run.end) * scale < MERGE_PX;
     if (!joins) {
       if (run.count > 0) out += run_rect(run, scale, y);
@@ -120,14 +146,25 @@ std::string axis(double total, double scale, double height) {
   return out;
 }
 
-std::string legend(const std::set<TraceCategory>& present) {
+// One button per category present (it shows or hides that category); the compute button shows
+// a swatch per pass present, in the colours the bars have.
+std::string legend(const std::set<TraceCategory>& present, const std::set<std::string>& passes) {
   std::string out = "<div class=\"legend\" id=\"timeline-legend\">\n";
   for (TraceCategory c : TIMELINE_CATEGORIES) {
     if (!present.count(c)) continue;
+    const std::string name = to_string(c);
+    std::string swatches;
+    if (c == TraceCategory::COMPUTE && !passes.empty()) {
+      for (const char* pass : {"forward", "backward", "weight-gradients", "recompute"}) {
+        if (passes.count(pass))
+          swatches += fmt::format("<span class=\"swatch c-{0}\"></span>{0} ", pass);
+      }
+    } else {
+      swatches = fmt::format("<span class=\"swatch c-{0}\"></span>{0}", name);
+    }
     out += fmt::format(
-        "<button type=\"button\" data-toggle=\"{0}\" title=\"show or hide {0}\"><span "
-        "class=\"swatch c-{0}\"></span>{0}</button>\n",
-        to_string(c));
+        "<button type=\"button\" data-toggle=\"{0}\" title=\"show or hide {0}\">{1}</button>\n",
+        name, swatches);
   }
   return out + "</div>\n";
 }
@@ -138,11 +175,13 @@ std::string timeline_html(const strategies::StepReport& r) {
   std::map<int, std::map<std::pair<int, std::string>, std::vector<const TimelineSlice*>>> lanes;
   std::set<int> shown(r.stage_ranks.begin(), r.stage_ranks.end());
   std::set<TraceCategory> present;
+  std::set<std::string> passes;
   double total = r.step_time_s;
   for (const TimelineSlice& s : r.timeline) {
     if (!shown.count(s.rank)) continue;
     lanes[s.rank][lane_rank(lane_of(s))].push_back(&s);
     present.insert(s.category);
+    if (const std::string pass = pass_of(s); !pass.empty()) passes.insert(pass);
     total = std::max(total, s.end_s);
   }
   if (!(total > 0) || !std::isfinite(total)) total = 1;
@@ -177,7 +216,7 @@ std::string timeline_html(const strategies::StepReport& r) {
         num(x), num(AXIS_H), num(y), format_time(r.pipeline_time_s));
   }
   const double width = LABEL_W + PLOT_W + 20;
-  std::string out = legend(present);
+  std::string out = legend(present, passes);
   out += fmt::format(
       "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {0} {1}\" "
       "width=\"{0}\" height=\"{1}\" role=\"img\" aria-label=\"step timeline per pipeline "

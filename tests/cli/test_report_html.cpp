@@ -2,7 +2,9 @@
 // elements each part draws, byte-identical output, and the CLI's handling of bad paths.
 // The browser test (tests/cli/report_browser.py) loads a report in headless Chromium.
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include <set>
 
 #include <sys/wait.h>  // WIFEXITED (POSIX)
 
@@ -132,7 +134,8 @@ TEST_CASE("cli::HtmlReport: has every part, one timeline block and one memory ba
   // Five parts per memory bar; compute, tp and dp slices on the timeline.
   CHECK(count(html, "<rect class=\"m-weights\"") == 2);
   CHECK(count(html, "<rect class=\"m-other\"") == 2);
-  CHECK(count(html, "<rect class=\"slice c-compute\"") >= 2);
+  CHECK(count(html, "<rect class=\"slice c-compute c-forward\"") >= 2);
+  CHECK(count(html, "<rect class=\"slice c-compute c-backward\"") >= 2);
   CHECK(count(html, "<rect class=\"slice c-tp\"") >= 2);
   CHECK(count(html, "<rect class=\"slice c-dp\"") >= 2);
   CHECK(html.find("id=\"fit-warning\"") == std::string::npos);
@@ -166,6 +169,51 @@ TEST_CASE("cli::HtmlReport: every legend button has a style rule that hides its 
   CHECK(buttons >= 3);  // compute, tp and dp at least
 }
 
+// Issue 33: forward, backward, recompute and optimizer in colours of their own, the legend's
+// swatches the bars' classes, the plan and cluster in the title.
+TEST_CASE("cli::HtmlReport: passes in colours of their own, the legend's equal to the bars'") {
+  const Simulated s =
+      simulate("tiny", 8, 1024, [](Simulated& x) { x.plan.recompute = models::Recompute::FULL; });
+  const std::string html = render(s);
+  // Every colour class a timeline bar uses has a swatch of that class in the legend.
+  std::set<std::string> bar_classes, swatch_classes;
+  const std::string rect = "<rect class=\"slice ";
+  for (size_t at = html.find(rect); at != std::string::npos; at = html.find(rect, at + 1)) {
+    const size_t begin = at + rect.size();
+    std::istringstream classes(html.substr(begin, html.find('"', begin) - begin));
+    std::string c;
+    std::string last;
+    while (classes >> c) last = c;  // the most specific class gives the colour
+    bar_classes.insert(last);
+  }
+  const size_t legend = html.find("id=\"timeline-legend\"");
+  REQUIRE(legend != std::string::npos);
+  const std::string legend_html = html.substr(legend, html.find("</div>", legend) - legend);
+  const std::string swatch = "class=\"swatch ";
+  for (size_t at = legend_html.find(swatch); at != std::string::npos;
+       at = legend_html.find(swatch, at + 1)) {
+    const size_t begin = at + swatch.size();
+    swatch_classes.insert(legend_html.substr(begin, legend_html.find('"', begin) - begin));
+  }
+  for (const std::string& c : bar_classes) CHECK_MESSAGE(swatch_classes.count(c) == 1, c);
+  for (const char* pass : {"c-forward", "c-backward", "c-recompute", "c-optimizer"})
+    CHECK_MESSAGE(bar_classes.count(pass) == 1, pass);
+  // Each colour class has one colour rule, and the four passes' colours differ.
+  std::set<std::string> colours;
+  for (const char* pass : {"c-forward", "c-backward", "c-recompute", "c-optimizer"}) {
+    const size_t rule = html.find(std::string(".") + pass + "{fill:");
+    REQUIRE(rule != std::string::npos);
+    colours.insert(
+        html.substr(rule, html.find(';', rule) - rule).substr(std::string(pass).size() + 7));
+  }
+  CHECK(colours.size() == 4);
+  // The communication chart's legend names no kind's colour for all kinds.
+  CHECK(html.find("swatch c-dp\"></span>exposed") == std::string::npos);
+  CHECK(html.find("<title>loom simulate: tiny on ") != std::string::npos);
+  CHECK(html.find("; tp 2 pp 2 dp 2</title>") != std::string::npos);
+  CHECK(html.find("id=\"plan-line\">tp 2 pp 2 dp 2") != std::string::npos);
+}
+
 TEST_CASE("cli::HtmlReport: every untrusted string is escaped") {
   const std::string hostile = "<script>alert(1)</script>&\x1b[2J\"'\xff\xe2\x80\xae";
   const Simulated s = simulate(hostile);
@@ -194,7 +242,7 @@ TEST_CASE("cli::HtmlReport: a plan that does not fit says so at the top") {
   CHECK(warning < html.find("id=\"summary-table\""));
   // The simulate table's wording of the misfit (memory_json.hpp misfit_text).
   CHECK(html.find("This plan does NOT fit: stage ") != std::string::npos);
-  CHECK(html.find(" but the GPU has 79.11 GiB. The timings below assume it would.") !=
+  CHECK(html.find(" but the GPU has 79.15 GiB. The timings below assume it would.") !=
         std::string::npos);
   CHECK(html.find("<g class=\"mem-bar over\">") != std::string::npos);
 }
