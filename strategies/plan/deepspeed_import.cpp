@@ -61,6 +61,16 @@ void read_zero(ObjectReader& r, PlanInput& f) {
   };
   const std::int64_t stage = z.get_count_or("stage", 0);
   if (stage > 3) z.fail("stage", std::to_string(stage), "0, 1, 2 or 3");
+  // ZeRO++ hierarchical partitioning (hpZ: a secondary copy of the stage-3 shards within a
+  // group of zero_hpz_partition_size GPUs, deepspeed/runtime/zero/config.py) is HSDP-like and
+  // not modelled; 1, DeepSpeed's default, is plain ZeRO.
+  if (z.has("zero_hpz_partition_size")) {
+    const std::int64_t hpz = z.get_count_or("zero_hpz_partition_size", 1);
+    if (hpz != 1) {
+      z.fail("zero_hpz_partition_size", std::to_string(hpz),
+             "1 (ZeRO++ hierarchical partitioning, HSDP-like, is not modelled)");
+    }
+  }
   f.set("zero", stage, source("stage"));
   // A DeepSpeed config's stage 3 is DeepSpeed's ZeRO-3, with its own buckets.
   if (stage == 3) f.set("fsdp_impl", std::string("deepspeed"), source("stage"));

@@ -144,6 +144,14 @@ TEST_CASE(
   check_same(p, back,
              {"tp", "pp", "dp", "mbs", "gbs", "seq", "zero", "recompute", "precision",
               "overlap_grad_reduce", "overlap_param_gather", "dp_bucket_size", "optimizer"});
+  // ZeRO++ hierarchical partitioning (HSDP-like) is refused by name; 1 is plain ZeRO.
+  CHECK_THROWS_WITH_AS(
+      parse_deepspeed_json(R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}})",
+                           "ds.json"),
+      doctest::Contains("zero_hpz_partition_size"), ConfigError);
+  CHECK(parse_deepspeed_json(R"({"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 1}})",
+                             "ds.json")
+            .integer("zero") == 3);
 }
 
 TEST_CASE("strategies::PlanEmit: what a framework cannot express is said, not dropped") {
