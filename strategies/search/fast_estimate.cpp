@@ -384,9 +384,7 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
         const bool ring = cpo && item.dim == Dim::CP;
         (item.dim == Dim::TP ? tp : item.dim == Dim::EP ? ep : ring ? cp : other) += t;
         if (item.dim == Dim::TP ? !(p.tp_comm_overlap && p.tp > 1) : !ring) continue;
-        const auto [chunk_op, chunk_bytes] = tp_overlap_chunk(item.tp_overlap, item.op, item.bytes);
-        const double chunk = collective_s(g, kind, chunk_op, chunk_bytes);
-        tpx += tp_overlap_exposed_s(item.tp_overlap, t, chunk, sms);
+        tpx += tp_overlap_exposed_s(item.tp_overlap, t, sms);
       }
     };
     comm(c.fwd_comm, u.fwd_tp, u.fwd_ep, u.fwd_other, u.fwd_tpx, u.fwd_cpo);

@@ -286,9 +286,7 @@ class StageLowering {
       req.bytes = item.bytes;
       const double comm_s = sim::to_seconds(
           frozen.size() == end - begin ? frozen[k - begin] : g_.engine.frozen_time(req));
-      std::tie(req.op, req.bytes) = tp_overlap_chunk(item.tp_overlap, item.op, item.bytes);
-      const double chunk_s = sim::to_seconds(g_.engine.frozen_time(req));
-      sum += tp_overlap_exposed_s(item.tp_overlap, comm_s, chunk_s, sms);
+      sum += tp_overlap_exposed_s(item.tp_overlap, comm_s, sms);
     }
     return sum;
   }

@@ -124,15 +124,7 @@ std::vector<TpOverlapPair> tp_overlaps(const std::vector<models::OpCost>& ops,
   return out;
 }
 
-std::pair<sim::CollectiveOp, double> tp_overlap_chunk(const TpOverlap& o, sim::CollectiveOp op,
-                                                      double bytes) {
-  const double n = std::max(o.chunks, 1);
-  if (o.method == TpOverlapMethod::RING) return {sim::CollectiveOp::SEND_RECV, bytes / n};
-  if (o.method == TpOverlapMethod::PIPELINE) return {op, bytes / n};
-  return {op, bytes};
-}
-
-double tp_overlap_exposed_s(const TpOverlap& o, double comm_s, double chunk_comm_s, int sm_count) {
+double tp_overlap_exposed_s(const TpOverlap& o, double comm_s, int sm_count) {
   // A GEMM that leaves `comm_sms` of the SMs to communication kernels runs on the rest.
   const double margin = o.comm_sms > 0 && sm_count > o.comm_sms
                             ? static_cast<double>(sm_count) / (sm_count - o.comm_sms)
@@ -148,12 +140,20 @@ double tp_overlap_exposed_s(const TpOverlap& o, double comm_s, double chunk_comm
       // n chunks, n - 1 exchange steps of one chunk each: the first chunk's GEMM runs on the
       // local shard while the first exchange proceeds; each later chunk's GEMM waits for its
       // exchange.
-      return std::max(0.0, g + (n - 1) * std::max(chunk_comm_s, e) - o.gemm_s);
+      // One exchange step moves one chunk to the next rank: the traffic of one step of the
+      // ring all-gather the collective is timed as, C / (n - 1).
+      const double c = comm_s / (n - 1);
+      return std::max(0.0, g + (n - 1) * std::max(c, e) - o.gemm_s);
     }
     case TpOverlapMethod::PIPELINE:
       // Each chunk's collective follows its GEMM; the last chunk's collective has no GEMM
       // left to hide behind.
-      return std::max(0.0, g + (n - 1) * std::max(chunk_comm_s, e) + chunk_comm_s - o.gemm_s);
+      {
+        // Userbuffers' reduce-scatter kernels write the peers' buffers over NVLink directly,
+        // outside NCCL's protocols: a chunk costs its share of the whole collective, C / n.
+        const double c = comm_s / n;
+        return std::max(0.0, g + (n - 1) * std::max(c, e) + c - o.gemm_s);
+      }
     case TpOverlapMethod::BULK:
       return std::max(0.0, std::max(comm_s, o.gemm_s * margin) - o.gemm_s);
   }

@@ -68,21 +68,15 @@ bool cp_overlapped(const models::TrainingPlan& plan);
 
 /// Seconds of `o`'s collective left exposed on the compute stream beyond the GEMM seconds
 /// the pass already counts, for a collective of `comm_s` seconds on an idle network whose
-/// one-chunk collective (tp_overlap_chunk) takes `chunk_comm_s`, on a
+/// chunk moves 1 / (n - 1) (RING: one step of a ring) or 1 / n (PIPELINE) of it, on a
 /// GPU of `sm_count` SMs. Closed forms (g: one chunk's GEMM alone, under the SM margin m;
 /// e = max(m G / n, g / streams): a later chunk's GEMM with `streams` of them at once; c: one
 /// chunk's comm; G: gemm_s):
 ///   NONE:      comm_s
-///   RING:      g + (n - 1) max(c, e) - G
-///   PIPELINE:  g + (n - 1) max(c, e) + c - G
+///   RING:      c = comm_s / (n - 1);  g + (n - 1) max(c, e) - G
+///   PIPELINE:  c = comm_s / n;  g + (n - 1) max(c, e) + c - G
 ///   BULK:      max(comm_s, m G) - G
 /// The comm hidden is then at most (n - 1) min(c, e) (RING).
-double tp_overlap_exposed_s(const TpOverlap& o, double comm_s, double chunk_comm_s, int sm_count);
-
-/// One chunk's collective of an `op` collective of `bytes` under `o`: RING a ring shift
-/// (SEND_RECV: each rank sends bytes / n to the next, the copy engines' or NCCL's p2p step),
-/// PIPELINE the same collective on bytes / n; otherwise the collective itself.
-std::pair<sim::CollectiveOp, double> tp_overlap_chunk(const TpOverlap& o, sim::CollectiveOp op,
-                                                      double bytes);
+double tp_overlap_exposed_s(const TpOverlap& o, double comm_s, int sm_count);
 
 }  // namespace loom::strategies

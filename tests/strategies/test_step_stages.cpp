@@ -137,6 +137,9 @@ TEST_CASE("strategies::StepStages: CP adds K/V all-gathers bounded by NVLink ban
   CHECK(comm(cp1, Dim::CP) == 0);
   plan.cp = 2;
   plan.dp = 4;
+  // Transformer Engine's all-gather CP, which blocks (the p2p ring beside the attention:
+  // tests/strategies/test_cp_comm.cpp).
+  plan.cp_comm_type = models::CpCommType::ALLGATHER;
   const StepReport cp2 = simulate_step(model, plan, dgx_h100());
   const double floor = 2 * 24 * 4 * (2.0 * 2048 * 2 * 2304 / 2) / NVLINK4_BPS;
   CHECK(comm(cp2, Dim::CP) >= floor);

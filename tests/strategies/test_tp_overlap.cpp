@@ -39,30 +39,30 @@ TEST_CASE("strategies::tp_overlap: the ring's closed form, by hand") {
   TpOverlap ring{TpOverlapMethod::RING, 4, 100e-6, 30e-6, 0, 1};
   // Communication-bound: C = 150 us over n - 1 = 3 ring steps of c = 50 us > g.
   // T = g + (n - 1) max(c, g) = 30 + 3 x 50 = 180 us; exposed = T - G = 80 us.
-  CHECK(tp_overlap_exposed_s(ring, 150e-6, 50e-6, 132) == doctest::Approx(80e-6));
+  CHECK(tp_overlap_exposed_s(ring, 150e-6, 132) == doctest::Approx(80e-6));
   // GEMM-bound: C = 30 us, c = 10 us < g: T = 4 x 30 = 120 us, exposed 20 us: all of the
   // collective hides, and the chunked GEMMs cost 20 us more than the whole one.
-  CHECK(tp_overlap_exposed_s(ring, 30e-6, 10e-6, 132) == doctest::Approx(20e-6));
+  CHECK(tp_overlap_exposed_s(ring, 30e-6, 132) == doctest::Approx(20e-6));
   // Transformer Engine's chunks on 3 streams: once the exchanges run ahead, 3 chunk GEMMs at
   // once run at the whole GEMM's rate, e = max(G / n, g / 3) = 25 us: T = 30 + 3 x 25 = 105.
   TpOverlap te = ring;
   te.streams = 3;
-  CHECK(tp_overlap_exposed_s(te, 30e-6, 10e-6, 132) == doctest::Approx(5e-6));
+  CHECK(tp_overlap_exposed_s(te, 30e-6, 132) == doctest::Approx(5e-6));
   // Not overlapped: the whole collective.
-  CHECK(tp_overlap_exposed_s(TpOverlap{}, 150e-6, 0, 132) == doctest::Approx(150e-6));
+  CHECK(tp_overlap_exposed_s(TpOverlap{}, 150e-6, 132) == doctest::Approx(150e-6));
 }
 
 TEST_CASE("strategies::tp_overlap: pipeline and bulk overlaps, by hand") {
   // TE "pipeline": 4 splits of a 100 us GEMM at 28 us each, on 132 - 16 SMs: g = 28 x 132 /
-  // 116; each chunk's reduce-scatter c = 40 us after it, the last one exposed.
+  // 116; each chunk's reduce-scatter c = 160 / 4 = 40 us after it, the last one exposed.
   TpOverlap pipe{TpOverlapMethod::PIPELINE, 4, 100e-6, 28e-6, 16, 1};
   const double g = 28e-6 * 132.0 / 116.0;
   const double want = g + 3 * std::max(40e-6, g) + 40e-6 - 100e-6;
-  CHECK(tp_overlap_exposed_s(pipe, 160e-6, 40e-6, 132) == doctest::Approx(want));
+  CHECK(tp_overlap_exposed_s(pipe, 160e-6, 132) == doctest::Approx(want));
   // TE "bulk": the collective beside an independent 200 us GEMM on 116 of 132 SMs.
   TpOverlap bulk{TpOverlapMethod::BULK, 1, 200e-6, 200e-6, 16, 1};
-  CHECK(tp_overlap_exposed_s(bulk, 100e-6, 0, 132) == doctest::Approx(200e-6 * 16 / 116));
-  CHECK(tp_overlap_exposed_s(bulk, 300e-6, 0, 132) == doctest::Approx(100e-6));
+  CHECK(tp_overlap_exposed_s(bulk, 100e-6, 132) == doctest::Approx(200e-6 * 16 / 116));
+  CHECK(tp_overlap_exposed_s(bulk, 300e-6, 132) == doctest::Approx(100e-6));
 }
 
 TEST_CASE("strategies::tp_overlap: never hides more than the pipelined-chunk bound") {
@@ -77,7 +77,7 @@ TEST_CASE("strategies::tp_overlap: never hides more than the pipelined-chunk bou
             const double g = gemm / n * loss;
             TpOverlap o{TpOverlapMethod::RING, n, gemm, g, 0, streams};
             const double c = comm / (n - 1), e = std::max(gemm / n, g / streams);
-            const double hidden = comm - tp_overlap_exposed_s(o, comm, c, 132);
+            const double hidden = comm - tp_overlap_exposed_s(o, comm, 132);
             CHECK(hidden <= (n - 1) * std::min(c, e) * (1 + 1e-12));
           }
         }
