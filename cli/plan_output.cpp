@@ -114,9 +114,11 @@ std::string band_note(const PlanOutput& out) {
       "to days, GPU-hours and cost; ";
   s += b.extrapolation
            ? fmt::format("{} x {}: no published run within this regime ({}): extrapolation\n",
-                         out.targets[out.rows[k].target].label, out.rows[k].gpus, b.label)
+                         out.targets[out.rows[k].target].label, format_grouped(out.rows[k].gpus),
+                         b.label)
            : fmt::format("{} x {}: from {} published runs like it: {}\n",
-                         out.targets[out.rows[k].target].label, out.rows[k].gpus, b.runs, b.label);
+                         out.targets[out.rows[k].target].label, format_grouped(out.rows[k].gpus),
+                         b.runs, b.label);
   return s;
 }
 
