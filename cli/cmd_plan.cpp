@@ -292,6 +292,10 @@ void check_limits(const PlanCommandFlags& f) {
   };
   check(f.days, "--days", "a positive number of days, e.g. 30");
   check(f.budget, "--budget", "a positive number of US dollars, e.g. 2e6");
+  // Before minutes of search: --confidence only changes what --days / --budget pick.
+  if (f.confidence && !f.days && !f.budget)
+    throw ValidationError("--confidence",
+                          "--confidence picks with --days or --budget; give one of them");
 }
 
 // A row's error bands; a GPU outside the catalog (a cluster JSON's own) has no generation
@@ -355,9 +359,6 @@ int run_plan(const PlanCommandFlags& f) {
   check_any_feasible(out);
   for (const auto& r : out.rows) out.bands.push_back(row_bands(model, out.targets[r.target], r));
   out.confidence = f.confidence;
-  if (f.confidence && !f.days && !f.budget)
-    throw ValidationError("--confidence",
-                          "--confidence picks with --days or --budget; give one of them");
   out.selection = select(f, out);
   if (f.plan.emit) {
     if (!out.selection)
