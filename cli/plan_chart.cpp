@@ -46,10 +46,21 @@ struct Axes {
   double cost(double usd) const { return BOTTOM - usd / c_hi * (BOTTOM - TOP); }
 };
 
-// The axes of the series drawn: those with days points.
-Axes axes_of(const std::vector<ChartSeries>& series) {
+// A value on the days axis: "0.5", "20", "1,000".
+std::string days_label(double d) {
+  return d >= 1000 ? format_grouped(std::llrint(d)) : fmt::format("{:g}", d);
+}
+
+// The axes of the series drawn (those with days points), the GPU counts where nothing fits and
+// the --days limit.
+Axes axes_of(const std::vector<ChartSeries>& series, std::optional<double> days_limit) {
   double g_min = INFINITY, g_max = 0, d_min = INFINITY, d_max = 0, c_max = 0;
+  if (days_limit && *days_limit > 0 && std::isfinite(*days_limit)) d_min = d_max = *days_limit;
   for (const ChartSeries& s : series) {
+    for (double g : s.infeasible) {
+      g_min = std::min(g_min, g);
+      g_max = std::max(g_max, g);
+    }
     if (s.days.empty()) continue;
     for (const ChartPoint& p : s.days) {
       g_min = std::min(g_min, p.gpus);
@@ -96,7 +107,7 @@ std::string grid_and_axes(const Axes& a) {
       if ((m != 1 && !fine) || std::log10(d) > a.d_hi + 1e-9) continue;
       const double y = a.days(d);
       out += line(LEFT, y, RIGHT, y, m == 1 ? "stroke=\"#e0e0e0\"" : "stroke=\"#f0f0f0\"");
-      out += text(LEFT - 8, y + 4, "end", fmt::format("{:g}", d));
+      out += text(LEFT - 8, y + 4, "end", days_label(d));
     }
   }
   out += line(LEFT, BOTTOM, RIGHT, BOTTOM, "stroke=\"#333\"");
@@ -142,7 +153,8 @@ std::string polyline(const std::vector<ChartPoint>& points, const Axes& a, bool 
 }  // namespace
 
 std::string render_plan_chart(const std::string& title, const std::vector<ChartSeries>& all,
-                              std::optional<std::pair<std::size_t, double>> marked) {
+                              std::optional<std::pair<std::size_t, double>> marked,
+                              std::optional<double> days_limit) {
   std::vector<std::pair<std::size_t, const ChartSeries*>> series;
   for (std::size_t i = 0; i < all.size(); ++i)
     if (!all[i].days.empty()) series.emplace_back(i, &all[i]);
@@ -156,27 +168,53 @@ std::string render_plan_chart(const std::string& title, const std::vector<ChartS
     out += text(WIDTH / 2, HEIGHT / 2, "middle", "no configuration fits");
     return out + "</svg>\n";
   }
-  const Axes a = axes_of(all);
+  const Axes a = axes_of(all, days_limit);
   out += grid_and_axes(a);
+  if (days_limit && *days_limit > 0 && std::isfinite(*days_limit)) {
+    const double y = a.days(*days_limit);
+    out += line(LEFT, y, RIGHT, y,
+                "stroke=\"#c62828\" stroke-dasharray=\"5 3\" stroke-width=\"1.5\" "
+                "class=\"days-limit\"");
+    out += text(RIGHT - 4, y - 5, "end", fmt::format("--days {}", days_label(*days_limit)),
+                " fill=\"#c62828\"");
+  }
   double legend_x = LEFT;
   for (std::size_t k = 0; k < series.size(); ++k) {
     const auto& [index, s] = series[k];
-    const char* color = COLORS[k % (sizeof(COLORS) / sizeof(COLORS[0]))];
+    const char* color = COLORS[index % (sizeof(COLORS) / sizeof(COLORS[0]))];
     out += polyline(s->days, a, false, color);
     if (a.c_hi > 0 && !s->cost.empty()) out += polyline(s->cost, a, true, color);
     if (marked && marked->first == index) {
       for (const ChartPoint& p : s->days) {
         if (p.gpus != marked->second) continue;
+        const double x = a.x(p.gpus), y = a.days(p.value);
         out += fmt::format(
             "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"8\" fill=\"none\" stroke=\"black\" "
-            "stroke-width=\"2\"/>\n",
-            a.x(p.gpus), a.days(p.value));
+            "stroke-width=\"2\" class=\"chosen\"/>\n",
+            x, y);
+        const bool right = x < (LEFT + RIGHT) / 2;
+        out += text(right ? x + 12 : x - 12, y - 10, right ? "start" : "end",
+                    fmt::format("chosen: {} × {}, {} days", format_grouped(std::llrint(p.gpus)),
+                                s->name, days_label(std::round(p.value * 10) / 10)),
+                    " font-weight=\"bold\" class=\"chosen-label\"");
       }
     }
     out += line(legend_x, HEIGHT - 30, legend_x + 24, HEIGHT - 30,
                 fmt::format("stroke=\"{}\" stroke-width=\"2\"", color).c_str());
     out += text(legend_x + 30, HEIGHT - 26, "start", s->name);
     legend_x += 40 + 8 * static_cast<double>(s->name.size()) + 20;
+  }
+  // GPU counts where a type has no plan that fits or finishes: crosses on the GPU axis, one row
+  // per type (also for a type with no point at all).
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const char* color = COLORS[i % (sizeof(COLORS) / sizeof(COLORS[0]))];
+    for (double g : all[i].infeasible) {
+      out += fmt::format(
+          "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"{}\" "
+          "class=\"infeasible\">×<title>{} × {}: no plan fits or finishes</title></text>\n",
+          a.x(g), BOTTOM - 4 - 12 * static_cast<double>(i), color, format_grouped(std::llrint(g)),
+          html_escape(all[i].name));
+    }
   }
   out +=
       text(RIGHT + 80, HEIGHT - 26, "end",

@@ -320,8 +320,11 @@ std::string render_plan_svg(const PlanOutput& out) {
   std::vector<ChartSeries> series(out.targets.size());
   for (std::size_t t = 0; t < out.targets.size(); ++t) series[t].name = out.targets[t].label;
   for (const auto& r : out.rows) {
-    if (!r.feasible) continue;
     const double gpus = static_cast<double>(r.gpus);
+    if (!r.feasible) {
+      series[r.target].infeasible.push_back(gpus);
+      continue;
+    }
     series[r.target].days.push_back({gpus, r.run.expected_s / DAY_S});
     if (r.cost) series[r.target].cost.push_back({gpus, *r.cost});
   }
@@ -332,7 +335,9 @@ std::string render_plan_svg(const PlanOutput& out) {
   }
   const std::string title = fmt::format("{} on {} tokens: expected days to train by GPU count",
                                         out.model->name, out.tokens_text);
-  return render_plan_chart(title, series, marked);
+  std::optional<double> days_limit;
+  if (out.selection && out.selection->by_days) days_limit = out.selection->limit;
+  return render_plan_chart(title, series, marked, days_limit);
 }
 
 }  // namespace loom::cli

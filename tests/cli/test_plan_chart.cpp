@@ -45,9 +45,12 @@ TEST_CASE("cli::Plan: the chart is deterministic SVG with days and cost per GPU 
   CHECK(svg == read(two));
   CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
   CHECK(svg.find("</svg>\n") == svg.size() - 7);
-  CHECK(count(svg, "<polyline") == 4);         // days and cost, a100 and h100
-  CHECK(count(svg, "stroke-dasharray") == 2);  // the two cost lines
-  CHECK(count(svg, "r=\"8\"") == 1);           // the --days choice, ringed
+  CHECK(count(svg, "<polyline") == 4);                 // days and cost, a100 and h100
+  CHECK(count(svg, "stroke-dasharray=\"6 4\"") == 2);  // the two cost lines
+  CHECK(count(svg, "r=\"8\"") == 1);                   // the --days choice, ringed
+  CHECK(count(svg, "class=\"chosen-label\">chosen: ") == 1);
+  CHECK(count(svg, "class=\"days-limit\"") == 1);  // --days 7 drawn
+  CHECK(svg.find(">--days 7</text>") != std::string::npos);
   CHECK(svg.find(">a100</text>") != std::string::npos);
   CHECK(svg.find(">h100</text>") != std::string::npos);
 }
@@ -68,4 +71,25 @@ TEST_CASE("cli::PlanChart: the title and GPU type names are escaped as HTML text
   CHECK(svg.find(">it&#39;s&lt;b&gt;\\x1b</text>") != std::string::npos);
   CHECK(svg.find(">a &quot;model&quot; &amp; more</text>") != std::string::npos);
   CHECK(svg.find('\x1b') == std::string::npos);
+}
+
+// Issue 33: the chosen point labelled, the --days limit drawn, GPU counts where nothing fits
+// shown as such, thousands separators on the axes.
+TEST_CASE("cli::PlanChart: the choice, the limit and the infeasible counts are drawn") {
+  loom::cli::ChartSeries h100;
+  h100.name = "h100";
+  h100.days = {{1024, 3000.0}, {2048, 1500.0}, {4096, 800.0}};
+  h100.infeasible = {256, 512};
+  loom::cli::ChartSeries b200;
+  b200.name = "b200";
+  b200.infeasible = {256};  // no point fits: no line, but its crosses are shown
+  const std::string svg =
+      loom::cli::render_plan_chart("t", {h100, b200}, std::make_pair(std::size_t{0}, 2048.0), 2000);
+  CHECK(count(svg, "class=\"infeasible\"") == 3);
+  CHECK(svg.find("512 × h100: no plan fits or finishes") != std::string::npos);
+  CHECK(svg.find("chosen: 2,048 × h100, 1,500 days") != std::string::npos);
+  CHECK(svg.find(">--days 2,000</text>") != std::string::npos);
+  CHECK(svg.find(">4,096</text>") != std::string::npos);  // GPU axis
+  CHECK(svg.find(">1,000</text>") != std::string::npos);  // days axis
+  CHECK(count(svg, "<polyline") == 1);
 }
