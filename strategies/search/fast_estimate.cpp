@@ -103,7 +103,9 @@ LayerKey layer_key(const models::TrainingPlan& p) {
           p.pp == 1,
           cast_share ? p.micro_batches() : 0,
           by_chunk ? p.pp : 0,
-          by_chunk ? p.vpp : 0};
+          by_chunk ? p.vpp : 0,
+          p.tp_comm_overlap && p.tp > 1,
+          static_cast<int>(p.cp_comm_type)};
 }
 
 namespace {

@@ -62,8 +62,14 @@ struct LayoutGroups {
 /// read is the same for every candidate of one search. Cast micro-batches: the micro-batch
 /// count when the FP8 weight casts are spread over it (cost_ops: 1 / m of them per pass),
 /// else 0. Chunk pp and vpp: the plan's when which layers recompute depends on the model
-/// chunks (full recompute, block method: models::layer_recomputed), else 0.
-using LayerKey = std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t, int, int>;
+/// chunks (full recompute, block method: models::layer_recomputed), else 0. Then whether TP
+/// communication overlaps its GEMMs (tp_comm_overlap with tp > 1) and the CP design: the unit
+/// times hold the exposed part of each overlapped TP or CP collective (tp_overlap_exposed_s),
+/// so candidates that differ only in them must not share an entry (they did: the estimate of a
+/// candidate depended on which candidate was estimated first, and `search --merge` refused
+/// its own shards).
+using LayerKey =
+    std::tuple<int, int, int, std::int64_t, bool, int, bool, std::int64_t, int, int, bool, int>;
 /// (tp, cp, ep, dp, pp): what the process groups depend on.
 using LayoutKey = std::tuple<int, int, int, int, int>;
 /// (schedule, pp, micro-batches, vpp): what a pipeline schedule depends on.
