@@ -23,6 +23,7 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
   e.collective_time_scale = o.collective_time_scale;
   e.link_efficiency = o.link_efficiency;
   e.nccl_tuning = o.nccl_tuning;
+  e.keep_notes = o.keep_timeline;  // the trace's slice arguments (bytes, group, ranks)
   if (o.progress) {
     const auto span = StepGraph::ENGINE_PROGRESS;
     e.progress = [progress = o.progress, span](double done) {
