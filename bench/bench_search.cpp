@@ -1,17 +1,21 @@
 // Speed and quality of `loom search` (strategies/search/), on 2 threads:
 //  - GPT-3 175B on 1,024 A100 (gbs 1536, seq 2048, fp16): the whole space (every dimension
 //    free), plans per second of the fast tier (target >= 20,000 on 2 cores), the wall time
-//    with the exact re-simulation of the best 40, Spearman's rho of the fast tier against the
-//    step simulator on 200 sampled fitting plans, and the winner beside Narayanan et al.'s
-//    TP8 PP8 DP16 plan (SC21; examples/plans/gpt3-175b-1024.json) in loom's own simulation:
-//    the winner must be at least as fast (exit 1 otherwise).
+//    with the exact re-simulation of the best 40 and on down the fast ranking until the winner
+//    is stable (at most 320; strategies/search/search.hpp), Spearman's rho of the fast tier against
+//    the step simulator on 200 sampled fitting plans, and the winner beside Narayanan et al.'s TP8
+//    PP8 DP16 plan (SC21; examples/plans/gpt3-175b-1024.json) in loom's own simulation: the winner
+//    must be at least as fast (exit 1 otherwise).
 //  - Llama-3.1-405B on 16,384 H100 (gbs 2048, seq 8192, bf16): the same figures.
+// Closes with a Markdown table of both (bench/README.md): plans/s, rho, how many the exact
+// tier re-simulated, how far down the fast ranking the winner was, and whether it was stable.
 // Usage: bench_search [gpt3|llama|all] [threads]. Prints "name: value (target ...)".
 #include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "bench/bench_common.hpp"
 #include "common/units.hpp"
@@ -63,6 +67,19 @@ struct Bench {
   const char* precision;
 };
 
+// One line of the closing table.
+struct Row {
+  std::string name;
+  double plans_per_s = 0, plans_per_cpu_s = 0;
+  double rho_resimulated = 0, rho_sample = 0;
+  std::int64_t first = 0, resimulated = 0, cap = 0;
+  int winner_fast_rank = 0;
+  bool stable = false;
+  double margin = 0;
+  double first_best_s = 0, winner_s = 0;  // the best of the first `first`, and the winner
+};
+std::vector<Row> rows;
+
 // Runs both tiers and prints the figures; returns the winner's report.
 SearchResult run(const Bench& b, int threads, const models::ModelSpec& model,
                  const topo::Cluster& cluster) {
@@ -106,6 +123,30 @@ SearchResult run(const Bench& b, int threads, const models::ModelSpec& model,
       b.name, r.rho_sample, r.sample_times.size(), r.rho_resimulated, r.ranked.size());
   fmt::print("{}: the simulated winner was #{} of the fast tier\n", b.name,
              r.ranked.front().fast_rank);
+  Row row{b.name,
+          valid / fast_s,
+          valid / (c1 - c0),
+          r.rho_resimulated,
+          r.rho_sample,
+          o.exact_count(),
+          r.resimulated,
+          o.keep_count(),
+          r.ranked.front().fast_rank,
+          r.winner_stable,
+          r.stable_margin,
+          0,
+          r.ranked.front().report.step_time_s};
+  for (const auto& c : r.ranked)  // what the exact tier answered before it went further
+    if (c.fast_rank <= o.exact_count()) {
+      row.first_best_s = c.report.step_time_s;
+      break;
+    }
+  fmt::print(
+      "{}: exact tier re-simulated the fast tier's best {} (first {}, cap {}); winner {} (largest "
+      "fast/simulated ratio {:.3f}); the best of the first {}: {}, the winner: {}\n",
+      b.name, r.resimulated, row.first, row.cap, r.winner_stable ? "stable" : "NOT stable (cap)",
+      1 + r.stable_margin, row.first, format_time(row.first_best_s), format_time(row.winner_s));
+  rows.push_back(row);
   if (r.failed > 0)
     fmt::print("{}: {} plans the simulator could not run: {}\n", b.name, r.failed, r.first_failure);
   return r;
@@ -140,5 +181,15 @@ int main(int argc, char** argv) {
     const SearchResult r = run(b, threads, model, cluster);
     print_report("search", r.ranked.front().plan, r.ranked.front().report);
   }
+  fmt::print(
+      "\n| case | fast tier, valid plans/s (per CPU-s) | rho, re-simulated | rho, 200 sampled | "
+      "re-simulated (first, cap) | winner's fast rank | stable | best of the first / winner |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const Row& w : rows)
+    fmt::print("| {} | {:.0f} ({:.0f}) | {:.3f} | {:.3f} | {} ({}, {}) | #{} | {} | {} / {} |\n",
+               w.name, w.plans_per_s, w.plans_per_cpu_s, w.rho_resimulated, w.rho_sample,
+               w.resimulated, w.first, w.cap, w.winner_fast_rank,
+               w.stable ? fmt::format("yes (ratio {:.3f})", 1 + w.margin) : "no: the cap",
+               format_time(w.first_best_s), format_time(w.winner_s));
   return status;
 }

@@ -87,13 +87,15 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
     }
     first = file;
     const strategies::SearchTally tally = strategies::tally_from_json(text, file, space);
-    if (tally.keep_best != options.exact_count() ||
+    if (tally.keep_best != options.keep_count() ||
         tally.keep_sample != std::max(0, options.sample)) {
       throw ValidationError(
-          "--merge", fmt::format("--merge: {} was made with --exact {} --sample {}; merge with "
-                                 "the same (now --exact {} --sample {})",
-                                 file, tally.keep_best, tally.keep_sample, options.exact_count(),
-                                 options.sample));
+          "--merge",
+          fmt::format("--merge: {} keeps the best {} and a sample of {}, this merge the best {} "
+                      "and {} (--exact {} --sample {}); merge with the --exact and --sample the "
+                      "shards were made with",
+                      file, tally.keep_best, tally.keep_sample, options.keep_count(),
+                      options.sample, options.exact_count(), options.sample));
     }
     strategies::verify_tally(model, space, cluster, options, tally, shard, file);
     merged.merge(tally);

@@ -280,7 +280,7 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
                                                shard.index, shard.count));
   cluster.finalize();  // its routing index is built lazily: build it before the threads share it
   SearchTally whole;
-  whole.keep_best = options.exact_count();
+  whole.keep_best = options.keep_count();
   whole.keep_sample = std::max(0, options.sample);
   // The shard's shapes: index, index + count, ...
   const std::int64_t total = space.shapes() > shard.index
@@ -346,52 +346,119 @@ void check_tally(const SearchTally& t, const SearchSpace& space, double capacity
   }
 }
 
-SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space,
-                        const topo::Cluster& cluster, SearchTally tally,
-                        const SearchOptions& options) {
-  cluster.finalize();
-  SearchResult r;
-  const size_t n_best = std::min(tally.best.size(), static_cast<size_t>(options.exact_count()));
-  const size_t n_sample = std::min(tally.sample.size(), static_cast<size_t>(options.sample));
-  // Every candidate to simulate once: the best, then the sample's others.
-  std::vector<std::int64_t> ids;
-  std::map<std::int64_t, size_t> slot;
-  for (size_t i = 0; i < n_best; ++i) {
-    slot.emplace(tally.best[i].id, ids.size());
-    ids.push_back(tally.best[i].id);
-  }
-  for (size_t i = 0; i < n_sample; ++i)
-    if (slot.emplace(tally.sample[i].id, ids.size()).second) ids.push_back(tally.sample[i].id);
-  std::vector<SimulatedCandidate> sims(ids.size());
-  std::vector<std::string> errors(ids.size());
+namespace {
+
+// Simulates space.candidate(ids[i]) into sims[i] on the options' threads; errors[i] keeps the
+// step simulator's refusal of a valid plan (a loom limitation: reported, not ranked).
+void simulate_all(const models::ModelSpec& model, const SearchSpace& space,
+                  const topo::Cluster& cluster, const SearchOptions& options,
+                  const std::vector<std::int64_t>& ids, std::vector<SimulatedCandidate>& sims,
+                  std::vector<std::string>& errors) {
+  const size_t from = sims.size();
+  sims.resize(from + ids.size());
+  errors.resize(from + ids.size());
   parallel_for(
       static_cast<std::int64_t>(ids.size()), 1, options.threads, "exact", options,
       [&](int) { return 0; },
       [&](int, std::int64_t i) {
-        SimulatedCandidate& c = sims[static_cast<size_t>(i)];
+        const size_t k = from + static_cast<size_t>(i);
+        SimulatedCandidate& c = sims[k];
         c.id = ids[static_cast<size_t>(i)];
         c.plan = space.candidate(c.id);
         try {
           c.report = simulate_step(model, c.plan, cluster, options.simulate);
         } catch (const Error& e) {
-          // A valid plan the simulator cannot run: reported, not ranked (a loom limitation).
-          errors[static_cast<size_t>(i)] = e.what();
+          errors[k] = e.what();
         }
       });
-  for (size_t i = 0; i < ids.size(); ++i) {
+}
+
+// The final order: by simulated step time; equal times, the plan needing less memory first,
+// then the lower id.
+bool simulated_before(const SimulatedCandidate& a, const SimulatedCandidate& b) {
+  return std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
+         std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id);
+}
+
+// Re-simulates the fast ranking's first exact_count(), then batches of stable_window() until
+// the winner is stable or the cap is reached (SearchResult::winner_stable). Each decision
+// depends on the simulated times of a whole batch: the same for any thread count.
+void resimulate_best(const models::ModelSpec& model, const SearchSpace& space,
+                     const topo::Cluster& cluster, const SearchOptions& options,
+                     const SearchTally& tally, std::vector<SimulatedCandidate>& sims,
+                     std::vector<std::string>& errors, SearchResult& r) {
+  const size_t cap = std::min(tally.best.size(), static_cast<size_t>(options.keep_count()));
+  const size_t window = static_cast<size_t>(options.stable_window());
+  size_t n = 0, next = std::min(cap, static_cast<size_t>(options.exact_count()));
+  size_t winner = 0;  // index of the best simulated candidate so far (when any ran)
+  bool any = false;
+  for (;;) {
+    std::vector<std::int64_t> ids;
+    for (size_t i = n; i < next; ++i) ids.push_back(tally.best[i].id);
+    simulate_all(model, space, cluster, options, ids, sims, errors);
+    for (size_t i = n; i < next; ++i) {
+      sims[i].fast_step_s = tally.best[i].key;
+      sims[i].fast_rank = static_cast<int>(i) + 1;
+      if (!errors[i].empty()) continue;
+      const double over = sims[i].fast_step_s / sims[i].report.step_time_s - 1;
+      r.stable_margin = any ? std::max(r.stable_margin, over) : over;
+      if (!any || simulated_before(sims[i], sims[winner])) winner = i;
+      any = true;
+    }
+    n = next;
+    const bool exhausted = n == tally.best.size() && static_cast<std::int64_t>(n) >= tally.fitting;
+    // Every later candidate's estimate is at least the next one's (the ranking's order).
+    const double next_fast = n < tally.best.size() ? tally.best[n].key
+                             : tally.best.empty()  ? std::numeric_limits<double>::infinity()
+                                                   : tally.best.back().key;
+    r.winner_stable =
+        exhausted || (any && n - (winner + 1) >= window &&
+                      next_fast / (1 + r.stable_margin) > sims[winner].report.step_time_s);
+    if (r.winner_stable || n >= cap) break;
+    next = std::min(cap, n + window);
+  }
+  r.resimulated = static_cast<std::int64_t>(n);
+}
+
+}  // namespace
+
+int SearchOptions::keep_count() const {
+  const int first = exact_count();
+  const int cap = exact_cap > 0 ? exact_cap
+                                : static_cast<int>(std::min<std::int64_t>(
+                                      std::int64_t{EXACT_CAP_FACTOR} * first, MAX_EXACT_CAP));
+  return std::min(MAX_EXACT_CAP, std::max(first, cap));
+}
+
+SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space,
+                        const topo::Cluster& cluster, SearchTally tally,
+                        const SearchOptions& options) {
+  cluster.finalize();
+  SearchResult r;
+  std::vector<SimulatedCandidate> sims;  // the fast ranking's first r.resimulated, then the
+  std::vector<std::string> errors;       // sample's others
+  resimulate_best(model, space, cluster, options, tally, sims, errors, r);
+  const size_t n_best = static_cast<size_t>(r.resimulated);
+  const size_t n_sample = std::min(tally.sample.size(), static_cast<size_t>(options.sample));
+  std::map<std::int64_t, size_t> slot;
+  for (size_t i = 0; i < n_best; ++i) slot.emplace(tally.best[i].id, i);
+  std::vector<std::int64_t> others;
+  for (size_t i = 0; i < n_sample; ++i)
+    if (slot.emplace(tally.sample[i].id, n_best + others.size()).second)
+      others.push_back(tally.sample[i].id);
+  simulate_all(model, space, cluster, options, others, sims, errors);
+  for (size_t i = 0; i < sims.size(); ++i) {
     if (errors[i].empty()) continue;
-    if (r.failed == 0 || ids[i] < r.first_failed_id) {
-      r.first_failed_id = ids[i];
+    if (r.failed == 0 || sims[i].id < r.first_failed_id) {
+      r.first_failed_id = sims[i].id;
       r.first_failure = errors[i];
     }
     ++r.failed;
   }
-  // The fast tier's estimate of each: from the best list, or again for the sample's others.
+  // The fast tier's estimate of the sample's others, computed again.
   FastEstimator estimator(model, cluster, options.simulate);
-  for (size_t i = 0; i < sims.size(); ++i) {
-    sims[i].fast_step_s = i < n_best ? tally.best[i].key : estimator.step_time_s(sims[i].plan);
-    sims[i].fast_rank = i < n_best ? static_cast<int>(i) + 1 : 0;
-  }
+  for (size_t i = n_best; i < sims.size(); ++i)
+    sims[i].fast_step_s = estimator.step_time_s(sims[i].plan);
   std::vector<double> fast, exact;
   for (size_t i = 0; i < n_best; ++i) {
     if (!errors[i].empty()) continue;
@@ -412,11 +479,7 @@ SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space
   r.rho_sample = spearman(fast, exact);
   for (size_t i = 0; i < n_best; ++i)
     if (errors[i].empty()) r.ranked.push_back(std::move(sims[i]));
-  // Equal step times: the plan needing less memory first, then the lower id.
-  std::sort(r.ranked.begin(), r.ranked.end(), [](const auto& a, const auto& b) {
-    return std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
-           std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id);
-  });
+  std::sort(r.ranked.begin(), r.ranked.end(), simulated_before);
   r.tally = std::move(tally);
   return r;
 }

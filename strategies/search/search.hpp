@@ -79,9 +79,23 @@ struct SearchOptions {
   /// Called from the calling thread about five times a second while a tier runs, with the
   /// tier's name ("fast", "exact"), the work done and the work in all.
   std::function<void(const char* tier, std::int64_t done, std::int64_t total)> progress;
-  /// The number of candidates the exact tier re-simulates.
+  /// The most candidates the exact tier re-simulates down the fast ranking while its winner
+  /// is not yet stable (0: EXACT_CAP_FACTOR x exact_count()).
+  int exact_cap = 0;
+  /// The number of candidates the exact tier re-simulates first.
   int exact_count() const { return exact > 0 ? exact : std::max(4 * top, 32); }
+  /// The fast tier's best candidates kept for the exact tier: its cap (at least exact_count(),
+  /// at most MAX_EXACT_CAP).
+  int keep_count() const;
+  /// The exact tier's window and batch: the winner is stable once this many re-simulated
+  /// candidates after it, in the fast ranking, did not beat it; max(8, exact_count() / 2).
+  int stable_window() const { return std::max(8, exact_count() / 2); }
 };
+
+/// The exact tier's default cap, a multiple of exact_count(), and its absolute limit (the most
+/// candidates a tally keeps, search_tally_json.cpp's MAX_KEEP); docs/limits.md.
+inline constexpr int EXACT_CAP_FACTOR = 8;
+inline constexpr int MAX_EXACT_CAP = 1 << 20;
 
 /// One re-simulated candidate.
 struct SimulatedCandidate {
@@ -104,6 +118,18 @@ struct SearchResult {
   /// over the sample (NaN when fewer than two).
   double rho_resimulated = std::numeric_limits<double>::quiet_NaN();
   double rho_sample = std::numeric_limits<double>::quiet_NaN();
+  /// Candidates of the fast ranking re-simulated (its first `resimulated`): at least
+  /// exact_count(), more while the winner was not stable, at most the cap.
+  std::int64_t resimulated = 0;
+  /// The exact tier stopped because its winner was stable: no later candidate among the last
+  /// stable_window() re-simulated beat it, and the next candidate's fast estimate, divided by
+  /// 1 + stable_margin, is slower than the winner's simulated time (or every fitting plan was
+  /// re-simulated). False: it stopped at the cap.
+  bool winner_stable = false;
+  /// The fast tier's largest relative overestimate seen on the re-simulated candidates,
+  /// max(fast / simulated) - 1 (negative when it underestimated them all): a candidate is
+  /// taken to be no faster than its estimate / (1 + stable_margin).
+  double stable_margin = 0;
   /// Candidates the step simulator could not run (left out of the ranking), the lowest id
   /// of them and its error.
   std::int64_t failed = 0;
@@ -121,7 +147,10 @@ SearchTally fast_tier(const models::ModelSpec& model, const SearchSpace& space,
 /// candidate is valid (the most frequent rule's message), InfeasibleError when none fits.
 void check_tally(const SearchTally& tally, const SearchSpace& space, double capacity_bytes);
 
-/// The exact tier: re-simulates the tally's best candidates and its sample.
+/// The exact tier: re-simulates the tally's best exact_count() candidates, then further down the
+/// fast ranking in batches of stable_window() until the winner is stable (SearchResult::
+/// winner_stable) or keep_count() were re-simulated; then its sample. The batches and the stop
+/// depend on the simulated times alone: the same answer for any thread count.
 SearchResult exact_tier(const models::ModelSpec& model, const SearchSpace& space,
                         const topo::Cluster& cluster, SearchTally tally,
                         const SearchOptions& options);

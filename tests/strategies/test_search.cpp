@@ -62,6 +62,9 @@ TEST_CASE("strategies::Search: the same answer for any thread count") {
     CHECK(one.ranked[i].fast_step_s == three.ranked[i].fast_step_s);
   }
   CHECK(one.sample_times == three.sample_times);
+  CHECK(one.resimulated == three.resimulated);
+  CHECK(one.winner_stable == three.winner_stable);
+  CHECK(one.stable_margin == three.stable_margin);
   CHECK(one.tally.enumerated > 1000);
   CHECK(one.tally.invalid > 0);
 }
@@ -99,17 +102,21 @@ TEST_CASE("strategies::Search: top-K ordering") {
   const SearchResult r = run_search(c.model, c.space, c.cluster, options(2));
   // The fast tier's list is sorted by (estimate, id); the final ranking by (simulated, id).
   for (size_t i = 1; i < r.tally.best.size(); ++i) CHECK(r.tally.best[i - 1] < r.tally.best[i]);
-  REQUIRE(r.ranked.size() == 12);
+  // The first 12, then on in batches of 8 (stable_window) until the winner is stable.
+  CHECK(r.resimulated >= 12);
+  CHECK(r.resimulated <= 96);
+  CHECK((r.resimulated - 12) % 8 == 0);
+  REQUIRE(r.ranked.size() == static_cast<size_t>(r.resimulated));
   for (size_t i = 1; i < r.ranked.size(); ++i) {
     const auto& a = r.ranked[i - 1];
     const auto& b = r.ranked[i];
     CHECK(std::make_tuple(a.report.step_time_s, a.report.memory.peak_bytes, a.id) <
           std::make_tuple(b.report.step_time_s, b.report.memory.peak_bytes, b.id));
   }
-  // Every re-simulated plan is one of the fast tier's 12 best, named by its position there.
+  // Every re-simulated plan is one of the fast tier's best, named by its position there.
   for (const auto& s : r.ranked) {
     REQUIRE(s.fast_rank >= 1);
-    REQUIRE(s.fast_rank <= 12);
+    REQUIRE(s.fast_rank <= r.resimulated);
     CHECK(r.tally.best[static_cast<size_t>(s.fast_rank - 1)].id == s.id);
     CHECK(s.report.memory.peak_bytes <= c.cluster.gpu.hbm_bytes);
   }
@@ -139,11 +146,51 @@ TEST_CASE("strategies::Search: finishing with no plan the simulator can run is a
   REQUIRE(tally.fitting > 0);
   o.simulate.kernels = std::make_shared<FailingKernels>();
   CHECK_THROWS_WITH_AS(finish_search(c.model, c.space, c.cluster, tally, o),
-                       doctest::Contains("could not run any of the 12 best plans; the first "
+                       doctest::Contains("could not run any of the 96 best plans; the first "
                                          "error: no kernel times"),
-                       InternalError);
+                       InternalError);  // no winner, so on to the cap, 8 x 12
   o.simulate.kernels = nullptr;
-  CHECK(finish_search(c.model, c.space, c.cluster, tally, o).ranked.size() == 12);
+  const SearchResult r = finish_search(c.model, c.space, c.cluster, tally, o);
+  CHECK(r.ranked.size() == static_cast<size_t>(r.resimulated));
+}
+
+TEST_CASE("strategies::Search: the exact tier goes down a misleading fast ranking, to its cap") {
+  // The fast tier's best 96, put in the reverse of their simulated order (the estimates left
+  // in order): every batch the exact tier re-simulates holds a new winner, so it never settles
+  // and goes down the ranking to its cap, where the true winner is.
+  const Case c;
+  SearchOptions o = options(2);
+  o.sample = 0;
+  o.exact = 96;  // a tally of the best 768; its first 96 re-simulated at once
+  const SearchTally tally = fast_tier(c.model, c.space, c.cluster, o);
+  REQUIRE(tally.best.size() > 96);
+  const SearchResult truth = exact_tier(c.model, c.space, c.cluster, tally, o);
+  REQUIRE(truth.ranked.size() == 96);
+  SearchTally misleading = tally;
+  for (size_t i = 0; i < 96; ++i) misleading.best[i].id = truth.ranked[95 - i].id;
+
+  o.exact = 12;  // cap 8 x 12 = 96
+  for (int threads : {1, 3}) {
+    o.threads = threads;
+    const SearchResult r = exact_tier(c.model, c.space, c.cluster, misleading, o);
+    CHECK(r.resimulated == 96);
+    CHECK_FALSE(r.winner_stable);
+    CHECK(r.ranked.front().id == truth.ranked.front().id);
+    CHECK(r.ranked.front().fast_rank == 96);
+  }
+  // A lower cap: it stops there, not stable, with a slower plan than the true winner.
+  o.exact_cap = 20;
+  REQUIRE(o.keep_count() == 20);
+  const SearchResult capped = exact_tier(c.model, c.space, c.cluster, misleading, o);
+  CHECK(capped.resimulated == 20);
+  CHECK_FALSE(capped.winner_stable);
+  CHECK(capped.ranked.front().id == truth.ranked[76].id);
+  // The true ranking: the exact tier settles before its cap (the tally's own order).
+  o.exact_cap = 0;
+  const SearchResult settled = exact_tier(c.model, c.space, c.cluster, tally, o);
+  CHECK(settled.winner_stable);
+  CHECK(settled.resimulated < 96);
+  CHECK(settled.ranked.front().report.step_time_s == truth.ranked.front().report.step_time_s);
 }
 
 TEST_CASE("strategies::Search: Spearman's rho") {
