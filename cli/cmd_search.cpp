@@ -179,6 +179,18 @@ std::string render_table(const models::ModelSpec& model, const topo::Cluster& cl
         r.failed, r.first_failed_id, r.first_failure);
   }
   out += fmt::format(
+      "exact tier: the fast tier's best {} re-simulated; {}\n", r.resimulated,
+      r.winner_stable
+          ? fmt::format("the winner (fast #{}) is stable: none of the {} re-simulated after it "
+                        "beat it, and the fast estimates of the rest, divided by the largest "
+                        "fast/simulated ratio seen ({:.3f}), are slower than its time",
+                        r.ranked.empty() ? 0 : r.ranked.front().fast_rank,
+                        r.resimulated - (r.ranked.empty() ? 0 : r.ranked.front().fast_rank),
+                        1 + r.stable_margin)
+          : fmt::format("stopped at the cap before the winner (fast #{}) was stable: a plan "
+                        "further down the fast ranking may be faster (raise --exact)",
+                        r.ranked.empty() ? 0 : r.ranked.front().fast_rank));
+  out += fmt::format(
       "rank agreement (Spearman rho, fast tier vs step simulator): {} over the {} "
       "re-simulated plans",
       rho_text(r.rho_resimulated), r.ranked.size());
@@ -210,6 +222,9 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
   res["space"] = space.describe();
   res["capacity_bytes"] = capacity;
   res["resimulated"] = r.ranked.size();
+  res["exact_resimulated"] = r.resimulated;
+  res["winner_stable"] = r.winner_stable;
+  res["stable_margin"] = r.stable_margin;
   res["simulation_failures"] = r.failed;
   if (r.failed > 0) res["first_simulation_failure"] = r.first_failure;
   OrderedJson agreement;
