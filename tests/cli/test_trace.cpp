@@ -15,8 +15,10 @@
 
 #include "tests/temp_dir.hpp"
 
-TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
-  const loom::testing::TempDir dir("trace");
+namespace {
+
+// The trace of gpt-1.7b on one DGX A100, tp 2 pp 2 dp 2, 4 micro-batches, written into `dir`.
+nlohmann::json small_trace(const loom::testing::TempDir& dir) {
   const std::string path = dir.file("trace.json");
   const std::string cmd = std::string(LOOM_BINARY) +
                           " simulate --model gpt-1.7b --cluster dgx-a100 --tp 2 --pp 2 --gbs 8 "
@@ -24,7 +26,14 @@ TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
                           path + " > /dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(path);
-  const auto doc = nlohmann::json::parse(in);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
+  const loom::testing::TempDir dir("trace");
+  const auto doc = small_trace(dir);
   REQUIRE(doc.contains("traceEvents"));
   int slices = 0, counters = 0, sends = 0, receives = 0;
   std::map<int, std::string> process_names;
@@ -73,14 +82,7 @@ TEST_CASE("cli::Simulate: the trace is valid Chrome-trace JSON") {
 // for it; slices carry what they did; one memory value per timestamp.
 TEST_CASE("cli::Simulate: the trace links sends to receives and slices carry args") {
   const loom::testing::TempDir dir("trace_flows");
-  const std::string path = dir.file("trace.json");
-  const std::string cmd = std::string(LOOM_BINARY) +
-                          " simulate --model gpt-1.7b --cluster dgx-a100 --tp 2 --pp 2 --gbs 8 "
-                          "--seq 512 --trace " +
-                          path + " > /dev/null";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  std::ifstream in(path);
-  const auto doc = nlohmann::json::parse(in);
+  const auto doc = small_trace(dir);
   struct Slice {
     int pid, tid;
     double ts, dur;
