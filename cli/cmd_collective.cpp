@@ -284,7 +284,8 @@ int run_collective(const CollectiveFlags& f) {
   table.align_left(3);
   table.align_left(8);
   table.align_left(9);
-  CsvTable csv({"op", "ranks", "size_bytes", "count", "type", "redop", "root", "time_us",
+  CsvTable csv("collective", 1,
+               {"op", "ranks", "size_bytes", "count", "type", "redop", "root", "time_us",
                 "algbw_GBps", "busbw_GBps", "algorithm", "protocol"});
   for (double size = min_bytes; size <= max_bytes * (1 + 1e-12); size *= f.factor) {
     // nccl-tests rounds sizes down to a multiple of (type size x ranks) for sharded ops.

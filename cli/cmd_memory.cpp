@@ -201,7 +201,7 @@ std::string render_csv(const models::ModelSpec& model, const models::TrainingPla
         "gradients_bytes", "optimizer_bytes", "activations_bytes", "other_bytes", "total_bytes",
         "capacity_bytes", "fits"})
     header.push_back(key);
-  CsvTable csv(header);
+  CsvTable csv("memory", 1, header);
   for (const models::StageMemory& s : r.stages) {
     std::vector<std::string> row = context;
     for (const std::string& v :
@@ -270,7 +270,7 @@ int run_memory(MemoryOptions& o) {
   if (cluster_used) strategies::check_precision_on_cluster(plan, *cluster_used, resolved.sources);
   if (gpu_used) strategies::check_precision_on_gpu(plan, *gpu_used, resolved.sources);
   const models::MemoryReport report = strategies::estimate_memory(model, plan);
-  context["plan"] = strategies::plan_to_json(plan);
+  context["plan"] = plan_output_json(plan);
   const Format format = parse_format(o.format);
   if (format == Format::JSON) {
     OrderedJson results = render_json_results(model, plan, report, capacity);

@@ -83,7 +83,7 @@ int run_ranks(const RanksOptions& o) {
   }
   if (format == Format::CSV) {
     headers[3] = "gpu";
-    CsvTable csv(headers);
+    CsvTable csv("ranks", 1, headers);
     for (auto& row : rows) csv.add_row(std::move(row));
     std::cout << csv.render();
     return 0;

@@ -15,6 +15,7 @@
 #include "cli/ops_output.hpp"
 #include "cli/output_file.hpp"
 #include "cli/plan_flags.hpp"
+#include "cli/plan_text.hpp"
 #include "cli/progress.hpp"
 #include "cli/report_html.hpp"
 #include "cli/simulate_output.hpp"
@@ -94,10 +95,10 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
     context["cluster"] = cluster.name;
     context["compare"] = f.scenario.compare;
     OrderedJson results;
-    results["plan"] = simulate_results_json(r, cluster.gpu.hbm_bytes);
-    results["plan"]["plan"] = strategies::plan_to_json(plan);
-    results["compared"] = simulate_results_json(b, cluster.gpu.hbm_bytes);
-    results["compared"]["plan"] = strategies::plan_to_json(other.plan);
+    results["plan"] = simulate_results_json(plan, r, cluster.gpu.hbm_bytes);
+    results["plan"]["plan"] = plan_output_json(plan);
+    results["compared"] = simulate_results_json(other.plan, b, cluster.gpu.hbm_bytes);
+    results["compared"]["plan"] = plan_output_json(other.plan);
     std::cout << render_document(make_document(context, results));
     return 0;
   }
@@ -194,7 +195,7 @@ int run_simulate(const SimulateFlags& f) {
       context["calibration"] = coverage_json(
           f.calibration, network->network,
           plan_coverage(network->network, plan, setup.order, cluster), network->notes);
-    OrderedJson results = simulate_results_json(r, cluster.gpu.hbm_bytes);
+    OrderedJson results = simulate_results_json(plan, r, cluster.gpu.hbm_bytes);
     add_simulate_bands(results, simulate_bands(model, plan, cluster), r);
     std::cout << render_document(make_document(std::move(context), std::move(results)));
   } else if (format == Format::CSV) {

@@ -77,7 +77,8 @@ std::string render_ops_table(const std::vector<strategies::OpListBreakdown>& lis
 }
 
 std::string render_ops_csv(const std::vector<strategies::OpListBreakdown>& lists) {
-  CsvTable t({"gpu", "list", "alike", "op", "kind", "forward_s", "backward_input_s",
+  CsvTable t("simulate-ops", 1,
+             {"gpu", "list", "alike", "op", "kind", "forward_s", "backward_input_s",
               "backward_weight_s", "forward_launches", "backward_launches", "graphed", "collective",
               "collective_bytes", "forward_flops", "forward_bytes"});
   for (const auto& l : lists)

@@ -159,9 +159,9 @@ std::string render_plan_table(const PlanOutput& out) {
   std::string s = header(out);
   const bool costs = std::any_of(out.prices.begin(), out.prices.end(),
                                  [](const auto& p) { return p.has_value(); });
-  std::vector<std::string> heads = {"gpu",  "GPUs",     "nodes",     "plan",       "tokens/s",
-                                    "MFU",  "ideal d",  "MTBF",      "ckpt every", "goodput",
-                                    "days", "80% band", "GPU-hours", "energy"};
+  std::vector<std::string> heads = {"gpu",          "GPUs", "nodes",    "plan",      "tokens/s",
+                                    "tokens/s/GPU", "MFU",  "ideal d",  "MTBF",      "ckpt every",
+                                    "goodput",      "days", "80% band", "GPU-hours", "energy"};
   if (costs) heads.push_back("cost");
   if (out.selection) heads.insert(heads.begin(), "");
   Table table(heads);
@@ -176,7 +176,8 @@ std::string render_plan_table(const PlanOutput& out) {
     if (r.feasible) {
       cells.insert(
           cells.end(),
-          {plan_label(r.plan), format_count(r.tokens_per_s), format_percent(r.mfu),
+          {plan_label(r.plan), format_count(r.tokens_per_s),
+           format_count(tokens_per_s_per_gpu(r.tokens_per_s, r.plan)), format_percent(r.mfu),
            days(r.run.ideal_s), duration(r.run.mtbf_s), duration(r.run.checkpoint_interval_s),
            format_percent(r.run.goodput), days(r.run.expected_s), days_band(out, i),
            format_rounded(r.gpu_hours), energy(r.energy_joules)});
@@ -235,9 +236,10 @@ std::string render_plan_json(const PlanOutput& out) {
       rows.push_back(j);
       continue;
     }
-    j["plan"] = strategies::plan_to_json(r.plan);
+    j["plan"] = plan_output_json(r.plan);
     j["step_time_s"] = r.step_time_s;
     j["tokens_per_s"] = r.tokens_per_s;
+    j["tokens_per_s_per_gpu"] = tokens_per_s_per_gpu(r.tokens_per_s, r.plan);
     j["mfu"] = r.mfu;
     j["peak_memory_bytes"] = r.peak_memory_bytes;
     j["checkpoint_bytes"] = r.checkpoint_bytes;
@@ -278,37 +280,44 @@ std::string render_plan_json(const PlanOutput& out) {
 }
 
 std::string render_plan_csv(const PlanOutput& out) {
-  // The configuration, its plan, then its results.
-  std::vector<std::string> header = {"gpu_type", "gpus", "nodes", "feasible"};
-  for (const char* key :
-       {"tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "zero", "recompute", "sp"})
+  // The configuration, why it has no plan (empty when feasible), its plan with the overlap
+  // switches in effect, then its results.
+  std::vector<std::string> header = {"gpu_type", "gpus", "nodes", "feasible", "reason"};
+  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "vpp", "mbs", "schedule", "zero",
+                          "recompute", "sp", "overlap_grad_reduce", "overlap_param_gather",
+                          "tp_comm_overlap", "overlap_moe_expert_parallel_comm"})
     header.push_back(key);
   for (const char* key :
-       {"step_time_s", "tokens_per_s", "mfu", "ideal_days", "mtbf_s", "checkpoint_interval_s",
-        "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd", "expected_days_band_lo",
-        "expected_days_band_hi", "band_runs", "band_extrapolation"})
+       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "ideal_days", "mtbf_s",
+        "checkpoint_interval_s", "goodput", "expected_days", "gpu_hours", "energy_mwh", "cost_usd",
+        "expected_days_band_lo", "expected_days_band_hi", "band_runs", "band_extrapolation"})
     header.push_back(key);
-  CsvTable csv(header);
+  CsvTable csv("plan", 1, header);
   for (std::size_t i = 0; i < out.rows.size(); ++i) {
     const auto& r = out.rows[i];
     std::vector<std::string> fields = {out.targets[r.target].label, std::to_string(r.gpus),
-                                       std::to_string(r.nodes), r.feasible ? "1" : "0"};
+                                       std::to_string(r.nodes), csv_bool(r.feasible),
+                                       r.feasible ? "" : r.reason};
     if (r.feasible) {
       const auto& p = r.plan;
       for (std::int64_t v : {std::int64_t{p.tp}, std::int64_t{p.pp}, std::int64_t{p.dp},
                              std::int64_t{p.cp}, std::int64_t{p.ep}, std::int64_t{p.vpp}, p.mbs})
         fields.push_back(std::to_string(v));
-      fields.insert(fields.end(), {models::to_string(p.schedule), std::to_string(p.zero),
-                                   models::to_string(p.recompute), p.sp ? "1" : "0"});
-      for (double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.run.ideal_s / DAY_S, r.run.mtbf_s,
-                       r.run.checkpoint_interval_s, r.run.goodput, r.run.expected_s / DAY_S,
-                       r.gpu_hours, r.energy_joules / MWH_J})
+      fields.insert(
+          fields.end(),
+          {models::to_string(p.schedule), std::to_string(p.zero), models::to_string(p.recompute),
+           csv_bool(p.sp), csv_bool(p.overlap_grad_reduce), csv_bool(p.overlap_param_gather),
+           csv_bool(p.tp_comm_overlap), csv_bool(p.overlap_moe_expert_parallel_comm)});
+      for (double v :
+           {r.step_time_s, r.tokens_per_s, tokens_per_s_per_gpu(r.tokens_per_s, p), r.mfu,
+            r.run.ideal_s / DAY_S, r.run.mtbf_s, r.run.checkpoint_interval_s, r.run.goodput,
+            r.run.expected_s / DAY_S, r.gpu_hours, r.energy_joules / MWH_J})
         fields.push_back(csv_number(v));
       fields.push_back(r.cost ? csv_number(*r.cost) : "");
       const auto& b = out.bands[i].time;
       const auto [lo, hi] = b.of_time(r.run.expected_s / DAY_S);
       fields.insert(fields.end(), {csv_number(lo), csv_number(hi), std::to_string(b.runs),
-                                   b.extrapolation ? "true" : "false"});
+                                   csv_bool(b.extrapolation)});
     }
     fields.resize(header.size());  // a configuration without a plan leaves the rest empty
     csv.add_row(std::move(fields));

@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
+#include <map>
+
 #include "common/csv.hpp"
 #include "common/strings.hpp"
+#include "strategies/plan/plan_fields.hpp"
 #include "strategies/plan/plan_json.hpp"
 
 namespace loom::cli {
@@ -56,9 +61,36 @@ std::string plan_summary(const models::TrainingPlan& plan) {
       overlap_text(plan), design_text(plan));
 }
 
+OrderedJson plan_output_json(const models::TrainingPlan& plan) {
+  const OrderedJson fields = strategies::plan_to_json(plan);
+  std::map<std::string, const strategies::PlanField*, std::less<>> sizes;
+  for (const auto& f : strategies::plan_fields())
+    if (f.type == strategies::FieldType::BYTES && f.get) sizes[std::string(f.key)] = &f;
+  OrderedJson out = OrderedJson::object();
+  for (const auto& [key, value] : fields.items()) {
+    const auto size = sizes.find(key);
+    if (size == sizes.end() || !value.is_string()) {
+      out[key] = value;
+      continue;
+    }
+    // bytes_text wrote the resolved size as "<bytes>B".
+    const auto text = value.get<std::string>();
+    const double v = std::stod(text.substr(0, text.size() - 1));
+    if (std::abs(v) < 0x1p53 && std::floor(v) == v)
+      out[key + "_bytes"] = static_cast<std::int64_t>(v);
+    else
+      out[key + "_bytes"] = v;
+  }
+  return out;
+}
+
+double tokens_per_s_per_gpu(double tokens_per_s, const models::TrainingPlan& plan) {
+  return tokens_per_s / static_cast<double>(plan.gpus());
+}
+
 void append_plan_columns(const models::TrainingPlan& plan, std::vector<std::string>& header,
                          std::vector<std::string>& row) {
-  const OrderedJson fields = strategies::plan_to_json(plan);
+  const OrderedJson fields = plan_output_json(plan);
   for (const auto& [key, value] : fields.items()) {
     header.push_back(key);
     if (value.is_string()) {

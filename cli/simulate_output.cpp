@@ -132,6 +132,7 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
   std::vector<std::pair<std::string, std::string>> rows = {
       {"step time", format_time(r.step_time_s)},
       {"tokens/s", fmt::format("{:.0f}", r.tokens_per_s)},
+      {"tokens/s per GPU", fmt::format("{:.0f}", tokens_per_s_per_gpu(r.tokens_per_s, plan))},
       {"model TFLOP/s per GPU", fmt::format("{:.1f}", r.model_tflops_per_gpu)},
       {"hardware TFLOP/s per GPU", fmt::format("{:.1f}", r.hardware_tflops_per_gpu)},
       {"MFU", mfu},
@@ -141,7 +142,7 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
   };
   // Without a pipeline there is no bubble to report (the row would be 0 or a DP wait).
   if (plan.pp > 1) {
-    rows.insert(rows.begin() + 6,
+    rows.insert(rows.begin() + 7,
                 {"pipeline bubble",
                  fmt::format("{} ({} of the {} pipeline phase)", format_time(r.bubble_time_s),
                              format_percent(r.bubble_fraction), format_time(r.pipeline_time_s))});
@@ -199,10 +200,12 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
   return out;
 }
 
-OrderedJson simulate_results_json(const strategies::StepReport& r, double capacity) {
+OrderedJson simulate_results_json(const models::TrainingPlan& plan, const strategies::StepReport& r,
+                                  double capacity) {
   OrderedJson res;
   res["step_time_s"] = r.step_time_s;
   res["tokens_per_s"] = r.tokens_per_s;
+  res["tokens_per_s_per_gpu"] = tokens_per_s_per_gpu(r.tokens_per_s, plan);
   res["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   res["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
   res["mfu"] = r.mfu;
@@ -256,7 +259,7 @@ OrderedJson simulate_context_json(const models::ModelSpec& model, const models::
   context["network"] = setup.network;
   context["mode"] = setup.full ? "full" : "symmetric";
   context["order"] = setup.order;
-  context["plan"] = strategies::plan_to_json(plan);
+  context["plan"] = plan_output_json(plan);
   if (!setup.calibration.empty()) context["calibration"] = setup.calibration;
   return context;
 }
@@ -276,6 +279,7 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
   };
   add("step_time_s", csv_number(r.step_time_s));
   add("tokens_per_s", csv_number(r.tokens_per_s));
+  add("tokens_per_s_per_gpu", csv_number(tokens_per_s_per_gpu(r.tokens_per_s, plan)));
   add("model_tflops_per_gpu", csv_number(r.model_tflops_per_gpu));
   add("hardware_tflops_per_gpu", csv_number(r.hardware_tflops_per_gpu));
   add("mfu", csv_number(r.mfu));
@@ -308,7 +312,7 @@ std::string render_simulate_csv(const models::ModelSpec& model, const models::Tr
   add_band_columns("peak_memory_bytes", b.memory.of_time(r.memory.peak_bytes), header, row);
   add("band_runs", std::to_string(b.time.runs));
   add("band_extrapolation", b.time.extrapolation ? "true" : "false");
-  CsvTable csv(header);
+  CsvTable csv("simulate", 1, header);
   csv.add_row(row);
   return csv.render();
 }

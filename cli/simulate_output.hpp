@@ -33,7 +33,8 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
                                   const SimulateSetup& setup);
 
 /// The DESIGN.md `simulate` results block (times in seconds, sizes in bytes).
-OrderedJson simulate_results_json(const strategies::StepReport& r, double capacity_bytes);
+OrderedJson simulate_results_json(const models::TrainingPlan& plan, const strategies::StepReport& r,
+                                  double capacity_bytes);
 
 /// The plan's error bands on `cluster` (its first GPU type's architecture, all its GPUs).
 PlanBands simulate_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,

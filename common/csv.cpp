@@ -6,10 +6,14 @@
 
 namespace loom {
 
-CsvTable::CsvTable(std::vector<std::string> header) : header_(std::move(header)) {}
+CsvTable::CsvTable(std::string_view command, int version, std::vector<std::string> header)
+    : schema_(fmt::format("loom.{}.v{}", command, version)), header_(std::move(header)) {
+  header_.insert(header_.begin(), "schema");
+}
 
 void CsvTable::add_row(std::vector<std::string> fields) {
-  check_invariant(fields.size() == header_.size(), "a CSV record as wide as its header");
+  check_invariant(fields.size() + 1 == header_.size(), "a CSV record as wide as its header");
+  fields.insert(fields.begin(), schema_);
   rows_.push_back(std::move(fields));
 }
 
@@ -36,6 +40,10 @@ std::string csv_field(std::string_view text) {
   }
   out += '"';
   return out;
+}
+
+std::string csv_bool(bool value) {
+  return value ? "true" : "false";
 }
 
 std::string csv_number(double value) {

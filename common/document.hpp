@@ -9,7 +9,8 @@ namespace loom {
 
 using OrderedJson = nlohmann::ordered_json;
 
-/// Wraps `context` and `results` in the schema-versioned envelope.
+/// Wraps `context` and `results` in the schema-versioned envelope. A whole number under a key
+/// naming bytes ("bytes", "*_bytes", "*_bytes_per_*", arrays under them) is written as an integer.
 OrderedJson make_document(OrderedJson context, OrderedJson results);
 
 /// The document serialised with two-space indent and a trailing newline (see dump_json).

@@ -61,7 +61,8 @@ TEST_CASE("cli --ops --format csv: one record per op under one header") {
   size_t lines = 0;
   for (char c : run.out) lines += c == '\n';
   CHECK(lines == ops + 1);
-  CHECK(run.out.rfind("gpu,list,alike,op,kind,forward_s,", 0) == 0);
+  CHECK(run.out.rfind("schema,gpu,list,alike,op,kind,forward_s,", 0) == 0);
+  CHECK(run.out.find("\nloom.simulate-ops.v1,") != std::string::npos);
 }
 
 TEST_CASE("cli --ops: a plan that does not fit is warned about in every format") {
