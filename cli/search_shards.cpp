@@ -91,11 +91,12 @@ strategies::SearchTally merge_partials(const std::vector<std::string>& files,
         tally.keep_sample != std::max(0, options.sample)) {
       throw ValidationError(
           "--merge",
-          fmt::format("--merge: {} keeps the best {} and a sample of {}, this merge the best {} "
-                      "and {} (--exact {} --sample {}); merge with the --exact and --sample the "
-                      "shards were made with",
-                      file, tally.keep_best, tally.keep_sample, options.keep_count(),
-                      options.sample, options.exact_count(), options.sample));
+          fmt::format(
+              "--merge: {} keeps the best {} and a sample of {}, this merge the best {} "
+              "and {} (--exact {} --sample {}); merge with the same --exact and --sample as "
+              "the shards",
+              file, tally.keep_best, tally.keep_sample, options.keep_count(), options.sample,
+              options.exact_count(), options.sample));
     }
     strategies::verify_tally(model, space, cluster, options, tally, shard, file);
     merged.merge(tally);
