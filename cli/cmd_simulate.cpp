@@ -107,7 +107,8 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
                           "--compare: --format csv is not supported; use table or json");
   std::cout << render_simulate_table(model, plan, cluster, r, setup);
   std::cout << fmt::format("\ncompared with {}:\n", f.scenario.compare);
-  std::cout << render_compare_table(r, "this plan", b, f.scenario.compare);
+  std::cout << render_compare_table(r, "this plan", b, f.scenario.compare, plan.gpus(),
+                                    other.plan.gpus());
   return 0;
 }
 

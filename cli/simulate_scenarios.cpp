@@ -349,7 +349,8 @@ void add_scenario_json(OrderedJson& res, const StepReport& r) {
 }
 
 std::string render_compare_table(const StepReport& a, const std::string& a_name,
-                                 const StepReport& b, const std::string& b_name) {
+                                 const StepReport& b, const std::string& b_name,
+                                 std::int64_t a_gpus, std::int64_t b_gpus) {
   Table t({"metric", a_name, b_name});
   t.align_left(1);
   t.align_left(2);
@@ -359,6 +360,9 @@ std::string render_compare_table(const StepReport& a, const std::string& a_name,
   time_row("step time", a.step_time_s, b.step_time_s);
   t.add_row(
       {"tokens/s", fmt::format("{:.0f}", a.tokens_per_s), fmt::format("{:.0f}", b.tokens_per_s)});
+  t.add_row({"tokens/s per GPU",
+             fmt::format("{:.0f}", a.tokens_per_s / static_cast<double>(a_gpus)),
+             fmt::format("{:.0f}", b.tokens_per_s / static_cast<double>(b_gpus))});
   t.add_row({"MFU", format_percent(a.mfu), format_percent(b.mfu)});
   time_row("compute", a.compute_time_s, b.compute_time_s);
   time_row("exposed communication", a.exposed_comm_time_s, b.exposed_comm_time_s);

@@ -51,8 +51,10 @@ std::string render_scenario_table(const strategies::StepReport& report);
 /// "stages", "design" when the run has them.
 void add_scenario_json(OrderedJson& results, const strategies::StepReport& report);
 
-/// A side-by-side table of two runs, `a` and `b`, labelled with their names.
+/// A side-by-side table of two runs, `a` and `b`, labelled with their names; `a_gpus` and
+/// `b_gpus` (their plans' GPUs) divide tokens/s into tokens/s per GPU.
 std::string render_compare_table(const strategies::StepReport& a, const std::string& a_name,
-                                 const strategies::StepReport& b, const std::string& b_name);
+                                 const strategies::StepReport& b, const std::string& b_name,
+                                 std::int64_t a_gpus, std::int64_t b_gpus);
 
 }  // namespace loom::cli
