@@ -16,7 +16,6 @@
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_label.hpp"
-#include "cli/plan_text.hpp"
 #include "cli/progress.hpp"
 #include "cli/search_shards.hpp"
 #include "common/csv.hpp"
@@ -240,11 +239,10 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
     p["rank"] = i + 1;
     p["id"] = c.id;
     p["fast_rank"] = c.fast_rank;
-    p["plan"] = plan_output_json(c.plan);
+    p["plan"] = strategies::plan_to_json(c.plan);
     p["step_time_s"] = c.report.step_time_s;
     p["fast_step_time_s"] = c.fast_step_s;
     p["tokens_per_s"] = c.report.tokens_per_s;
-    p["tokens_per_s_per_gpu"] = tokens_per_s_per_gpu(c.report.tokens_per_s, c.plan);
     p["mfu"] = c.report.mfu;
     p["peak_memory_bytes"] = c.report.memory.peak_bytes;
     p["bubble_time_s"] = c.report.bubble_time_s;
@@ -278,8 +276,7 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
 }
 
 std::string render_csv(const strategies::SearchResult& r, int top, const RankedBands& rb) {
-  CsvTable csv("search", 1,
-               {"rank",
+  CsvTable csv({"rank",
                 "id",
                 "tp",
                 "pp",
@@ -300,7 +297,6 @@ std::string render_csv(const strategies::SearchResult& r, int top, const RankedB
                 "fast_step_time_s",
                 "fast_rank",
                 "tokens_per_s",
-                "tokens_per_s_per_gpu",
                 "mfu",
                 "peak_memory_bytes",
                 "bubble_time_s",
@@ -326,16 +322,15 @@ std::string render_csv(const strategies::SearchResult& r, int top, const RankedB
                  models::to_string(p.schedule),
                  whole(p.zero),
                  models::to_string(p.recompute),
-                 csv_bool(p.sp),
-                 csv_bool(p.overlap_grad_reduce),
-                 csv_bool(p.overlap_param_gather),
-                 csv_bool(p.tp_comm_overlap),
-                 csv_bool(p.overlap_moe_expert_parallel_comm),
+                 whole(int(p.sp)),
+                 whole(int(p.overlap_grad_reduce)),
+                 whole(int(p.overlap_param_gather)),
+                 whole(int(p.tp_comm_overlap)),
+                 whole(int(p.overlap_moe_expert_parallel_comm)),
                  csv_number(c.report.step_time_s),
                  csv_number(c.fast_step_s),
                  whole(c.fast_rank),
                  csv_number(c.report.tokens_per_s),
-                 csv_number(tokens_per_s_per_gpu(c.report.tokens_per_s, p)),
                  csv_number(c.report.mfu),
                  csv_number(c.report.memory.peak_bytes),
                  csv_number(c.report.bubble_time_s),
@@ -370,8 +365,10 @@ Command add_search_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--threads", flags->threads, "worker threads (default: the hardware's)")
       ->check(CLI::Range(1, 4096));
-  app->add_option("--exact", flags->exact,
-                  "candidates re-simulated by the step simulator (default: max(4 x top, 32))")
+  app->add_option(
+         "--exact", flags->exact,
+         "candidates re-simulated by the step simulator first (default: max(4 x top, 32)); "
+         "then more, up to 8x, until the winner is stable (docs/search.md)")
       ->check(CLI::Range(1, 1000000));
   app->add_option("--sample", flags->sample,
                   "also simulate N random fitting plans and report the fast tier's rank "
