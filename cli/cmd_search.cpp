@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_flags.hpp"
 #include "cli/plan_label.hpp"
+#include "cli/plan_text.hpp"
 #include "cli/progress.hpp"
 #include "cli/search_shards.hpp"
 #include "common/csv.hpp"
@@ -239,10 +240,11 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
     p["rank"] = i + 1;
     p["id"] = c.id;
     p["fast_rank"] = c.fast_rank;
-    p["plan"] = strategies::plan_to_json(c.plan);
+    p["plan"] = plan_output_json(c.plan);
     p["step_time_s"] = c.report.step_time_s;
     p["fast_step_time_s"] = c.fast_step_s;
     p["tokens_per_s"] = c.report.tokens_per_s;
+    p["tokens_per_s_per_gpu"] = tokens_per_s_per_gpu(c.report.tokens_per_s, c.plan);
     p["mfu"] = c.report.mfu;
     p["peak_memory_bytes"] = c.report.memory.peak_bytes;
     p["bubble_time_s"] = c.report.bubble_time_s;
@@ -276,7 +278,8 @@ OrderedJson render_results(const strategies::SearchSpace& space, const strategie
 }
 
 std::string render_csv(const strategies::SearchResult& r, int top, const RankedBands& rb) {
-  CsvTable csv({"rank",
+  CsvTable csv("search", 1,
+               {"rank",
                 "id",
                 "tp",
                 "pp",
@@ -297,6 +300,7 @@ std::string render_csv(const strategies::SearchResult& r, int top, const RankedB
                 "fast_step_time_s",
                 "fast_rank",
                 "tokens_per_s",
+                "tokens_per_s_per_gpu",
                 "mfu",
                 "peak_memory_bytes",
                 "bubble_time_s",
@@ -322,15 +326,16 @@ std::string render_csv(const strategies::SearchResult& r, int top, const RankedB
                  models::to_string(p.schedule),
                  whole(p.zero),
                  models::to_string(p.recompute),
-                 whole(int(p.sp)),
-                 whole(int(p.overlap_grad_reduce)),
-                 whole(int(p.overlap_param_gather)),
-                 whole(int(p.tp_comm_overlap)),
-                 whole(int(p.overlap_moe_expert_parallel_comm)),
+                 csv_bool(p.sp),
+                 csv_bool(p.overlap_grad_reduce),
+                 csv_bool(p.overlap_param_gather),
+                 csv_bool(p.tp_comm_overlap),
+                 csv_bool(p.overlap_moe_expert_parallel_comm),
                  csv_number(c.report.step_time_s),
                  csv_number(c.fast_step_s),
                  whole(c.fast_rank),
                  csv_number(c.report.tokens_per_s),
+                 csv_number(tokens_per_s_per_gpu(c.report.tokens_per_s, p)),
                  csv_number(c.report.mfu),
                  csv_number(c.report.memory.peak_bytes),
                  csv_number(c.report.bubble_time_s),
