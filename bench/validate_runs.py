@@ -97,17 +97,17 @@ torchtitan_tps -- torchtitan's published throughput of the same benchmark file (
   Float8 -> --precision fp8 --fp8-recipe tensorwise (torchao's dynamic per-tensor scaling),
   AsyncTP -> --tp-comm-overlap, on bench/clusters/h100-96gb-500w.json.
 
-Usage: bench/validate_runs.py [--loom build/loom] [--reference tests/validation/reference]
 Track record (bench/track_record.py): --write-track-record FILE writes every scored row's
 step-time or memory residual with the regime loom printed for it (strategies/bands/
 track_record.json, compiled into loom's error bands); --band-coverage prints the bands'
 leave-one-family-out coverage; --check also fails when the committed record is stale (a
 residual more than 0.5 points off loom's).
 
+Usage: bench/validate_runs.py [--loom build/loom] [--reference tests/validation/reference]
          [--only FAMILY ...] [--quick] [--verbose] [--json FILE|-]
          [--check --thresholds bench/validation_targets.json] [--jobs N]
-"""
          [--write-track-record FILE] [--band-coverage] [--track-record FILE]
+"""
 import argparse
 import concurrent.futures
 import csv
@@ -118,17 +118,17 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import track_record
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 VTRAIN_CLUSTER = os.path.join(BENCH, "vtrain-a100.json")
 DGX_B200 = os.path.join(BENCH, "clusters", "dgx-b200.json")
 H100_96GB = os.path.join(BENCH, "clusters", "h100-96gb-500w.json")
 TORCHTITAN_TPS = os.path.join(BENCH, "torchtitan_throughput.json")
 MCORE_MOE = os.path.join(BENCH, "megatron_core_moe_runs.json")
-GIB = 2.0 ** 30
 TRACK_RECORD = os.path.join(ROOT, "strategies", "bands", "track_record.json")
+GIB = 2.0 ** 30
 
 # Reference model name -> loom preset or bench/models file.
 MODELS = {
@@ -167,8 +167,8 @@ class Family:
         self.skipped = []   # (row id, reason)
         self.parts = {}     # row id -> part of the family it belongs to ("dense", "MoE")
         self.inputs = {}    # row id -> loom's arguments for it (rows with equal ones: floor_pct)
-
         self.regimes = {}   # row id -> the regime loom printed for it (results.bands.regime)
+
     def errors(self):
         return [(p - m) / m for (_, m, p) in self.rows]
 
@@ -867,6 +867,8 @@ def run_jobs(loom, jobs, workers, verbose):
                 continue
             fam.rows.append((rid, published, pred))
             fam.inputs[rid] = (command,) + tuple(args)
+            if regime is not None:
+                fam.regimes[rid] = regime
             if verbose:
                 short = rid.replace("NeMo_Container_", "").replace("Pre_Training_Performance_", "")
                 print(f"{fam.key:>14} {short[:70]:<70} {published:>10.1f} {pred:>10.1f} "
@@ -878,8 +880,6 @@ def fmt(v, spec, empty="-"):
 
 
 def print_table(summaries):
-            if regime is not None:
-                fam.regimes[rid] = regime
     print(f"{'family':<30} {'metric':<15} {'scored':>6} {'skipped':>7} {'MAPE':>7} "
           f"{'max|err|':>8} {'bias':>7} {'rho':>6} {'floor':>6}")
     for s in summaries:
@@ -923,6 +923,12 @@ def main():
     ap.add_argument("--thresholds", default=os.path.join(BENCH, "validation_targets.json"),
                     help="JSON: {\"targets\": {family: max MAPE %%}, \"guards\": {family: max MAPE %%}}")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--write-track-record", metavar="FILE",
+                    help="write every scored row's residual and regime (loom's error bands)")
+    ap.add_argument("--band-coverage", action="store_true",
+                    help="print the bands' leave-one-family-out coverage")
+    ap.add_argument("--track-record", default=TRACK_RECORD,
+                    help="the committed track record --check compares with loom's residuals")
     a = ap.parse_args()
     if not os.path.isdir(a.reference):
         print(f"reference data not found at {a.reference}; pass --reference", file=sys.stderr)
@@ -934,12 +940,6 @@ def main():
     order = [k for k in FAMILY_ORDER if k in fams] + sorted(k for k in fams if k not in FAMILY_ORDER)
     summaries = [s for k in order for s in fams[k].summaries()]
     if a.skipped:
-    ap.add_argument("--write-track-record", metavar="FILE",
-                    help="write every scored row's residual and regime (loom's error bands)")
-    ap.add_argument("--band-coverage", action="store_true",
-                    help="print the bands' leave-one-family-out coverage")
-    ap.add_argument("--track-record", default=TRACK_RECORD,
-                    help="the committed track record --check compares with loom's residuals")
         for k in order:
             for rid, why in fams[k].skipped:
                 print(f"skipped {k}: {rid}: {why}")
@@ -954,17 +954,6 @@ def main():
         else:
             with open(a.json, "w") as f:
                 json.dump(doc, f, indent=1)
-    if a.check:
-        thresholds = json.load(open(a.thresholds))
-        failed = check(summaries, thresholds)
-        for line in failed:
-            print("FAIL " + line, file=sys.stderr)
-        return 1 if failed else 0
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
     runs, unlabelled = track_record.records(fams, order)
     if unlabelled:
         print(f"note: {unlabelled} scored rows without loom's bands.regime (an older loom?) are "
@@ -974,6 +963,17 @@ if __name__ == "__main__":
         print(f"wrote {len(runs)} runs to {a.write_track_record}", file=sys.stderr)
     if a.band_coverage:
         track_record.print_coverage(track_record.coverage_table(runs))
+    if a.check:
+        thresholds = json.load(open(a.thresholds))
+        failed = check(summaries, thresholds)
         stale = track_record.check_fresh(a.track_record, runs, not a.only and not a.quick)
         if stale:
             failed.append(stale)
+        for line in failed:
+            print("FAIL " + line, file=sys.stderr)
+        return 1 if failed else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
