@@ -363,7 +363,11 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
   m.default_seq = 4096;
   if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;
-  if (type == "qwen3" || type == "qwen3_moe") m.qk_norm = true;
+  // OLMo 2 normalises the whole query and key projections (transformers modeling_olmo2.py
+  // Olmo2Attention q_norm / k_norm over heads x head_dim): the same bytes as per-head norms.
+  if (type == "qwen3" || type == "qwen3_moe" || type == "olmo2") m.qk_norm = true;
+  // Phi-3 fuses qkv_proj and gate_up_proj (transformers modeling_phi3.py): the same matmul
+  // FLOPs and parameters as separate projections; its sliding_window applies to every layer.
   if (r.boolean_or("attention_bias", false)) m.qkv_bias = true;
   if (type == "mixtral" || type == "gpt_oss") {
     m.moe.experts = r.small("num_local_experts", 1);
@@ -433,8 +437,8 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
 
 const std::vector<std::string>& hf_model_types() {
   static const std::vector<std::string> types = {"deepseek_v3", "gpt_oss",    "llama", "mistral",
-                                                 "mixtral",     "nemotron_h", "qwen2", "qwen2_moe",
-                                                 "qwen3",       "qwen3_moe"};
+                                                 "mixtral",     "nemotron_h", "olmo2", "phi3",
+                                                 "qwen2",       "qwen2_moe",  "qwen3", "qwen3_moe"};
   return types;
 }
 

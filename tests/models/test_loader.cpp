@@ -62,6 +62,27 @@ TEST_CASE("models::Loader: HF config.json files translate to the presets exactly
   CHECK(count_parameters(q).active / 1e9 == doctest::Approx(14).epsilon(0.5 / 14));
 }
 
+// Issue 33: HF model types users train. Phi-3-mini: microsoft/Phi-3-mini-4k-instruct
+// config.json (huggingface.co, transformers 4.40.2; examples/models/hf/phi-3-mini-4k-instruct),
+// "a 3.8 billion parameter language model" (Abdin et al. 2024, arXiv:2404.14219, abstract).
+// OLMo 2 13B: allenai/OLMo-2-1124-13B config.json (huggingface.co; examples/models/hf/
+// olmo-2-1124-13b), counted by hand: 40 x (4 h^2 + 3 h ffn + 4 h norms) + 2 V h.
+TEST_CASE("models::Loader: Phi-3 and OLMo 2 configs as published") {
+  const ModelSpec phi = load_model(example("hf/phi-3-mini-4k-instruct/config.json"));
+  CHECK(phi.sliding_window == 2047);
+  CHECK(phi.sliding_window_pattern == 0);  // every layer windowed
+  CHECK(!phi.qk_norm);
+  CHECK(!phi.tied_embeddings);
+  CHECK(count_parameters(phi).total / 1e9 == doctest::Approx(3.8).epsilon(0.05 / 3.8));
+  const ModelSpec olmo = load_model(example("hf/olmo-2-1124-13b/config.json"));
+  CHECK(olmo.qk_norm);
+  CHECK(olmo.sliding_window == 0);
+  const double h = 5120, ffn = 13824, vocab = 100352;
+  const double by_hand = 40 * (4 * h * h + 3 * h * ffn + 4 * h) + 2 * vocab * h + h;
+  CHECK(static_cast<double>(count_parameters(olmo).total) ==
+        doctest::Approx(by_hand).epsilon(1e-4));
+}
+
 TEST_CASE("models::Loader: loom model JSON files") {
   // GPT-2 small: 124,439,808 parameters (nanoGPT prints 123.65M, which excludes the 1024 x
   // 768 position embedding; Radford et al. 2019 call it 117M/124M).
@@ -135,8 +156,8 @@ TEST_CASE("models::Loader: input errors name the file, position or key") {
   CHECK_THROWS_WITH_AS(
       import_hf_config(R"({"model_type": "gpt2", "n_layer": 12})", "config.json"),
       "config.json: /model_type: unsupported HuggingFace model_type 'gpt2'; supported: "
-      "deepseek_v3, gpt_oss, llama, mistral, mixtral, nemotron_h, qwen2, qwen2_moe, qwen3, "
-      "qwen3_moe",
+      "deepseek_v3, gpt_oss, llama, mistral, mixtral, nemotron_h, olmo2, phi3, qwen2, "
+      "qwen2_moe, qwen3, qwen3_moe",
       ValidationError);
   CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
                        doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
