@@ -21,23 +21,29 @@ OrderedJson one_band_json(const strategies::Band& b) {
 
 }  // namespace
 
+namespace {
+
+// The step-time and memory bands of `regime`.
+PlanBands bands_of(strategies::Regime regime) {
+  PlanBands out;
+  out.time = strategies::find_band(regime, strategies::BandMetric::TIME);
+  out.memory = strategies::find_band(regime, strategies::BandMetric::MEMORY);
+  out.regime = std::move(regime);
+  return out;
+}
+
+}  // namespace
+
 PlanBands plan_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
                      topo::GpuArch arch, std::int64_t gpus) {
-  PlanBands out;
-  out.regime = strategies::regime_of(model, plan, arch, gpus);
-  out.time = strategies::find_band(out.regime, strategies::BandMetric::TIME);
-  out.memory = strategies::find_band(out.regime, strategies::BandMetric::MEMORY);
-  return out;
+  return bands_of(strategies::regime_of(model, plan, arch, gpus));
 }
 
 PlanBands plan_bands(const models::ModelSpec& model, const models::TrainingPlan& plan,
                      const std::string& generation, std::int64_t gpus) {
-  PlanBands out;
-  out.regime = strategies::regime_of(model, plan, topo::GpuArch::AMPERE, gpus);
-  out.regime.generation = generation;
-  out.time = strategies::find_band(out.regime, strategies::BandMetric::TIME);
-  out.memory = strategies::find_band(out.regime, strategies::BandMetric::MEMORY);
-  return out;
+  strategies::Regime regime = strategies::regime_of(model, plan, topo::GpuArch::AMPERE, gpus);
+  regime.generation = generation;
+  return bands_of(std::move(regime));
 }
 
 std::string band_line(const std::string& what, double value, std::pair<double, double> edges,
