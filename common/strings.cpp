@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdlib>
 
 namespace loom {
 
@@ -21,21 +22,53 @@ int edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+
+// The edit distance of a and b when it is at most `bound`, else any value above `bound`: the
+// band |i - j| <= bound of the table is all that can stay within it, and once a whole row is
+// above the bound every later one is too.
+int edit_distance_within(std::string_view a, std::string_view b, int bound) {
+  const auto diff = static_cast<std::ptrdiff_t>(a.size()) - static_cast<std::ptrdiff_t>(b.size());
+  if (std::abs(diff) > bound) return bound + 1;
+  std::vector<int> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diagonal = row[0];
+    row[0] = static_cast<int>(i);
+    int lowest = row[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+      lowest = std::min(lowest, row[j]);
+    }
+    if (lowest > bound) return bound + 1;
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   if (word.size() > 64) return {};  // not a typo of a name, and edit distance is quadratic
+  // A suggestion further than a third of the word away is noise, not help. Only candidates
+  // within that distance can be the answer, and only those closer than the best so far can
+  // replace it, so each distance is computed up to that bound (the Megatron import holds 865
+  // flag names: an unknown flag compared them all in full).
+  const int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
   std::string best;
-  int best_distance = 0;
+  int best_distance = limit + 1;
   const std::string lowered = to_lower(word);
   for (const auto& candidate : candidates) {
-    int d = edit_distance(lowered, to_lower(candidate));
-    if (best.empty() || d < best_distance) {
+    const int bound = best_distance - 1;
+    if (bound < 0) break;
+    const int d = edit_distance_within(lowered, to_lower(candidate), bound);
+    if (d <= bound) {
       best = candidate;
       best_distance = d;
     }
   }
-  // A suggestion further than a third of the word away is noise, not help.
-  int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
-  return (!best.empty() && best_distance <= limit) ? best : std::string();
+  return best;
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

@@ -2,7 +2,10 @@
 // utf8_length(), the one UTF-8 decoder it and the HTML report's escaping share.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/limits.hpp"
@@ -89,4 +92,33 @@ TEST_CASE("common::strings: characters that reorder or hide text are escaped (is
                    "cd"));
   // Other non-ASCII text is printable: a multiplication sign, an em dash, CJK.
   CHECK(is_printable("tp \xC3\x97 dp \xE2\x80\x94 \xE6\xA8\xA1\xE5\x9E\x8B"));
+}
+
+// did_you_mean bounds each distance by the best so far; it must answer as the plain rule does:
+// the first candidate at the least distance, when that distance is within a third of the word.
+TEST_CASE("common::strings: did_you_mean with bounded distances equals the plain rule") {
+  std::uint64_t state = 12345;
+  const auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>(state >> 33);
+  };
+  const auto word = [&] {
+    std::string w(static_cast<size_t>(1 + next() % 12), 'a');
+    for (auto& c : w) c = static_cast<char>('a' + next() % 4);
+    return w;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::string> names(static_cast<size_t>(1 + next() % 20));
+    for (auto& n : names) n = word();
+    const std::string typed = word();
+    std::string plain;
+    int plain_d = 0;
+    for (const auto& n : names) {
+      const int d = edit_distance(typed, n);
+      if (plain.empty() || d < plain_d) plain = n, plain_d = d;
+    }
+    if (plain_d > std::max<int>(2, static_cast<int>(typed.size()) / 3)) plain.clear();
+    INFO(typed);
+    CHECK(did_you_mean(typed, names) == plain);
+  }
 }
