@@ -87,9 +87,10 @@ std::string header(const PlanOutput& out) {
                    priced.empty() ? "no --price given"
                                   : "price per GPU-hour x GPU-hours (" + join(priced, ", ") + ")");
   s += fmt::format(
-      "each configuration: the search's fastest plan (fast tier over the space, its "
-      "best {} simulated, network {}){}\n\n",
-      o.search.exact_count(), out.network,
+      "each configuration: the search's fastest plan (fast tier over the space, then its best "
+      "{} simulated, and further down its ranking until the winner is stable, at most {}; "
+      "network {}){}\n\n",
+      o.search.exact_count(), o.search.keep_count(), out.network,
       out.pinned.empty()
           ? std::string()
           : "; pinned by loom plan: " + join(out.pinned, ", ") + " (--full-space frees them)");
