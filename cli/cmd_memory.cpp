@@ -20,6 +20,7 @@
 #include "strategies/memory_plan.hpp"
 #include "strategies/plan/plan_json.hpp"
 #include "strategies/plan/plan_rules.hpp"
+#include "strategies/step/zero_offload.hpp"
 #include "topologies/gpu_catalog.hpp"
 
 namespace loom::cli {
@@ -47,7 +48,7 @@ std::string fmt_bpp(double value) {
 
 std::string render_table(const models::ModelSpec& model, const models::TrainingPlan& plan,
                          const models::MemoryReport& r, const std::string& device,
-                         std::optional<double> capacity) {
+                         std::optional<double> capacity, const topo::Cluster* cluster) {
   const models::ParameterCounts counts = models::count_parameters(model);
   std::string out;
   out += fmt::format("model {}: {} parameters", model.name, format_count(counts.total));
@@ -134,6 +135,9 @@ std::string render_table(const models::ModelSpec& model, const models::TrainingP
   // DataParallel's GPU 0 and replicas, parameter-server workers (their servers: simulate).
   for (const auto& [device, bytes] : strategies::device_memory(r, plan))
     out += fmt::format("{}: {}\n", device, format_bytes(bytes));
+  out += cluster ? host_memory_text(r, cluster->gpus_per_node(),
+                                    strategies::node_host(*cluster).memory_bytes)
+                 : host_memory_text(r);
   return out;
 }
 
@@ -267,7 +271,10 @@ int run_memory(MemoryOptions& o) {
     return 0;
   }
   // The GPU's precision rules (nvfp4 needs FP4 tensor cores, mxfp8 Blackwell, ...).
-  if (cluster_used) strategies::check_precision_on_cluster(plan, *cluster_used, resolved.sources);
+  if (cluster_used) {
+    strategies::check_precision_on_cluster(plan, *cluster_used, resolved.sources);
+    strategies::check_offload_cluster(plan, *cluster_used, resolved.sources);
+  }
   if (gpu_used) strategies::check_precision_on_gpu(plan, *gpu_used, resolved.sources);
   const models::MemoryReport report = strategies::estimate_memory(model, plan);
   context["plan"] = plan_output_json(plan);
@@ -287,7 +294,8 @@ int run_memory(MemoryOptions& o) {
   } else if (format == Format::CSV) {
     std::cout << render_csv(model, plan, report, device, capacity);
   } else {
-    std::cout << render_table(model, plan, report, device, capacity);
+    std::cout << render_table(model, plan, report, device, capacity,
+                              cluster_used ? &*cluster_used : nullptr);
   }
   if (o.require_fit && capacity) require_fit(model, plan, report, *capacity);
   return 0;

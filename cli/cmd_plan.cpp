@@ -324,7 +324,8 @@ int run_plan(const PlanCommandFlags& f) {
   for (const std::string& g : f.gpu) out.targets.push_back(strategies::resolve_target(g, "--gpu"));
   out.prices = strategies::resolve_prices(out.targets, price_pairs(f.price), "--price");
   check_prices(f, out);
-  strategies::PlanInput input = merged_input(f.plan);
+  strategies::PlanInput input = merged_input(f.plan, &model);
+  note_deepspeed_autos(f.plan, input, nullptr, &model);
   if (!f.full_space) out.pinned = pin_defaults(input);
   if (f.plan.print_config) {
     for (const auto& t : out.targets) {

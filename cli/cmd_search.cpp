@@ -393,8 +393,10 @@ Command add_search_command(CLI::App& root) {
     const models::ModelSpec model = load_plan_model(f.model, f.plan);
     const topo::Cluster cluster = resolve_cluster(f.cluster);
     // The fingerprint names the cluster and the network model: shards of another merge not.
+    const strategies::PlanInput input = merged_input(f.plan, &model);
+    note_deepspeed_autos(f.plan, input, nullptr, &model);
     const strategies::SearchSpace space(
-        model, merged_input(f.plan), cluster.num_gpus(),
+        model, input, cluster.num_gpus(),
         cluster.name + ", network " + f.network +
             (f.calibration.empty() ? "" : ", calibration " + f.calibration));
     if (f.plan.print_config) {

@@ -24,6 +24,12 @@ OrderedJson memory_stage_json(const models::StageMemory& s) {
   j["activations_bytes"] = s.activations_bytes;
   j["other_bytes"] = s.other_bytes;
   j["total_bytes"] = s.total_bytes;
+  if (s.host_bytes > 0) {  // DeepSpeed offload: in host memory, not in total_bytes
+    j["host_optimizer_bytes"] = s.host_optimizer_bytes;
+    j["host_gradient_bytes"] = s.host_gradient_bytes;
+    j["host_param_bytes"] = s.host_param_bytes;
+    j["host_bytes"] = s.host_bytes;
+  }
   return j;
 }
 
@@ -35,10 +41,34 @@ OrderedJson memory_report_json(const models::MemoryReport& r, std::optional<doub
   res["capacity_bytes"] = capacity ? OrderedJson(*capacity) : OrderedJson(nullptr);
   res["fits"] = capacity ? OrderedJson(r.peak_bytes <= *capacity) : OrderedJson(nullptr);
   res["peak_bytes"] = r.peak_bytes;
+  if (r.peak_host_bytes > 0) res["peak_host_bytes"] = r.peak_host_bytes;
   OrderedJson stages = OrderedJson::array();
   for (const auto& s : r.stages) stages.push_back(memory_stage_json(s));
   res["per_stage"] = std::move(stages);
   return res;
+}
+
+std::string host_memory_text(const models::MemoryReport& r, std::optional<int> gpus_per_node,
+                             std::optional<double> host_bytes) {
+  if (r.peak_host_bytes <= 0) return "";
+  const auto peak = std::max_element(
+      r.stages.begin(), r.stages.end(),
+      [](const models::StageMemory& a, const models::StageMemory& b) {
+        return a.host_bytes < b.host_bytes;
+      });
+  std::string out = fmt::format(
+      "host memory per GPU (DeepSpeed offload, not in the GPU totals{}): optimizer {} + "
+      "gradients {} + parameters {} = {}\n",
+      r.stages.size() > 1 ? fmt::format("; stage {}", peak->stage) : "",
+      format_bytes(peak->host_optimizer_bytes), format_bytes(peak->host_gradient_bytes),
+      format_bytes(peak->host_param_bytes), format_bytes(peak->host_bytes));
+  if (gpus_per_node && host_bytes) {
+    const double node = peak->host_bytes * *gpus_per_node;
+    out += fmt::format("host memory per node: {} x {} GPUs = {} of the host's {} — {}\n",
+                       format_bytes(peak->host_bytes), *gpus_per_node, format_bytes(node),
+                       format_bytes(*host_bytes), node <= *host_bytes ? "fits" : "does NOT fit");
+  }
+  return out;
 }
 
 std::string misfit_text(const models::MemoryReport& r, double capacity) {
@@ -76,6 +106,12 @@ std::vector<FitSuggestion> fit_suggestions(const models::ModelSpec& model,
     changes.emplace_back(
         fmt::format("--cpu-offloading-num-layers {}", layers),
         [layers](models::TrainingPlan& p) { p.cpu_offloading_num_layers = layers; });
+  }
+  // DeepSpeed's ZeRO-Offload (its rules refuse it below ZeRO-1 or under other frameworks).
+  if (plan.offload_optimizer == models::Offload::NONE && plan.zero >= 1) {
+    changes.emplace_back("--offload-optimizer cpu", [](models::TrainingPlan& p) {
+      p.offload_optimizer = models::Offload::CPU;
+    });
   }
   // More model parallelism on the same GPUs: twice the PP or TP, half the DP.
   if (plan.dp % 2 == 0) {

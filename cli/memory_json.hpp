@@ -21,6 +21,15 @@ namespace loom::cli {
 OrderedJson memory_report_json(const models::MemoryReport& report,
                                std::optional<double> capacity_bytes);
 
+/// DeepSpeed offload's host memory (models::StageMemory::host_*), the largest stage's: one
+/// line per GPU's process ("host memory per GPU (DeepSpeed offload, not in the GPU totals):
+/// optimizer 9.78 GiB + gradients 3.26 GiB + parameters 0 B = 13.04 GiB") and, with
+/// `gpus_per_node` and `host_bytes` (a cluster's node and host DRAM), one per node against
+/// the host. Empty when nothing is offloaded.
+std::string host_memory_text(const models::MemoryReport& report,
+                             std::optional<int> gpus_per_node = std::nullopt,
+                             std::optional<double> host_bytes = std::nullopt);
+
 /// "stage 3 needs 90.12 GiB but the GPU has 74.51 GiB" when the peak stage needs more than
 /// `capacity_bytes`; empty when the plan fits.
 std::string misfit_text(const models::MemoryReport& report, double capacity_bytes);

@@ -9,6 +9,7 @@
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
 #include "models/model_spec.hpp"
+#include "strategies/plan/deepspeed_auto.hpp"
 #include "strategies/plan/plan_emit.hpp"
 #include "strategies/plan/plan_fields.hpp"
 #include "strategies/plan/plan_import.hpp"
@@ -162,12 +163,16 @@ models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags&
   return model;
 }
 
-strategies::PlanInput merged_input(const PlanFlags& given) {
+strategies::PlanInput merged_input(const PlanFlags& given, const models::ModelSpec* model) {
   // Precedence: --plan < --deepspeed < --megatron-args < explicit flags.
   strategies::PlanInput in;
   in.sources() = strategies::PlanSources::command_line();
   if (given.plan_file) in.merge(strategies::read_plan_json(*given.plan_file));
-  if (given.deepspeed_file) in.merge(strategies::import_deepspeed_json(*given.deepspeed_file));
+  if (given.deepspeed_file) {
+    const auto config = strategies::read_deepspeed_config(*given.deepspeed_file);
+    in.merge(config.plan);
+    if (model) in.merge(strategies::deepspeed_model_autos(config, *model));
+  }
   if (given.torchtitan_file)
     in.merge(strategies::import_torchtitan_toml(*given.torchtitan_file).plan);
   if (given.megatron_args) in.merge(read_line(*given.megatron_args).plan);
@@ -185,8 +190,19 @@ ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gp
 
 ResolvedPlan resolve_plan(const PlanFlags& given, std::optional<std::int64_t> gpus,
                           const models::ModelSpec& model) {
-  const strategies::PlanInput in = merged_input(given);
-  return ResolvedPlan{strategies::resolve_plan(in, gpus, model), in.sources()};
+  const strategies::PlanInput in = merged_input(given, &model);
+  ResolvedPlan out{strategies::resolve_plan(in, gpus, model), in.sources()};
+  note_deepspeed_autos(given, in, &out.plan, &model);
+  return out;
+}
+
+void note_deepspeed_autos(const PlanFlags& given, const strategies::PlanInput& merged,
+                          const models::TrainingPlan* plan, const models::ModelSpec* model) {
+  if (!given.deepspeed_file || *given.deepspeed_noted) return;
+  *given.deepspeed_noted = true;
+  const auto config = strategies::read_deepspeed_config(*given.deepspeed_file);
+  for (const std::string& line : strategies::deepspeed_auto_notes(config, merged, plan, model))
+    std::cerr << error_line("note", line);
 }
 
 }  // namespace loom::cli

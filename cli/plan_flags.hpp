@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,9 @@ struct PlanFlags {
   std::optional<std::string> torchtitan_file;        ///< --torchtitan FILE.toml
   std::optional<std::string> emit;                   ///< --emit megatron|torchtitan|deepspeed
   bool print_config = false;                         ///< --print-config
+  /// Whether the note on --deepspeed's "auto" values was printed (shared by copies: one
+  /// note per command however many times it resolves the plan).
+  std::shared_ptr<bool> deepspeed_noted = std::make_shared<bool>(false);
 };
 
 /// Adds every plan flag of the table, then --plan, --megatron-args, --deepspeed and
@@ -60,9 +64,18 @@ strategies::PlanInput flags_input(const PlanFlags& flags);
 
 /// Every plan value the command line gives, merged: --plan < --deepspeed < --torchtitan <
 /// --megatron-args < explicit flags, each with its source (what resolve_plan resolves; `loom
-/// search` reads which fields are fixed from it). Throws ConfigError (files) or PlanError (foreign
+/// search` reads which fields are fixed from it). With `model`, --deepspeed's "auto" ZeRO
+/// sizes take the values Hugging Face's Trainer derives from its hidden size
+/// (strategies/plan/deepspeed_auto.hpp). Throws ConfigError (files) or PlanError (foreign
 /// flags).
-strategies::PlanInput merged_input(const PlanFlags& flags);
+strategies::PlanInput merged_input(const PlanFlags& flags,
+                                   const models::ModelSpec* model = nullptr);
+
+/// Prints, once per command, the note naming each "auto" value of --deepspeed's config, the
+/// value loom chose and why (`plan`: the resolved plan; null in a search, whose candidates
+/// choose the batch). Nothing without --deepspeed or "auto".
+void note_deepspeed_autos(const PlanFlags& flags, const strategies::PlanInput& merged,
+                          const models::TrainingPlan* plan, const models::ModelSpec* model);
 
 /// A resolved plan and how messages name each of its fields.
 struct ResolvedPlan {

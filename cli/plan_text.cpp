@@ -18,7 +18,15 @@ namespace {
 // The data-parallel design when it is not DDP (the default, left unsaid).
 std::string design_text(const models::TrainingPlan& plan) {
   if (plan.dp_mode == models::DpMode::DATAPARALLEL) return "; dp-mode dataparallel";
-  if (plan.dp_mode != models::DpMode::PS) return "";
+  if (plan.dp_mode != models::DpMode::PS) {
+    // DeepSpeed's offload: what lives on the host.
+    std::vector<std::string> off;
+    if (plan.offload_optimizer != models::Offload::NONE) off.emplace_back("optimizer");
+    if (plan.offload_param != models::Offload::NONE) off.emplace_back("parameters");
+    if (off.empty()) return "";
+    return fmt::format("; offload {} to cpu ({})", join(off, " and "),
+                       plan.offload_pin_memory ? "pinned" : "pageable");
+  }
   return fmt::format("; dp-mode ps: {} server{} on {}, {}, shards by {}", plan.ps_servers,
                      plan.ps_servers == 1 ? "" : "s", models::to_string(plan.ps_placement),
                      models::ps_update_text(plan.ps_update, plan.ps_update_bound),

@@ -13,6 +13,7 @@
 #include "common/table.hpp"
 #include "common/units.hpp"
 #include "strategies/plan/plan_json.hpp"
+#include "strategies/step/zero_offload.hpp"
 
 namespace loom::cli {
 namespace {
@@ -43,7 +44,9 @@ Table metrics_table(const models::TrainingPlan& plan, const strategies::StepRepo
     t.add_row(
         {"dp volume per GPU", fmt::format("{} ({} collectives over all stages)",
                                           format_bytes(r.dp_bytes_per_gpu), r.dp_collectives)});
-  t.add_row({"optimizer step", format_time(r.optimizer_time_s)});
+  t.add_row({plan.offload_optimizer == models::Offload::CPU ? "optimizer step (CPU Adam, host)"
+                                                            : "optimizer step",
+             format_time(r.optimizer_time_s)});
   return t;
 }
 
@@ -89,7 +92,8 @@ std::string few_micro_batches_note(const models::TrainingPlan& plan,
       plan.dp);
 }
 
-std::string memory_section(const strategies::StepReport& r, double cap) {
+std::string memory_section(const strategies::StepReport& r, double cap,
+                           std::pair<int, double> host) {
   std::string out = "\nmemory per GPU";
   const double zero3 = zero3_buffer_bytes(r.memory);
   out += zero3 > 0 ? fmt::format(" (weights include the ZeRO-3 gathered buffers, up to {}; ",
@@ -107,6 +111,7 @@ std::string memory_section(const strategies::StepReport& r, double cap) {
   out += mem.render();
   out += fmt::format("peak {} of {} — {}\n", format_bytes(r.memory.peak_bytes), format_bytes(cap),
                      r.memory.peak_bytes <= cap ? "fits" : "does NOT fit");
+  out += host_memory_text(r.memory, host.first, host.second);
   return out;
 }
 
@@ -149,6 +154,12 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
   }
   if (plan.cpu_offloading_num_layers > 0)
     rows.emplace_back("CPU offload waits", format_time(r.offload_wait_s));
+  if (r.zero_offload) {
+    rows.emplace_back("host copies (DeepSpeed offload)",
+                      fmt::format("{} ({} per GPU to and from its host)",
+                                  format_time(r.offload_copy_s),
+                                  format_bytes(r.offload_bytes_per_gpu)));
+  }
   return rows;
 }
 
@@ -195,7 +206,8 @@ std::string render_simulate_table(const models::ModelSpec& model, const models::
   out += metrics_table(plan, r).render();
   out += band_section(simulate_bands(model, plan, cluster), r);
   out += notes(plan, r);
-  out += memory_section(r, cap);
+  out += memory_section(r, cap,
+                        {cluster.gpus_per_node(), strategies::node_host(cluster).memory_bytes});
   out += render_scenario_table(r);
   return out;
 }
@@ -218,6 +230,10 @@ OrderedJson simulate_results_json(const models::TrainingPlan& plan, const strate
   res["compute_time_s"] = r.compute_time_s;
   res["exposed_comm_time_s"] = r.exposed_comm_time_s;
   if (r.cpu_offloading) res["offload_wait_time_s"] = r.offload_wait_s;
+  if (r.zero_offload) {
+    res["offload_copy_time_s"] = r.offload_copy_s;
+    res["offload_bytes_per_gpu"] = r.offload_bytes_per_gpu;
+  }
   OrderedJson comm;
   for (models::Dim d : models::REPORTED_COMM_DIMS)
     comm[models::to_string(d)] = r.comm_time_s[models::index(d)];

@@ -250,6 +250,39 @@ void stage_activations(const TrainingPlan& p, const std::vector<OpCost>& embed,
   s.activations_bytes = acts + std::max(loss_peak, s.recompute_working_bytes);
 }
 
+// DeepSpeed's offload (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py) moves model state
+// of this GPU's `partition` (parameters it owns after ZeRO: dense / dp + experts / edp) to
+// host memory:
+//   offload_optimizer  the fp32 master partition and the optimizer states (the whole
+//                      optimizer column); the fp32 gradient partition the CPU step reads
+//                      (single_partition_of_fp32_groups[i].grad, fp32_partitioned_groups_flat
+//                      [i].grad) replaces the GPU's gradient partition under ZeRO-2 and 3 (ZeRO-1
+//                      keeps full gradients on the GPU); ZeRO-3 also keeps its partition's
+//                      accumulation buffer there (grad_partitions_flat_buffer, on the
+//                      optimizer's device), ZeRO-1/2 with accumulation a 16-bit buffer per
+//                      partition element (accumulated_grads_in_cpu).
+//   offload_param      the 16-bit parameter partition (ZeRO-3); the gathered buffers stay.
+void offload_to_host(const TrainingPlan& p, double partition, double dense, double expert,
+                     const BytesPerParameter& dense_b, const BytesPerParameter& expert_b,
+                     StageMemory& s) {
+  if (p.offload_optimizer == Offload::CPU) {
+    s.host_optimizer_bytes = s.optimizer_bytes;
+    s.optimizer_bytes = 0;
+    const double sharded_grads = dense * dense_b.gradients + expert * expert_b.gradients;
+    s.host_gradient_bytes = partition * bytes_per_element(OPTIMIZER_DTYPE);
+    if (p.zero >= 2) s.gradients_bytes -= sharded_grads;
+    if (p.zero >= 3)
+      s.host_gradient_bytes += sharded_grads;
+    else if (p.micro_batches() > 1)
+      s.host_gradient_bytes += partition * bytes_per_element(parameter_dtype(p.precision));
+  }
+  if (p.offload_param == Offload::CPU && p.zero >= 3) {
+    s.host_param_bytes = dense * dense_b.weights + expert * expert_b.weights;
+    s.weights_bytes -= s.host_param_bytes;
+  }
+  s.host_bytes = s.host_optimizer_bytes + s.host_gradient_bytes + s.host_param_bytes;
+}
+
 }  // namespace
 
 const LayerMemoryFacts& MemoryOps::layer(const ModelSpec& m, const TrainingPlan& p,
@@ -386,6 +419,8 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
           largest_layer * (activation_element_bytes(p) + report.bytes_per_param.gradients);
     }
     s.optimizer_bytes = dense * dense_b.optimizer() + expert * expert_b.optimizer();
+    offload_to_host(p, dense / dense_group + expert / expert_group, dense, expert, dense_b,
+                    expert_b, s);
 
     s.inflight_microbatches = in_flight[static_cast<size_t>(r)];
     s.offloaded_activation_bytes = offloaded * s.inflight_microbatches;
@@ -411,6 +446,7 @@ MemoryReport estimate_memory(const ModelSpec& m, const TrainingPlan& p,
       report.peak_bytes = s.total_bytes;
       report.peak_stage = r;
     }
+    report.peak_host_bytes = std::max(report.peak_host_bytes, s.host_bytes);
     report.stages.push_back(std::move(s));
   }
   return report;

@@ -74,6 +74,15 @@ struct StageMemory {
   double offload_buffer_bytes = 0;
   ///< activations_bytes holds the larger of logits_bytes and recompute_working_bytes: the two
   ///< peaks happen at different times of the backward.
+  /// DeepSpeed offload (plan.offload_optimizer / offload_param): what this GPU's process keeps
+  /// in host memory instead (not in total_bytes). Optimizer: the fp32 master weights and
+  /// optimizer states of its partition. Gradients: the fp32 gradient partition the CPU step
+  /// reads (ZeRO-3: and the partition's accumulation buffer; ZeRO-1/2 with accumulation:
+  /// 16-bit accumulation buffers). Parameters: the 16-bit parameter partition (ZeRO-3).
+  double host_optimizer_bytes = 0;
+  double host_gradient_bytes = 0;
+  double host_param_bytes = 0;
+  double host_bytes = 0;  ///< the three summed
   OtherMemory other;
   double other_bytes = 0;
   double total_bytes = 0;
@@ -86,6 +95,7 @@ struct MemoryReport {
   std::vector<StageMemory> stages;    ///< one per pipeline rank
   double peak_bytes = 0;              ///< the largest stage total
   int peak_stage = 0;
+  double peak_host_bytes = 0;  ///< the largest stage's host_bytes (DeepSpeed offload), per GPU
 };
 
 /// Layers of each virtual stage (pp x vpp entries): plan.pipeline_split, or an even split.

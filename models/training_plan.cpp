@@ -91,6 +91,15 @@ std::string to_string(FsdpImpl v) {
   return fsdp_impl_names()[static_cast<size_t>(v)];
 }
 
+const std::vector<std::string>& offload_names() {
+  static const std::vector<std::string> names = {"none", "cpu"};
+  return names;
+}
+
+std::string to_string(Offload v) {
+  return offload_names()[static_cast<size_t>(v)];
+}
+
 std::string to_string(Framework v) {
   return framework_names()[static_cast<size_t>(v)];
 }

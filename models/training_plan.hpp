@@ -79,6 +79,9 @@ enum class Framework { NONE, MEGATRON, NEMO, TORCHTITAN, DEEPSPEED };
 /// Which ZeRO-3 design shards the parameters (strategies/step/dp_fsdp.cpp): PyTorch FSDP2
 /// (one flat all-gather per block) or DeepSpeed ZeRO-3 (prefetch-bucket-sized gathers).
 enum class FsdpImpl { FSDP2, DEEPSPEED };
+/// Where DeepSpeed keeps what it offloads (zero_optimization.offload_optimizer /
+/// offload_param "device"): on the GPU (NONE) or in host memory (CPU). NVMe is not modelled.
+enum class Offload { NONE, CPU };
 
 /// The data-parallel design (strategies/step/dp_lowering.hpp): collectives between one
 /// process per GPU (DDP, and ZeRO on top of it), one process driving every GPU of a node
@@ -172,6 +175,19 @@ struct TrainingPlan {
   bool reshard_after_forward = true;             ///< FSDP2: re-gather blocks in backward
   std::int64_t ds_prefetch_bucket = 50'000'000;  ///< DeepSpeed stage3_prefetch_bucket_size, elems
   std::int64_t ds_reduce_bucket = 500'000'000;   ///< DeepSpeed ZeRO-3 reduce_bucket_size, elems
+  /// DeepSpeed stage3_param_persistence_threshold, elements: smaller parameter tensors stay
+  /// whole on every rank and are never gathered.
+  std::int64_t ds_persistence_threshold = 100'000;
+  /// DeepSpeed ZeRO-Offload (zero_optimization.offload_optimizer, zero >= 1): fp32 master
+  /// weights, optimizer states and the gradient partition in host memory, the optimizer step
+  /// on the CPU (DeepSpeedCPUAdam), gradients and updated parameters over PCIe.
+  Offload offload_optimizer = Offload::NONE;
+  /// DeepSpeed ZeRO-Infinity parameter offload (zero_optimization.offload_param, zero 3): the
+  /// 16-bit parameter partition in host memory, copied to the GPU before each all-gather.
+  Offload offload_param = Offload::NONE;
+  /// The offloaded host buffers are page-locked (DeepSpeed pin_memory); false: pageable, each
+  /// copy staged through the CUDA driver's pinned buffers by a host memcpy.
+  bool offload_pin_memory = false;
   bool flash_attention = true;        ///< attention scores never materialised (no s^2 terms)
   double dp_bucket_bytes = 40e6 * 4;  ///< DDP bucket size, in bytes (Megatron: 40M fp32 elems)
   std::vector<int> pipeline_split;    ///< layers per stage; empty means an even split
@@ -211,6 +227,7 @@ std::string to_string(AttentionKernel value);
 std::string to_string(MoeDispatcher value);
 std::string to_string(CpCommType value);
 std::string to_string(FsdpImpl value);
+std::string to_string(Offload value);
 std::string to_string(DpMode value);
 std::string to_string(PsShard value);
 std::string to_string(PsPlacement value);
@@ -248,6 +265,8 @@ const std::vector<std::string>& moe_dispatcher_names();
 /// "p2p", "a2a", "allgather", "a2a+p2p" (Megatron's --cp-comm-type spelling), in enum order.
 const std::vector<std::string>& cp_comm_type_names();
 const std::vector<std::string>& fsdp_impl_names();
+/// "none", "cpu" (DeepSpeed's offload device names), in enum order.
+const std::vector<std::string>& offload_names();
 const std::vector<std::string>& dp_mode_names();
 const std::vector<std::string>& ps_shard_names();
 const std::vector<std::string>& ps_placement_names();

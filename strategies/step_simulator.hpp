@@ -173,6 +173,12 @@ struct StepReport {
   /// activation copies, mean over stages; busy time, not bubble.
   double offload_wait_s = 0;
   bool cpu_offloading = false;  ///< whether the plan offloads activations (the field applies)
+  /// DeepSpeed offload (plan.offload_optimizer / offload_param): the time the representative
+  /// GPU's copies to and from its host ran (their union, mean over stages) and the bytes they
+  /// moved per GPU; the CPU step is in optimizer_time_s.
+  double offload_copy_s = 0;
+  double offload_bytes_per_gpu = 0;
+  bool zero_offload = false;  ///< whether the plan offloads optimizer or parameters
   /// Comm time by parallel dimension (models::index(dim)), mean per GPU; the report lists
   /// models::REPORTED_COMM_DIMS.
   std::array<double, models::DIM_COUNT> comm_time_s{};

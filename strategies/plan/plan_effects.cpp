@@ -101,7 +101,10 @@ class EffectChecker {
   }
 
   void check_zero() const {
-    if (given("zero", p_.zero, profile_.zero) && p_.zero >= 1 && p_.dp * p_.cp == 1) {
+    // ZeRO-Offload on one GPU (stages 1-2 with offload_optimizer) offloads all the same.
+    const bool offloaded = p_.offload_optimizer != models::Offload::NONE && p_.zero < 3;
+    if (given("zero", p_.zero, profile_.zero) && p_.zero >= 1 && p_.dp * p_.cp == 1 &&
+        !offloaded) {
       fail("zero", "dp",
            fmt::format("with {} 1 and {} 1: ZeRO shards over the data-parallel group, here "
                        "one GPU",
@@ -164,7 +167,10 @@ class EffectChecker {
               "stage3_prefetch_bucket_size",
               given("stage3_prefetch_bucket_size", p_.ds_prefetch_bucket, d.ds_prefetch_bucket)},
           {"stage3_reduce_bucket_size",
-           given("stage3_reduce_bucket_size", p_.ds_reduce_bucket, d.ds_reduce_bucket)}}) {
+           given("stage3_reduce_bucket_size", p_.ds_reduce_bucket, d.ds_reduce_bucket)},
+          {"stage3_param_persistence_threshold",
+           given("stage3_param_persistence_threshold", p_.ds_persistence_threshold,
+                 d.ds_persistence_threshold)}}) {
       if (!on) continue;
       if (p_.zero < 3) fail(key, "zero", fmt::format("below {} 3", s_.name("zero")));
       if (p_.fsdp_impl != models::FsdpImpl::DEEPSPEED) {

@@ -160,6 +160,8 @@ void megatron_overlaps(const TrainingPlan& p, Args& a) {
   if (p.tp_comm_overlap) a.flag("--tp-comm-overlap");
   if (p.overlap_moe_expert_parallel_comm) a.flag("--overlap-moe-expert-parallel-comm");
   if (p.optimizer == models::Optimizer::SGD) a.unexpressed.push_back("sgd without momentum");
+  if (p.offload_optimizer != models::Offload::NONE || p.offload_param != models::Offload::NONE)
+    a.unexpressed.push_back("DeepSpeed's optimizer and parameter offload");
   a.value("--optimizer", p.optimizer == models::Optimizer::ADAM ? "adam" : "sgd");
   if (p.cross_entropy == models::CrossEntropy::FUSED) a.flag("--cross-entropy-loss-fusion");
   if (p.cuda_graphs) {
@@ -235,7 +237,16 @@ std::string deepspeed_config_json(const TrainingPlan& p) {
   } else {
     z["reduce_bucket_size"] = p.ds_reduce_bucket;
     z["stage3_prefetch_bucket_size"] = p.ds_prefetch_bucket;
+    z["stage3_param_persistence_threshold"] = p.ds_persistence_threshold;
   }
+  // DeepSpeed's offload sections (offload_config.py): the device and pin_memory.
+  const auto offload = [&](models::Offload where) {
+    return nlohmann::ordered_json{{"device", models::to_string(where)},
+                                  {"pin_memory", p.offload_pin_memory}};
+  };
+  if (p.offload_optimizer != models::Offload::NONE)
+    z["offload_optimizer"] = offload(p.offload_optimizer);
+  if (p.offload_param != models::Offload::NONE) z["offload_param"] = offload(p.offload_param);
   j["zero_optimization"] = z;
   if (p.precision == models::Precision::BF16 || p.precision == models::Precision::FP8)
     j["bf16"] = {{"enabled", true}};

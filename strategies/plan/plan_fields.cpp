@@ -321,6 +321,51 @@ void add_fsdp_rows(std::vector<PlanField>& t) {
                        INT_SIZE_MAX, "",
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
   t.back().min = MIN_DP_BUCKET_BYTES / 2;
+  t.push_back(size_row("stage3_param_persistence_threshold",
+                       "--stage3-param-persistence-threshold",
+                       "DeepSpeed ZeRO-3: parameter tensors below this many elements stay whole "
+                       "on every rank, never gathered",
+                       "100000", 64, INT_SIZE_MAX, "", [](const TrainingPlan& p) -> PlanValue {
+                         return p.ds_persistence_threshold;
+                       }));
+  t.back().min = 0;
+  t.back().deepspeed = "/zero_optimization/stage3_param_persistence_threshold";
+  // Written only where DeepSpeed's ZeRO-3 reads it (plans from before it keep their JSON).
+  t.back().applies = [](const TrainingPlan& p) {
+    return p.zero >= 3 && p.fsdp_impl == models::FsdpImpl::DEEPSPEED;
+  };
+}
+
+// DeepSpeed's optimizer and parameter offload (ZeRO-Offload, ZeRO-Infinity on the CPU),
+// written only for plans that offload (the others' JSON and CSV columns stay as they were).
+void add_offload_rows(std::vector<PlanField>& t) {
+  t.push_back(choice_row(
+      "offload_optimizer", "--offload-optimizer",
+      "DeepSpeed ZeRO-Offload (zero 1+): fp32 master weights, optimizer states and gradient "
+      "partition in host memory, the optimizer step on the CPU, gradients and parameters over "
+      "PCIe",
+      "none", 65, models::offload_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.offload_optimizer); }));
+  t.back().applies = [](const TrainingPlan& p) {
+    return p.offload_optimizer != models::Offload::NONE;
+  };
+  t.push_back(choice_row(
+      "offload_param", "--offload-param",
+      "DeepSpeed ZeRO-Infinity parameter offload (zero 3): the 16-bit parameter partition in "
+      "host memory, copied to the GPU before each all-gather",
+      "none", 66, models::offload_names(),
+      [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.offload_param); }));
+  t.back().applies = [](const TrainingPlan& p) { return p.offload_param != models::Offload::NONE; };
+  t.push_back(row("offload_pin_memory", FT::TOGGLE, "--offload-pin-memory",
+                  "offloaded host buffers page-locked (DeepSpeed pin_memory); off: pageable, "
+                  "each copy staged by a host memcpy: on|off",
+                  "off", 67, [](const TrainingPlan& p) -> PlanValue {
+                    return p.offload_pin_memory;
+                  }));
+  t.back().applies = [](const TrainingPlan& p) {
+    return p.offload_optimizer != models::Offload::NONE ||
+           p.offload_param != models::Offload::NONE;
+  };
 }
 
 // Mixture-of-experts layout, model options and module recompute (issue 9 MoE mapping; one
@@ -411,6 +456,7 @@ std::vector<PlanField> build_table() {
   add_bf16_layer_rows(t);
   add_overlap_rows(t);
   add_fsdp_rows(t);
+  add_offload_rows(t);
   add_moe_rows(t);
   add_dp_mode_rows(t);
   return t;

@@ -54,7 +54,8 @@ struct PlanField {
   /// The value of this field in a resolved plan, for the writer; null for input-only fields.
   PlanValue (*get)(const models::TrainingPlan&) = nullptr;
   /// Whether the field means anything for a plan (the writer leaves it out otherwise, e.g.
-  /// parameter-server settings of a DDP plan); null: always.
+  /// parameter-server settings of a DDP plan, offload settings of a plan that offloads
+  /// nothing); null: always.
   bool (*applies)(const models::TrainingPlan&) = nullptr;
 };
 

@@ -72,11 +72,27 @@ TorchtitanConfig import_torchtitan_toml(const std::string& path);
 /// import_torchtitan_toml on the text of a config; `origin` names it.
 TorchtitanConfig parse_torchtitan_toml(const std::string& text, const std::string& origin);
 
+/// A DeepSpeed JSON config as loom reads it.
+struct DeepSpeedConfig {
+  PlanInput plan;     ///< what its values set (an "auto" value sets nothing)
+  std::string file;   ///< its path (or origin), as sources name it
+  /// The JSON pointers of its "auto" values ("/train_micro_batch_size_per_gpu"), in the order
+  /// its note names them: Hugging Face placeholders that deepspeed_auto.hpp resolves and explains.
+  std::vector<std::string> autos;
+  int stage = 0;  ///< zero_optimization.stage
+};
+
 /// Translates a DeepSpeed JSON config (train_micro_batch_size_per_gpu,
-/// gradient_accumulation_steps, train_batch_size, zero_optimization.stage, bf16.enabled,
-/// fp16.enabled, optimizer.type, activation_checkpointing, ...). Throws ConfigError.
+/// gradient_accumulation_steps, train_batch_size, zero_optimization.stage and its buckets,
+/// offload_optimizer / offload_param, bf16.enabled, fp16.enabled, optimizer.type,
+/// activation_checkpointing, ...). "auto" values (Hugging Face Trainer placeholders) set
+/// nothing; one the Trainer does not fill throws. Throws ConfigError.
+DeepSpeedConfig read_deepspeed_config(const std::string& path);
+/// read_deepspeed_config on the text of a config; `origin` names it in errors and sources.
+DeepSpeedConfig parse_deepspeed_config(const std::string& text, const std::string& origin);
+/// The plan of read_deepspeed_config.
 PlanInput import_deepspeed_json(const std::string& path);
-/// import_deepspeed_json on the text of a config; `origin` names it in errors and sources.
+/// The plan of parse_deepspeed_config.
 PlanInput parse_deepspeed_json(const std::string& text, const std::string& origin);
 
 }  // namespace loom::strategies

@@ -231,6 +231,16 @@ void resolve_choices(const PlanInput& in, bool transformer, TrainingPlan& p) {
   p.reshard_after_forward = in.flag("reshard_after_forward", p.reshard_after_forward);
   p.ds_prefetch_bucket = size_or(in, "stage3_prefetch_bucket_size", p.ds_prefetch_bucket);
   p.ds_reduce_bucket = size_or(in, "stage3_reduce_bucket_size", p.ds_reduce_bucket);
+  p.ds_persistence_threshold =
+      size_or(in, "stage3_param_persistence_threshold", p.ds_persistence_threshold);
+  p.offload_optimizer = choice(in, "offload_optimizer", p.offload_optimizer);
+  p.offload_param = choice(in, "offload_param", p.offload_param);
+  p.offload_pin_memory = in.flag("offload_pin_memory", p.offload_pin_memory);
+  // A DeepSpeed section's pin_memory goes with its offload: flags that turn the offload off
+  // take it along (the no-effect rule stays for a value given on its own).
+  if (p.offload_optimizer == models::Offload::NONE && p.offload_param == models::Offload::NONE &&
+      s.of("offload_pin_memory").pointer.rfind("/zero_optimization/offload_", 0) == 0)
+    p.offload_pin_memory = false;
   p.mtp = in.flag("mtp", p.mtp);
   p.recompute_modules = modules_or(in, "recompute_modules", p.recompute_modules);
 }
@@ -271,10 +281,9 @@ void parse_ps_update(const PlanInput& in, TrainingPlan& p) {
 void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
   const PlanSources& s = in.sources();
   p.dp_mode = choice(in, "dp_mode", p.dp_mode);
-  // The fields that apply only to some plans are the parameter-server settings (their
-  // `applies` reads dp_mode alone).
+  // The parameter-server settings apply to --dp-mode ps alone (their `applies` reads dp_mode).
   for (const PlanField& f : plan_fields()) {
-    if (f.applies && in.has(f.key) && !f.applies(p)) {
+    if (f.key.substr(0, 3) == "ps_" && in.has(f.key) && !f.applies(p)) {
       fail_field(s, f.key,
                  fmt::format("{} sets up parameter servers; it needs {} ps", s.where(f.key),
                              s.name("dp_mode")));

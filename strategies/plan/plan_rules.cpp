@@ -560,6 +560,7 @@ void validate_plan(const ModelSpec& model, const TrainingPlan& plan,
   check_framework(plan, sources);
   check_effective_for_model(model, plan, sources);
   check_dp_mode(plan, sources);
+  check_offload(plan, sources);
 }
 
 void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
@@ -567,6 +568,7 @@ void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
   validate_plan(model, plan, cluster.num_gpus(), sources);
   check_precision_on_cluster(plan, cluster, sources);
   check_dp_mode_cluster(plan, cluster.gpus_per_node(), cluster.num_hosts(), sources);
+  check_offload_cluster(plan, cluster, sources);
   // CPU offloading copies to a host CPU: the cluster must have one.
   if (plan.cpu_offloading_num_layers > 0) {
     const auto& v = cluster.vertices();

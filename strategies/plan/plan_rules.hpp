@@ -111,6 +111,15 @@ void check_global_batch(const models::TrainingPlan& plan, const PlanSources& sou
 void check_pipeline_split(const models::TrainingPlan& plan, std::optional<int> model_layers,
                           const PlanSources& sources = {});
 
+/// DeepSpeed's offload (offload_optimizer, offload_param, offload_pin_memory;
+/// offload_rules.cpp): zero 1+ (parameters: zero 3 with the DeepSpeed design), Adam, one
+/// process per GPU, framework deepspeed or none; pin_memory only with something offloaded.
+/// Throws PlanError.
+void check_offload(const models::TrainingPlan& plan, const PlanSources& sources = {});
+/// The offload's host: a CPU vertex in `cluster`. Throws PlanError.
+void check_offload_cluster(const models::TrainingPlan& plan, const topo::Cluster& cluster,
+                           const PlanSources& sources = {});
+
 /// A SIZE rule: `value` of field `key` is at least 1 (and at most the table's bound).
 /// Throws PlanError.
 void check_size(std::string_view key, std::int64_t value, const PlanSources& sources = {});

@@ -15,6 +15,7 @@
 #include "strategies/search/fast_model.hpp"
 #include "strategies/step/lower_passes.hpp"
 #include "strategies/step/step_graph.hpp"
+#include "strategies/step/zero_offload.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -425,7 +426,7 @@ const UnitTimeSet& FastCaches::unit_times(const models::TrainingPlan& p) {
   return unit_times_.emplace(key, out).first->second;
 }
 
-double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
+double FastCaches::host_link_Bps() {
   if (offload_Bps_ <= 0) {
     const topo::VertexId gpu = cluster.gpu_vertex(0);
     const topo::Path path = cluster.route(gpu, nearest_cpu(cluster, gpu));
@@ -437,6 +438,11 @@ double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
       offload_Bps_ = std::min(offload_Bps_, link.bandwidth_Bps * eff.of(link.kind));
     }
   }
+  return offload_Bps_;
+}
+
+double FastCaches::offload_copy_s(const models::TrainingPlan& p) {
+  host_link_Bps();
   // The offloaded layers' mean stored bytes (a hybrid's blocks, or a first layer kept in
   // bf16, store more or less than the others).
   const models::MemoryOps& mops = memory_ops(p);
@@ -454,7 +460,19 @@ double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {
   return kernels->seconds(op, topo::KernelPass::FORWARD, compute_dtype(p.precision));
 }
 
-double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) const {
+double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) {
+  if (p.offload_optimizer == models::Offload::CPU) {
+    const double bytes = params * (offload_grad_bytes_per_elem(p) +
+                                   offload_param_update_bytes_per_elem(p));
+    double copy = bytes / host_link_Bps();
+    // Pageable buffers: the staging memcpy (read + write) at the node's memory bandwidth
+    // shared by its GPUs, beside the DMA.
+    const double host_Bps = node_host(cluster).memory_bandwidth_Bps *
+                            options.efficiency.memory_bandwidth_fraction /
+                            std::max(1, cluster.gpus_per_node());
+    if (!p.offload_pin_memory && host_Bps > 0) copy = std::max(copy, 2.0 * bytes / host_Bps);
+    return copy + cpu_adam_seconds(params, cluster.gpus_per_node());
+  }
   topo::KernelOp step;
   step.kind = topo::KernelKind::OPTIMIZER;
   step.bytes = params * models::optimizer_step_bytes_per_param(p);

@@ -183,8 +183,13 @@ struct FastCaches {
   /// offloaded layers' mean stored activations over the path from GPU 0 to its nearest CPU
   /// (cpu_offload.cpp).
   double offload_copy_s(const models::TrainingPlan& plan);
-  /// Seconds of the optimizer step over `params` local parameters.
-  double optimizer_s(const models::TrainingPlan& plan, double params) const;
+  /// Seconds of the optimizer step over `params` local parameters; under DeepSpeed's
+  /// ZeRO-Offload the CPU step and the partition's copies to and from the host, taken whole
+  /// after the backward (zero_offload.cpp overlaps the gradient copies with it).
+  double optimizer_s(const models::TrainingPlan& plan, double params);
+  /// Bytes per second of the path from GPU 0 to its nearest CPU (its bottleneck link at its
+  /// payload rate), routed once.
+  double host_link_Bps();
 
  private:
   std::map<LayerKey, const models::MemoryOps*> memory_ops_;  // into shared->memory_ops

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "strategies/step/dp_lowering.hpp"
+#include "strategies/step/zero_offload.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -106,6 +107,14 @@ class BucketedLowering final : public DataParallelLowering {
 
   bool sharded() const override { return sharded_; }
 
+  // ZeRO-Offload: the buckets' partitions went to the host as they were reduced.
+  std::vector<TaskId> optimizer(StepGraph& g, int stage,
+                                const std::vector<std::vector<TaskId>>& waits) override {
+    if (plan_.offload_optimizer != models::Offload::CPU)
+      return DataParallelLowering::optimizer(g, stage, waits);
+    return lower_offloaded_optimizer(g, stage, waits, sharded_, true);
+  }
+
  private:
   const std::vector<std::vector<Bucket>>& buckets(const DpGroup& group) const {
     return buckets_[group.set() == ParamSet::EXPERT ? 1 : 0];
@@ -152,7 +161,18 @@ class BucketedLowering final : public DataParallelLowering {
             op, b.params * reduced_grad_bytes(plan_),
             g.label("{}-{} c{} L{}-{}", group.name(), sharded_ ? "rs" : "ar", c, b.lo, b.hi), false,
             deps);
-        for (auto& r : reduced) r.push_back(id);
+        if (plan_.offload_optimizer != models::Offload::CPU) {
+          for (auto& r : reduced) r.push_back(id);
+          continue;
+        }
+        // ZeRO-Offload: each member's partition of the bucket, cast to fp32, to the host.
+        const double shard = b.params / (group.set() == ParamSet::EXPERT ? g.edp : plan_.dp);
+        for (size_t k = 0; k < group.members().size(); ++k) {
+          reduced[k].push_back(offload_copy(
+              g, static_cast<size_t>(group.members()[k]), s_,
+              shard * offload_grad_bytes_per_elem(plan_), true, {id},
+              g.label("{}-grads c{} L{}-{} ->host", group.name(), c, b.lo, b.hi)));
+        }
       }
     }
     return reduced;

@@ -39,6 +39,7 @@
 #include <cmath>
 
 #include "strategies/step/dp_lowering.hpp"
+#include "strategies/step/zero_offload.hpp"
 
 namespace loom::strategies {
 namespace {
@@ -75,6 +76,14 @@ class ShardedLowering : public DataParallelLowering {
   }
 
   bool sharded() const override { return true; }
+
+  // ZeRO-Offload: the reduce-scatters' partitions went to the host as they were reduced.
+  std::vector<TaskId> optimizer(StepGraph& g, int stage,
+                                const std::vector<std::vector<TaskId>>& waits) override {
+    if (g.plan.offload_optimizer != models::Offload::CPU)
+      return DataParallelLowering::optimizer(g, stage, waits);
+    return lower_offloaded_optimizer(g, stage, waits, true, true);
+  }
 
  protected:
   // Every use's parameter gathers, dense then expert groups, in use order.
@@ -122,7 +131,20 @@ class ShardedLowering : public DataParallelLowering {
     const auto [pi, u] = use;
     const Pass& pass = pass_at(pi);
     const double shard = params / static_cast<double>(g.plan.dp);
-    const std::vector<TaskId> in = copies(group, true, shard * copy_in_bytes_per_elem, deps, "ag");
+    std::vector<std::vector<TaskId>> ready = deps;
+    if (g.plan.offload_param == models::Offload::CPU) {
+      // ZeRO-Infinity: the 16-bit partition comes from the host first.
+      ready.assign(group.members().size(), {});
+      for (size_t k = 0; k < group.members().size(); ++k) {
+        ready[k] = {offload_copy(g, static_cast<size_t>(group.members()[k]), s_,
+                                 shard * gathered_param_bytes(g.plan), false,
+                                 deps.empty() ? std::vector<TaskId>{} : deps[k],
+                                 g.label("{}-params mb{} {} ->gpu", group.name(),
+                                         pass.micro_batch, unit(pass, u).name))};
+      }
+    }
+    const std::vector<TaskId> in =
+        copies(group, true, shard * copy_in_bytes_per_elem, ready, "ag");
     const TaskId id =
         group.collective(CollectiveOp::ALL_GATHER, params * gathered_param_bytes(g.plan),
                          g.label("{}-ag {} mb{} c{} {}", group.name(), to_string(pass.kind),
@@ -148,7 +170,30 @@ class ShardedLowering : public DataParallelLowering {
                                        g.label("{}-rs mb{} c{} {}", group.name(), pass.micro_batch,
                                                pass.chunk, unit(pass, u).name),
                                        false, in);
-    for (int ri : group.members()) waits[static_cast<size_t>(ri)].push_back(id);
+    if (g.plan.offload_optimizer != models::Offload::CPU) {
+      for (int ri : group.members()) waits[static_cast<size_t>(ri)].push_back(id);
+      return;
+    }
+    // ZeRO-Offload under ZeRO-3 (stage3.py partition_grads): the partition into the host's
+    // accumulation buffer (fetched back and added on the GPU from the second micro-batch),
+    // the last micro-batch's also as fp32 into the CPU step's gradient.
+    const double shard = params / static_cast<double>(g.plan.dp);
+    const bool last = pass.micro_batch + 1 == g.micro_batches();
+    for (size_t k = 0; k < group.members().size(); ++k) {
+      const auto ri = static_cast<size_t>(group.members()[k]);
+      TaskId t = id;
+      if (pass.micro_batch > 0)
+        t = offload_copy(g, ri, s_, shard * rbytes, false, {t},
+                         g.label("{}-grads mb{} {} ->gpu", group.name(), pass.micro_batch,
+                                 unit(pass, u).name));
+      t = offload_copy(g, ri, s_, shard * rbytes, true, {t},
+                       g.label("{}-grads mb{} {} ->host", group.name(), pass.micro_batch,
+                               unit(pass, u).name));
+      if (last)
+        t = offload_copy(g, ri, s_, shard * offload_grad_bytes_per_elem(g.plan), true, {t},
+                         g.label("{}-fp32 grads {} ->host", group.name(), unit(pass, u).name));
+      waits[ri].push_back(t);
+    }
   }
 
   // Bytes per gradient element the reduce-scatter moves.
@@ -227,7 +272,8 @@ class DeepSpeedLowering final : public ShardedLowering {
     for (double t : tensors) listed += t;
     std::vector<double> groups;
     if (std::abs(listed - params) <= 1e-9 * params) {
-      groups = deepspeed_gather_groups(tensors, g_.plan.ds_prefetch_bucket);
+      groups = deepspeed_gather_groups(tensors, g_.plan.ds_prefetch_bucket,
+                                       static_cast<double>(g_.plan.ds_persistence_threshold));
     } else {
       const int n = deepspeed_gathers(params, g_.plan.ds_prefetch_bucket);
       groups.assign(static_cast<size_t>(n), params / n);
@@ -303,11 +349,12 @@ int deepspeed_gathers(double params, std::int64_t bucket_elems) {
 }
 
 std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
-                                            std::int64_t bucket_elems) {
+                                            std::int64_t bucket_elems,
+                                            double persistence_threshold) {
   std::vector<double> groups;
   double open = 0;
   for (double t : tensors) {
-    if (t < DEEPSPEED_PERSISTENCE_THRESHOLD) continue;  // ds_persist: never partitioned
+    if (t < persistence_threshold) continue;  // ds_persist: never partitioned
     open += t;
     if (open >= static_cast<double>(bucket_elems)) {
       groups.push_back(open);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/memory.hpp"
+#include "strategies/step/zero_offload.hpp"
 
 namespace loom::strategies {
 
@@ -139,6 +140,9 @@ double stage_params(const StepGraph& g, int s, ParamSet set) {
 std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
                                     const std::vector<std::vector<TaskId>>& waits, bool sharded,
                                     const std::vector<int>& only) {
+  // ZeRO-Offload without a bucketed design (one GPU): the whole partition goes to the host.
+  if (g.plan.offload_optimizer == models::Offload::CPU)
+    return lower_offloaded_optimizer(g, s, waits, sharded, false, only);
   const double dense = stage_params(g, s, ParamSet::DENSE);
   const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
   const double local = sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;

@@ -131,18 +131,20 @@ double fsdp2_copy_in_bytes_per_elem(const models::TrainingPlan& plan);
 /// DeepSpeed ZeRO-3 all-gathers for a unit of `params` elements with a prefetch bucket of
 /// `bucket_elems`: ceil(params / bucket), at least one (0 for no parameters).
 int deepspeed_gathers(double params, std::int64_t bucket_elems);
-/// DeepSpeed stage3_param_persistence_threshold, elements: parameters smaller than this are
-/// persisted whole on every rank, never gathered (deepspeed/runtime/zero/config.py
-/// param_persistence_threshold = 1e5; partition_parameters.py ds_persist).
+/// DeepSpeed stage3_param_persistence_threshold's default, elements: parameters smaller than
+/// this are persisted whole on every rank, never gathered (deepspeed/runtime/zero/config.py
+/// param_persistence_threshold = 1e5; partition_parameters.py ds_persist); the plan's
+/// ds_persistence_threshold.
 inline constexpr double DEEPSPEED_PERSISTENCE_THRESHOLD = 1e5;
 /// DeepSpeed stage3_max_reuse_distance, elements (config.py max_reuse_distance = 1e9).
 inline constexpr double DEEPSPEED_MAX_REUSE_DISTANCE = 1e9;
 /// DeepSpeed ZeRO-3's all-gathers of one unit use, in elements each: its parameter tensors
-/// (`tensors`, in use order) less the persisted ones, coalesced as the coordinator's prefetch
+/// (`tensors`, in use order) less the persisted ones (below `persistence_threshold`), coalesced as the coordinator's prefetch
 /// takes them (partitioned_param_coordinator.py fetch_sub_module: whole parameters off the
 /// trace queue until the batch holds `bucket_elems` or more, one all_gather_coalesced each).
-std::vector<double> deepspeed_gather_groups(const std::vector<double>& tensors,
-                                            std::int64_t bucket_elems);
+std::vector<double> deepspeed_gather_groups(
+    const std::vector<double>& tensors, std::int64_t bucket_elems,
+    double persistence_threshold = DEEPSPEED_PERSISTENCE_THRESHOLD);
 /// Whether DeepSpeed keeps a unit gathered from its forward to its backward: the coordinator
 /// releases a submodule's parameters after its forward unless they recur within
 /// stage3_max_reuse_distance elements of the module trace (__params_to_release), and between

@@ -48,6 +48,9 @@ struct SimGpu {
       sim::NO_STREAM;  ///< TP (tp_comm_overlap) and CP ring collectives beside compute
   /// EP all-to-alls overlapping compute (overlap_moe_expert_parallel_comm)
   sim::StreamId ep = sim::NO_STREAM;
+  /// Its process's CPU work under DeepSpeed's offload (the CPU step, staging copies; made on
+  /// first use by zero_offload.cpp)
+  sim::StreamId host = sim::NO_STREAM;
   sim::TaskId last_backward = -1;             ///< the last pass that ends weight gradients
   std::vector<std::vector<PassTasks>> units;  ///< per pass index: per unit (split passes)
   int gpu_type = 0;   ///< its GPU type (topo::Cluster::gpu_type), the slowest peer's in symmetric
@@ -111,6 +114,10 @@ struct RepStage {
   /// between them is a wait for the copy (busy, exposed offload time), not pipeline bubble.
   std::vector<std::pair<sim::TaskId, sim::TaskId>> offload_waits;
   double offload_wait_s = 0;  ///< their summed gaps, after the engine ran
+  /// DeepSpeed offload (zero_offload.cpp): its copies to and from the host (and their
+  /// staging memcpys), and the bytes they move.
+  std::vector<sim::TaskId> offload_copies;
+  double offload_bytes = 0;
 };
 
 /// Which passes of a stage play a role for data-parallel overlap.

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "models/flops.hpp"
+#include "strategies/step/dp_lowering.hpp"
 #include "strategies/step/timeline_links.hpp"
 
 namespace loom::strategies {
@@ -229,6 +230,8 @@ void measure_step(StepGraph& g, StepReport& r) {
     compute += rs.compute_s;
     mp_comm += rs.comm_s;
     r.offload_wait_s += rs.offload_wait_s / p;
+    r.offload_copy_s += union_seconds(e, rs.offload_copies) / p;
+    r.offload_bytes_per_gpu += rs.offload_bytes / p;
     dp_bytes += rs.dp_bytes;
     dp_count += static_cast<std::int64_t>(rs.dp.size());
   }
@@ -258,6 +261,8 @@ void measure_step(StepGraph& g, StepReport& r) {
   r.exposed_comm_s[models::index(Dim::DP)] = dp_exposed / p;
   r.exposed_comm_time_s = mp_comm + dp_exposed / p;
   r.cpu_offloading = g.plan.cpu_offloading_num_layers > 0;
+  r.zero_offload = g.plan.offload_optimizer != models::Offload::NONE ||
+                   g.plan.offload_param != models::Offload::NONE;
   r.dp_bytes_per_gpu = dp_bytes / p;
   r.dp_collectives = dp_count;
   r.simulated_gpus = static_cast<int>(g.replicas.size()) * p;
