@@ -120,7 +120,10 @@ void check_csv(const std::string& command, const std::string& args) {
   const Records records = parse_csv(output(args + " --format csv"));
   for (const auto& r : records) {
     CHECK(r.at("schema") == "loom." + command + ".v1");
-    for (const auto& [key, value] : r) {
+    for (const auto& column : r) {
+      // named copies: clang 14 cannot capture structured bindings (CAPTURE is a lambda)
+      const std::string& key = column.first;
+      const std::string& value = column.second;
       CAPTURE(key);
       CAPTURE(value);
       if (BOOLEAN_COLUMNS.count(key)) CHECK((value == "true" || value == "false" || value.empty()));

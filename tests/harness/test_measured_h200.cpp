@@ -157,8 +157,10 @@ TEST_CASE("harness::Measured: GEMM and attention time of the step, model and har
   const std::string calibration = " --calibration " + source_path(MEASURED + "harness_gemm.json");
   const std::map<std::string, double> calibrated =
       seconds_by_kind(loom_json(step_args("none") + " --ops" + calibration));
-  for (const auto& [kind, cls] :
+  for (const auto& kinds :
        {std::pair<std::string, std::string>{"matmul", "gemm"}, {"attention", "attention"}}) {
+    const std::string& kind = kinds.first;  // named: clang 14 cannot capture a binding
+    const std::string& cls = kinds.second;
     CAPTURE(kind);
     const double m = measured.at(cls), p = plain.at(kind), c = calibrated.at(kind);
     MESSAGE(kind, ": trace ", m * 1e3, " ms, loom ", p * 1e3, " ms (", error(p, m) * 100,

@@ -47,7 +47,7 @@ std::vector<std::array<double, 3>> smooth_rows() {
 }
 
 std::string row_text(const LogSpec& s, const std::array<double, 3>& r) {
-  const auto [bytes, oop, ip] = r;
+  const double bytes = r[0], oop = r[1], ip = r[2];  // not a binding: the lambda captures it
   const auto series = [&](double us) {
     const double algbw = bytes / us / 1e3;
     return fmt::format("  {:7.2f}  {:6.2f}  {:6.2f}  {:6}", us, algbw, algbw * s.factor, 0);

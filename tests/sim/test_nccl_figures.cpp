@@ -253,7 +253,9 @@ TEST_CASE("sim::Collectives: DGX H100 all_to_all over 1-8 nodes at the measured 
   // the 15% asserted, not fitted to it.
   const double bytes = 4096.0 * 8 * 7168 * 2;
   const std::pair<int, double> measured_us[] = {{1, 1265}, {2, 5774}, {4, 8059}, {8, 9164}};
-  for (const auto& [nodes, us] : measured_us) {
+  for (const auto& point : measured_us) {
+    const int nodes = point.first;  // named: clang 14 cannot capture a binding
+    const double us = point.second;
     CAPTURE(nodes);
     auto c = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
     CHECK(collective(c, CollectiveOp::ALL_TO_ALL, bytes, Algorithm::AUTO).seconds * 1e6 ==

@@ -50,7 +50,9 @@ TEST_CASE("topologies::ClusterJson: bad files are one-line errors, exit code 2")
       // 2^32 + 1 lanes used to wrap to 1 lane (25 GB/s) when narrowed to int.
       {"bad_lanes_wrap", "/node/links/0/lanes: invalid value 4294967297"},
   };
-  for (auto [file, message] : cases) {
+  for (const auto& one : cases) {
+    const auto file = one.first;  // named: clang 14 cannot capture a binding
+    const auto message = one.second;
     CAPTURE(file);
     try {
       load_cluster(ClusterRequest{
