@@ -131,6 +131,13 @@ strategies::MegatronLine read_line(const std::string& text) {
   }
 }
 
+// `model` after printing what its import set aside (a HF gemma3 config's vision tower:
+// ModelSpec::notes) as notes on stderr.
+models::ModelSpec noted(models::ModelSpec model) {
+  for (const std::string& note : model.notes) std::cerr << error_line("note", note);
+  return model;
+}
+
 }  // namespace
 
 models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags& flags) {
@@ -147,7 +154,7 @@ models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags&
       throw ValidationError("--model",
                             "--model is required (a preset, loom model JSON or HF "
                             "config.json; or the model shape in --megatron-args)");
-    return models::load_model(model_arg, "--model");
+    return noted(models::load_model(model_arg, "--model"));
   }
   const strategies::MegatronLine line = read_line(*flags.megatron_args);
   if (!line.ignored.empty()) {
@@ -157,7 +164,7 @@ models::ModelSpec load_plan_model(const std::string& model_arg, const PlanFlags&
         line.ignored.size(), line.ignored.size() == 1 ? "" : "s", join(line.ignored, " "));
   }
   if (model_arg.empty()) return strategies::megatron_model(line);
-  models::ModelSpec model = models::load_model(model_arg, "--model");
+  models::ModelSpec model = noted(models::load_model(model_arg, "--model"));
   const std::vector<std::string> mismatches = strategies::megatron_model_mismatches(line, model);
   if (!mismatches.empty()) report_lines(strategies::MegatronArgsError(mismatches));
   return model;

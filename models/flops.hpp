@@ -110,6 +110,10 @@ struct OpCost {
   /// head, the router and the attention core stay 16-bit.
   bool fp8_linear = false;
   bool causal = false;  ///< half the work is masked (kernels may skip it)
+  /// ATTENTION (fused): the kernel soft-caps the scores (ModelSpec::attn_logit_softcap), which
+  /// cuDNN's fused attention cannot and FlashAttention-2 can (flash-attn >= 2.6 `softcap`):
+  /// Transformer Engine then runs FlashAttention-2 (strategies/step/pass_cost.cpp).
+  bool softcap = false;
   /// The partial-CUDA-graph scope that captures this op (TrainingPlan::cuda_graph_scope);
   /// unset: only a whole-layer graph does.
   std::optional<GraphModule> graph_module;

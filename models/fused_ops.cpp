@@ -48,6 +48,15 @@ void apply_norm_fusion(OpCost& op, NormKind norm, Fusion fusion) {
 }
 
 void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion) {
+  // GeGLU with the tanh GELU (Gemma: HF gelu_pytorch_tanh; Megatron-Bridge gemma_provider.py
+  // activation_func fast_gelu, gated_linear_unit) has no Megatron fusion: megatron/core/
+  // transformer/mlp.py fuses only F.gelu and F.silu ("Only support fusion of gelu and
+  // swiglu"), so its glu() runs the jit-fused fast_gelu on the gate and then the product,
+  // two kernels as in eager (HF GemmaMLP: act_fn(gate) * up).
+  if (mlp == MlpKind::GEGLU && fusion != Fusion::COMPILE) {
+    unfuse(op, 2, 5.0 / 3.0);  // gelu (r f w f), gate * up (r 2f w f): 5f against 3f
+    return;
+  }
   if (!eager(fusion)) return;  // Megatron bias_swiglu / bias_gelu fusions; Inductor
   // Eager SwiGLU: silu(gate) (r f w f) then gate * up (r 2f w f): 5f against the fused 3f.
   if (mlp == MlpKind::SWIGLU) unfuse(op, 2, 5.0 / 3.0);
@@ -72,6 +81,22 @@ std::optional<OpCost> activation_clamp_op(std::string name, double half_bytes, F
                           2 * half_bytes, 0);
   op.kernels = megatron ? 3 : 2;
   op.backward_bytes = (megatron ? 10 : 6) * half_bytes;
+  return op;
+}
+
+OpCost softcap_op(std::string name, double elements, double act, Fusion fusion) {
+  // cap * tanh(x / cap) as written in Python (Megatron-Bridge gemma2_provider.py
+  // logit_softcapping; HF modeling_gemma2.py eager attention and Gemma2ForCausalLM.forward),
+  // under every fusion level but torch.compile: a divide, tanh and multiply, each reading and
+  // writing the tensor (6 passes, 3 kernels); tanh keeps its output (d tanh = 1 - y^2), the
+  // scalar divide and multiply keep nothing. Backward: the multiply's (r 1 w 1),
+  // tanh_backward (r 2 w 1) and the divide's (r 1 w 1): 7 passes. Inductor fuses the chain:
+  // forward r 1 w 1, backward r 2 w 1. FLOPs reported: the divide, tanh and multiply.
+  const double bytes = act * elements;
+  const bool compiled = fusion == Fusion::COMPILE;
+  OpCost op = elementwise(std::move(name), (compiled ? 1 : 5) * bytes, bytes, bytes, 3 * elements);
+  op.kernels = compiled ? 1 : 3;
+  op.backward_bytes = (compiled ? 3 : 7) * bytes;
   return op;
 }
 

@@ -24,7 +24,8 @@ OpCost elementwise(std::string name, double in_bytes, double out_bytes, double s
 void apply_norm_fusion(OpCost& op, NormKind norm, Fusion fusion);
 
 /// Applies `fusion` to an MLP activation op (forward bytes of one fused kernel): eager runs
-/// SwiGLU as silu + mul, GeLU with a bias as bias add + gelu.
+/// SwiGLU as silu + mul, GeGLU as gelu + mul (under Megatron too), GeLU with a bias as bias
+/// add + gelu.
 void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion);
 
 /// The clamp of a gated MLP's two halves before its activation (ModelSpec::activation_clamp),
@@ -33,6 +34,11 @@ void apply_activation_fusion(OpCost& op, MlpKind mlp, bool bias, Fusion fusion);
 /// the activation kernel (std::nullopt). Keeps its input (the up projection's output) for the
 /// clamps' backward.
 std::optional<OpCost> activation_clamp_op(std::string name, double half_bytes, Fusion fusion);
+
+/// Soft-capping, cap * tanh(x / cap), over `elements` activation elements of `act` bytes (the
+/// unfused attention scores, the LM head's logits: Gemma 2): three kernels (divide, tanh,
+/// multiply) unless torch.compile fuses them into one; keeps the tanh output for backward.
+OpCost softcap_op(std::string name, double elements, double act, Fusion fusion);
 
 /// Applies `fusion` to a non-flash attention softmax (scale, mask, softmax).
 void apply_softmax_fusion(OpCost& op, Fusion fusion);

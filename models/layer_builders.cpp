@@ -69,6 +69,14 @@ void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops,
   ops.push_back(ln);
 }
 
+// Gemma's post-block norm: after the row-parallel projection's all-reduce (or, with SP, its
+// reduce-scatter) and before the residual add (HF modeling_gemma2.py Gemma2DecoderLayer.forward;
+// Megatron-Bridge gemma2_provider.py TERowParallelLinearLayerNorm), so on the sequence shard.
+void push_post_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops) {
+  if (!c.m.sandwich_norms) return;
+  ops.push_back(norm(c, name, c.T / c.seq_div, static_cast<double>(c.m.hidden)));
+}
+
 // The residual add closing a block (with dropout on the block output for dropout models,
 // keeping a 1-byte mask): it works on the sequence-parallel shard.
 void push_residual(const Ctx& c, const char* name, std::vector<OpCost>& ops) {

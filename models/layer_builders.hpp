@@ -1,6 +1,6 @@
 #pragma once
-// The builders the op lists of flops.cpp and mamba_ops.cpp share (internal to models/): the
-// per-GPU context of a plan and the linear, norm, pre-norm and residual ops.
+// The builders the op lists of flops.cpp, attention_ops.cpp and mamba_ops.cpp share (internal
+// to models/): the per-GPU context of a plan and the linear, norm, pre-norm and residual ops.
 #include <string>
 #include <vector>
 
@@ -67,11 +67,20 @@ OpCost norm(const Ctx& c, std::string name, double tokens, double width);
 void push_pre_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops,
                    bool layernorm_recompute);
 
+/// The norm of a block's output before its residual add (ModelSpec::sandwich_norms: Gemma's
+/// post_attention_layernorm / post_feedforward_layernorm), on the sequence-parallel shard the
+/// row-parallel projection's reduce-scatter leaves; nothing for other models.
+void push_post_norm(const Ctx& c, const char* name, std::vector<OpCost>& ops);
+
 /// The residual add closing a block (with dropout on the block output for dropout models,
 /// keeping a 1-byte mask): it works on the sequence-parallel shard.
 void push_residual(const Ctx& c, const char* name, std::vector<OpCost>& ops);
 
 /// A Mamba-2 mixer block (mamba_ops.cpp).
 void mamba_ops(const Ctx& c, std::vector<OpCost>& ops);
+
+/// The attention block of layer `layer_index`, from its pre-norm to its residual add
+/// (attention_ops.cpp).
+void attention_ops(const Ctx& c, int layer_index, std::vector<OpCost>& ops);
 
 }  // namespace loom::models::detail

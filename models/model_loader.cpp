@@ -4,13 +4,18 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/json_util.hpp"
 #include "common/strings.hpp"
+#include "models/hf_gemma.hpp"
+#include "models/hf_reader.hpp"
 
 namespace loom::models {
 namespace {
+
+using detail::HfReader;
 
 // The model's name when its file gives none: the file's stem, printable (a path may hold
 // any byte; the name is printed in tables and JSON).
@@ -102,6 +107,10 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   m.linear_bias = r.get_bool_or("linear_bias", m.linear_bias);
   m.qkv_bias = r.get_bool_or("qkv_bias", m.qkv_bias);
   m.qk_norm = r.get_bool_or("qk_norm", m.qk_norm);
+  m.sandwich_norms = r.get_bool_or("sandwich_norms", m.sandwich_norms);
+  m.attn_logit_softcap = r.get_number_or("attn_logit_softcap", m.attn_logit_softcap);
+  m.final_logit_softcap = r.get_number_or("final_logit_softcap", m.final_logit_softcap);
+  m.scaled_embedding = r.get_bool_or("scaled_embedding", m.scaled_embedding);
   m.dropout = r.get_bool_or("dropout", m.dropout);
   m.max_position_embeddings = r.get_count_or("max_position_embeddings", m.max_position_embeddings);
   m.mtp_layers = to_int(r.get_count_or("mtp_layers", m.mtp_layers), r, "mtp_layers");
@@ -168,54 +177,13 @@ ModelSpec read_loom_model(ObjectReader& r, const std::string& origin) {
   return m;
 }
 
-// HuggingFace configs carry many keys loom does not need, so this reader is never
-// finish()ed (the translator is the boundary) and a null value counts as absent; the keys
-// loom reads are checked by ObjectReader.
-class HfReader {
- public:
-  HfReader(const nlohmann::json& j, const std::string& origin) : r_(j, origin, "") {}
-
-  bool has(const char* key) { return r_.has(key) && !r_.raw(key).is_null(); }
-  std::int64_t integer(const char* key) {
-    if (!has(key)) throw ConfigError::missing_key(r_.file(), "/", key);
-    const auto& v = r_.raw(key);
-    if (!v.is_number_integer()) r_.fail(key, json_excerpt(v), "an integer");
-    return v.get<std::int64_t>();
-  }
-  std::int64_t integer_or(const char* key, std::int64_t fallback) {
-    return has(key) ? integer(key) : fallback;
-  }
-  /// A count of at least `min` (0 or 1), narrowed to int: kept below 2^30 so it cannot wrap.
-  int small(const char* key, std::int64_t min) { return narrow(key, integer(key), min); }
-  int small_or(const char* key, std::int64_t fallback, std::int64_t min) {
-    return narrow(key, integer_or(key, fallback), min);
-  }
-  std::string string_or(const char* key, const std::string& fallback) {
-    return has(key) ? r_.get_string(key) : fallback;
-  }
-  bool boolean_or(const char* key, bool fallback) {
-    return has(key) ? r_.get_bool_or(key, fallback) : fallback;
-  }
-  /// The value of `key` as it stands (check has() first).
-  const nlohmann::json& raw(const char* key) { return r_.raw(key); }
-
- private:
-  int narrow(const char* key, std::int64_t v, std::int64_t min) const {
-    if (v < min || v > (std::int64_t{1} << 30)) {
-      r_.fail(key, std::to_string(v),
-              min > 0 ? "a positive integer below 2^30" : "a non-negative integer below 2^30");
-    }
-    return static_cast<int>(v);
-  }
-
-  ObjectReader r_;
-};
-
 // The HuggingFace sliding-window layout as loom's (sliding_window, sliding_window_pattern):
-// `layer_types` ("sliding_attention" / "full_attention" per layer) when given, else Gemma's
-// `sliding_window_pattern`, else every layer windowed (Mistral); GPT-OSS without
-// `layer_types` alternates, sliding first (transformers GptOssConfig.__post_init__). Only
-// periodic layouts (every k-th layer full) are representable.
+// `layer_types` ("sliding_attention" / "full_attention" per layer) when given, else Gemma 3's
+// `sliding_window_pattern` (layer i full when (i + 1) % pattern == 0: transformers
+// Gemma3TextConfig; a pattern beyond the layer count leaves every layer windowed), else every
+// layer windowed (Mistral); GPT-OSS and Gemma 2 without `layer_types` alternate, sliding first
+// (transformers GptOssConfig.__post_init__; Gemma2Attention: `sliding_window if not
+// bool(layer_idx % 2)`). Only periodic layouts (every k-th layer full) are representable.
 void read_hf_sliding_window(HfReader& r, const std::string& type, const std::string& origin,
                             ModelSpec& m) {
   // Qwen2/Qwen3 configs carry a sliding_window that `use_sliding_window: false` disables.
@@ -238,7 +206,9 @@ void read_hf_sliding_window(HfReader& r, const std::string& type, const std::str
                     origin, full_first, m.layers - full_first));
   }
   if (!has_types) {
-    m.sliding_window_pattern = type == "gpt_oss" ? 2 : r.small_or("sliding_window_pattern", 0, 0);
+    const bool alternate = type == "gpt_oss" || type == "gemma2";
+    m.sliding_window_pattern = alternate ? 2 : r.small_or("sliding_window_pattern", 0, 0);
+    if (m.sliding_window_pattern > m.layers) m.sliding_window_pattern = 0;
     return;
   }
   const nlohmann::json& types = r.raw("layer_types");
@@ -337,11 +307,11 @@ void read_hf_nemotron_h(HfReader& r, const std::string& origin, ModelSpec& m) {
 }
 
 // Translates a parsed HuggingFace config (see import_hf_config).
-ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
-  HfReader r(j, origin);  // throws unless j is an object
-  if (!j.contains("model_type") || !j.at("model_type").is_string())
+ModelSpec import_hf_json(const nlohmann::json& config, const std::string& origin) {
+  HfReader top(config, origin);  // throws unless the config is an object
+  if (!config.contains("model_type") || !config.at("model_type").is_string())
     throw ConfigError::missing_key(origin, "/", "model_type");
-  const std::string type = j.at("model_type").get<std::string>();
+  const std::string type = config.at("model_type").get<std::string>();
   const auto& types = hf_model_types();
   if (std::find(types.begin(), types.end(), type) == types.end()) {
     throw ValidationError(
@@ -349,7 +319,18 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
         fmt::format("{}: /model_type: unsupported HuggingFace model_type '{}'; supported: {}",
                     origin, type, join(types, ", ")));
   }
+  // A Gemma config is read as transformers reads it: a gemma3 config's text_config, the
+  // keys it leaves out from the config class's defaults (models/hf_gemma.cpp).
+  const bool gemma = detail::is_gemma_type(type);
+  std::vector<std::string> notes;
+  const nlohmann::json decoder =
+      gemma ? detail::gemma_decoder_config(config, type, origin, notes) : nlohmann::json();
+  const nlohmann::json& j = gemma ? decoder : config;
+  std::optional<HfReader> inner;
+  if (gemma) inner.emplace(j, origin, type == "gemma3" ? "/text_config" : "");
+  HfReader& r = gemma ? *inner : top;
   ModelSpec m;
+  m.notes = std::move(notes);
   m.name = stem_of(origin);
   m.layers = r.small("num_hidden_layers", 1);
   m.hidden = r.integer("hidden_size");
@@ -427,6 +408,8 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
     m.mtp_layers = r.small_or("num_nextn_predict_layers", 0, 0);
   } else if (type == "nemotron_h") {
     read_hf_nemotron_h(r, origin, m);
+  } else if (gemma) {
+    detail::read_hf_gemma(r, type, origin, m);
   }
   read_hf_sliding_window(r, type, origin, m);
   validate_model(m);
@@ -436,9 +419,10 @@ ModelSpec import_hf_json(const nlohmann::json& j, const std::string& origin) {
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"deepseek_v3", "gpt_oss",    "llama", "mistral",
-                                                 "mixtral",     "nemotron_h", "olmo2", "phi3",
-                                                 "qwen2",       "qwen2_moe",  "qwen3", "qwen3_moe"};
+  static const std::vector<std::string> types = {
+      "deepseek_v3", "gemma",     "gemma2",  "gemma3",     "gemma3_text", "gpt_oss",
+      "llama",       "mistral",   "mixtral", "nemotron_h", "olmo2",       "phi3",
+      "qwen2",       "qwen2_moe", "qwen3",   "qwen3_moe"};
   return types;
 }
 

@@ -33,7 +33,7 @@ const std::vector<std::string>& model_kind_names() {
   return names;
 }
 const std::vector<std::string>& mlp_kind_names() {
-  static const std::vector<std::string> names = {"swiglu", "gelu", "relu2"};
+  static const std::vector<std::string> names = {"swiglu", "gelu", "relu2", "geglu"};
   return names;
 }
 const std::vector<std::string>& norm_kind_names() {
@@ -112,10 +112,10 @@ void validate_routing_groups(const MoeSpec& moe) {
 }
 
 // One MLP block of intermediate size f over `width` features (the hidden size, or a routed
-// expert's latent): SwiGLU has gate, up and down; GELU and squared ReLU up and down.
+// expert's latent): SwiGLU and GeGLU have gate, up and down; GELU and squared ReLU up and down.
 double mlp_params(const ModelSpec& m, std::int64_t f, std::int64_t width) {
   const double h = static_cast<double>(width);
-  if (m.mlp == MlpKind::SWIGLU) return 3.0 * h * f + (m.linear_bias ? 2.0 * f + h : 0.0);
+  if (gated_mlp(m.mlp)) return 3.0 * h * f + (m.linear_bias ? 2.0 * f + h : 0.0);
   return 2.0 * h * f + (m.linear_bias ? 1.0 * f + h : 0.0);
 }
 
@@ -258,6 +258,14 @@ void validate_model(const ModelSpec& m) {
                                       "number; give the clamp (GPT-OSS 7) or 0 for none",
                                       m.activation_clamp));
   }
+  for (const auto& [cap, field] : {std::pair{m.attn_logit_softcap, "model.attn_logit_softcap"},
+                                   std::pair{m.final_logit_softcap, "model.final_logit_softcap"}}) {
+    if (!(cap >= 0) || !std::isfinite(cap)) {
+      throw ValidationError(field, fmt::format("{}: {} is not a finite non-negative number; give "
+                                               "the cap (Gemma 2: 50 and 30) or 0 for none",
+                                               field, cap));
+    }
+  }
   if (m.activation_clamp > 0 && m.mlp != MlpKind::SWIGLU) {
     throw ValidationError("model.activation_clamp",
                           fmt::format("model.activation_clamp: {} clamps a gated MLP's two halves, "
@@ -377,6 +385,10 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer_index) {
   const bool attention = has_attention_block(kind);
   const bool mlp = has_mlp_block(kind);
   p.norms = (attention && mlp ? 2 : 1) * m.norm_params(h);
+  // Gemma 2/3 normalise each attention and MLP block's output as well (HF Gemma2DecoderLayer
+  // post_attention_layernorm, post_feedforward_layernorm; Gemma 2 report, arXiv:2408.00118
+  // Sec. 2: "post-norm and pre-norm with RMSNorm").
+  if (m.sandwich_norms) p.norms += ((attention ? 1 : 0) + (mlp ? 1 : 0)) * m.norm_params(h);
   if (kind == LayerKind::MAMBA) p.mamba = mamba_params(m);
   if (attention) attention_parameters(m, p);
   if (!mlp) return p;

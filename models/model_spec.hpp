@@ -16,8 +16,13 @@ namespace loom::models {
 /// What family of network the spec describes.
 enum class ModelKind { TRANSFORMER, MLP };
 /// The feed-forward block: gated SwiGLU (three matrices), or a plain MLP (two) with a GELU
-/// or a squared ReLU (Primer; Nemotron's relu2).
-enum class MlpKind { SWIGLU, GELU, RELU2 };
+/// or a squared ReLU (Primer; Nemotron's relu2), or gated GeGLU (three matrices, the gate
+/// through the tanh-approximated GELU: Gemma, HF `gelu_pytorch_tanh`; Shazeer 2020).
+enum class MlpKind { SWIGLU, GELU, RELU2, GEGLU };
+/// Whether `k` gates its activation with a second up projection (gate, up and down).
+constexpr bool gated_mlp(MlpKind k) {
+  return k == MlpKind::SWIGLU || k == MlpKind::GEGLU;
+}
 /// The normalisation layer: RMSNorm has a scale only, LayerNorm a scale and a bias.
 enum class NormKind { RMSNORM, LAYERNORM };
 /// Attention flavour: multi-head with optional grouped KV heads, or DeepSeek's MLA.
@@ -118,6 +123,19 @@ struct ModelSpec {
   bool rope = true;      ///< without learned positions: rotary (true) or no position encoding
   bool dropout = false;  ///< dropout after attention softmax, attention and MLP
                          ///< (stores 1-byte masks; GPT-3 style)
+  /// Each block's output normalised too, before its residual add (Gemma 2/3: HF
+  /// post_attention_layernorm and post_feedforward_layernorm beside input_layernorm and
+  /// pre_feedforward_layernorm): four norms per transformer layer instead of two.
+  bool sandwich_norms = false;
+  /// Attention-logit soft-capping (Gemma 2, HF `attn_logit_softcapping` 50): each score
+  /// becomes cap * tanh(score / cap) before the softmax; 0: none.
+  double attn_logit_softcap = 0;
+  /// Final-logit soft-capping (Gemma 2, HF `final_logit_softcapping` 30): the LM head's
+  /// logits become cap * tanh(logit / cap) before the loss; 0: none.
+  double final_logit_softcap = 0;
+  /// The embedding output multiplied by sqrt(hidden) (Gemma's normalizer): one elementwise
+  /// kernel over the embedded tokens.
+  bool scaled_embedding = false;
   AttentionKind attention = AttentionKind::MHA;
   /// Sliding-window attention (Mistral 7B v0.1, Gemma 2/3, GPT-OSS; HF `sliding_window`): a
   /// windowed layer's query attends to at most this many most recent keys, itself
@@ -146,6 +164,9 @@ struct ModelSpec {
   /// layer built like the model's last.
   std::string mtp_pattern;
   MambaSpec mamba;
+  /// What an import set aside and the user should know (a HF config's vision tower), one
+  /// sentence each; the commands print them as notes.
+  std::vector<std::string> notes;
 
   bool is_moe() const { return moe.experts > 0; }
   /// What layer `layer_index` (0-based) holds.
@@ -229,7 +250,8 @@ struct LayerParameters {
   double router = 0;           ///< MoE router (replicated under TP)
   double routed_experts = 0;   ///< all routed experts of the layer
   double one_expert = 0;       ///< one routed expert
-  double norms = 0;            ///< the layer's pre-attention and pre-MLP norms
+  double norms = 0;            ///< the layer's pre-attention and pre-MLP norms (and the
+                               ///< post-block ones of sandwich_norms)
   /// Everything in the layer.
   double total() const {
     return attention + mamba + attention_norms + mlp + router + routed_experts + norms;

@@ -64,6 +64,13 @@ void megatron_shape(const ModelSpec& m, std::int64_t seq, Args& a) {
   if (m.attention == models::AttentionKind::MLA) a.unexpressed.push_back("MLA attention");
   if (!m.pattern.empty()) a.unexpressed.push_back("the hybrid layer pattern");
   if (m.sliding_window > 0) a.unexpressed.push_back("the sliding window");
+  // Gemma's architecture has no Megatron-LM flags (Megatron-Bridge builds it in code:
+  // gemma2_provider.py, gemma3_provider.py).
+  if (m.mlp == models::MlpKind::GEGLU) a.unexpressed.push_back("the GeGLU MLP");
+  if (m.sandwich_norms) a.unexpressed.push_back("the post-block norms");
+  if (m.attn_logit_softcap > 0 || m.final_logit_softcap > 0)
+    a.unexpressed.push_back("the logit soft-capping");
+  if (m.scaled_embedding) a.unexpressed.push_back("the embedding scale");
   if (m.mtp_layers > 0) a.unexpressed.push_back("the MTP layers (--mtp-num-layers)");
 }
 

@@ -27,11 +27,12 @@ namespace {
 
 using sim::TaskId;
 
-// The main head's loss op: the op after the LM head (or classifier) in head_ops.
+// The main head's loss op: the first loss after the LM head (or classifier) in head_ops (a
+// soft-capping op may stand between them: Gemma 2).
 models::OpCost loss_op(const StepGraph& g) {
   const auto ops = models::head_ops(g.model, g.plan);
-  for (size_t i = 0; i + 1 < ops.size(); ++i)
-    if (ops[i].name == "lm_head" || ops[i].name == "classifier") return ops[i + 1];
+  for (const models::OpCost& op : ops)
+    if (op.kind == models::OpKind::LOSS) return op;
   check_invariant(false, "the head has no loss after its output layer");
   return {};
 }

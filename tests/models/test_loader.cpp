@@ -156,8 +156,8 @@ TEST_CASE("models::Loader: input errors name the file, position or key") {
   CHECK_THROWS_WITH_AS(
       import_hf_config(R"({"model_type": "gpt2", "n_layer": 12})", "config.json"),
       "config.json: /model_type: unsupported HuggingFace model_type 'gpt2'; supported: "
-      "deepseek_v3, gpt_oss, llama, mistral, mixtral, nemotron_h, olmo2, phi3, qwen2, "
-      "qwen2_moe, qwen3, qwen3_moe",
+      "deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt_oss, llama, mistral, mixtral, "
+      "nemotron_h, olmo2, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe",
       ValidationError);
   CHECK_THROWS_WITH_AS(import_hf_config(R"({"model_type": "llama", "hidden_size": 8})", "c.json"),
                        doctest::Contains("missing required key 'num_hidden_layers'"), ConfigError);
