@@ -6,7 +6,10 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "cli/field_flags.hpp"
 #include "cli/output_file.hpp"
@@ -19,11 +22,12 @@ namespace {
 
 using strategies::Dim;
 
-// Perfetto orders threads by this index: compute first, then the streams that overlap it,
-// then the pipeline lanes.
+// Perfetto orders threads by this index: compute first, then the passes' collectives by
+// dimension, then the streams that overlap the compute, then the pipeline lanes.
 int thread_sort_index(const std::string& stream) {
   static const std::map<std::string, int> fixed = {
-      {"compute", 0}, {"tp-overlap", 1}, {"dp", 2}, {"dp-ag", 3}};
+      {"compute", 0},    {"tp", 1},         {"cp", 2}, {"ep", 3},
+      {"tp-overlap", 4}, {"ep-overlap", 5}, {"dp", 6}, {"dp-ag", 7}};
   if (auto it = fixed.find(stream); it != fixed.end()) return it->second;
   for (const auto& [kind, base] : {std::pair<std::string, int>{"pp-send", 10}, {"pp-recv", 30}}) {
     if (stream.rfind(kind, 0) != 0) continue;
@@ -63,14 +67,79 @@ void name_processes(const std::set<int>& ranks, const models::TrainingPlan& plan
   }
 }
 
+// The slices as drawn: StepReport::timeline with each laid-out pass (PassLayout) stretched over
+// its collectives, the slices it folds left out, and its collectives one slice each.
+class Drawn {
+ public:
+  explicit Drawn(const strategies::StepReport& r) : r_(r), folded_(r.timeline.size()) {
+    for (size_t l = 0; l < r.pass_layouts.size(); ++l) {
+      const auto& layout = r.pass_layouts[l];
+      pass_of_[layout.pass] = l;
+      for (const auto& [slice, collective] : layout.folded) folded_[slice] = {l, collective};
+    }
+  }
+  bool folded(size_t i) const { return folded_[i].has_value(); }
+  /// The laid-out pass whose slice `i` is, if any.
+  std::optional<size_t> layout_of(size_t i) const {
+    const auto it = pass_of_.find(i);
+    return it == pass_of_.end() ? std::nullopt : std::optional<size_t>(it->second);
+  }
+  /// The slice timeline[i] is drawn as (itself, its pass stretched, or the collective that ends
+  /// its run), and the layout it belongs to.
+  strategies::TimelineSlice slice(size_t i) const {
+    if (const auto& f = folded_[i]) {
+      const auto& layout = r_.pass_layouts[f->first];
+      if (f->second >= 0) return layout.collectives[static_cast<size_t>(f->second)];
+      return stretched(layout);
+    }
+    if (const auto l = layout_of(i)) return stretched(r_.pass_layouts[*l]);
+    return r_.timeline[i];
+  }
+  std::optional<size_t> owner(size_t i) const {
+    if (const auto& f = folded_[i]) return f->first;
+    return layout_of(i);
+  }
+  strategies::TimelineSlice stretched(const strategies::PassLayout& layout) const {
+    strategies::TimelineSlice s = r_.timeline[layout.pass];
+    s.end_s = std::max(s.end_s, layout.end_s);
+    s.args.insert(s.args.end(), layout.args.begin(), layout.args.end());
+    return s;
+  }
+
+ private:
+  const strategies::StepReport& r_;
+  std::vector<std::optional<std::pair<size_t, std::ptrdiff_t>>> folded_;
+  std::map<size_t, size_t> pass_of_;
+};
+
+OrderedJson slice_event(const strategies::TimelineSlice& s, int tid) {
+  OrderedJson e;
+  e["name"] = s.name;
+  e["cat"] = strategies::to_string(s.category);
+  e["ph"] = "X";
+  e["pid"] = s.rank;
+  e["tid"] = tid;
+  e["ts"] = s.start_s * 1e6;
+  e["dur"] = (s.end_s - s.start_s) * 1e6;
+  if (!s.args.empty()) {
+    OrderedJson args = OrderedJson::object();
+    for (const auto& [key, value] : s.args) args[key] = value;
+    e["args"] = std::move(args);
+  }
+  return e;
+}
+
 // Flow arrows ("s" at the source slice's start, "f" bound to the enclosing destination slice):
 // a pipeline send to its receive, a collective or transfer to the tasks that waited for it.
-void add_flows(const strategies::StepReport& r,
+// An arrow inside one laid-out pass (a run to the next, to the residual) is left out.
+void add_flows(const strategies::StepReport& r, const Drawn& drawn,
                const std::map<std::pair<int, std::string>, int>& tids, OrderedJson& events) {
   int id = 0;
   for (const strategies::TimelineFlow& f : r.timeline_flows) {
-    const auto& a = r.timeline[f.from];
-    const auto& b = r.timeline[f.to];
+    const auto from = drawn.owner(f.from);
+    if (from && from == drawn.owner(f.to)) continue;
+    const strategies::TimelineSlice a = drawn.slice(f.from);
+    const strategies::TimelineSlice b = drawn.slice(f.to);
     const bool pipeline = a.category == strategies::TraceCategory::PP;
     for (const auto* s : {&a, &b}) {
       OrderedJson e;
@@ -98,31 +167,34 @@ void write_chrome_trace(const std::string& path, const strategies::StepReport& r
   for (const auto& m : r.memory_samples) ranks.insert(m.rank);
   name_processes(ranks, plan, order, events);
   std::map<std::pair<int, std::string>, int> tids;
-  for (const auto& s : r.timeline) {
+  const auto tid_of = [&](const strategies::TimelineSlice& s) {
     auto key = std::make_pair(s.rank, s.stream);
-    if (!tids.count(key)) {
-      const int tid = static_cast<int>(tids.size());
-      tids[key] = tid;
-      events.push_back(metadata("thread_name", s.rank, tid, {{"name", s.stream}}));
-      events.push_back(metadata("thread_sort_index", s.rank, tid,
-                                {{"sort_index", thread_sort_index(s.stream)}}));
-    }
-    OrderedJson e;
-    e["name"] = s.name;
-    e["cat"] = strategies::to_string(s.category);
-    e["ph"] = "X";
-    e["pid"] = s.rank;
-    e["tid"] = tids[key];
-    e["ts"] = s.start_s * 1e6;
-    e["dur"] = (s.end_s - s.start_s) * 1e6;
-    if (!s.args.empty()) {
-      OrderedJson args = OrderedJson::object();
-      for (const auto& [key, value] : s.args) args[key] = value;
-      e["args"] = std::move(args);
-    }
-    events.push_back(e);
+    if (const auto it = tids.find(key); it != tids.end()) return it->second;
+    const int tid = static_cast<int>(tids.size());
+    tids[key] = tid;
+    events.push_back(metadata("thread_name", s.rank, tid, {{"name", s.stream}}));
+    events.push_back(
+        metadata("thread_sort_index", s.rank, tid, {{"sort_index", thread_sort_index(s.stream)}}));
+    return tid;
+  };
+  const Drawn drawn(r);
+  for (size_t i = 0; i < r.timeline.size(); ++i) {
+    if (drawn.folded(i)) continue;
+    const strategies::TimelineSlice s = drawn.slice(i);
+    const int tid = tid_of(s);
+    events.push_back(slice_event(s, tid));
   }
-  add_flows(r, tids, events);
+  // The passes' collectives, in time order (each track's slices in order, as the rest).
+  std::vector<const strategies::TimelineSlice*> collectives;
+  for (const auto& layout : r.pass_layouts)
+    for (const auto& c : layout.collectives) collectives.push_back(&c);
+  std::stable_sort(collectives.begin(), collectives.end(),
+                   [](const auto* a, const auto* b) { return a->start_s < b->start_s; });
+  for (const auto* c : collectives) {
+    const int tid = tid_of(*c);
+    events.push_back(slice_event(*c, tid));
+  }
+  add_flows(r, drawn, tids, events);
   // One counter value per timestamp and rank: the last, what the rank holds after that instant.
   std::map<std::pair<int, double>, size_t> last_sample;
   for (size_t i = 0; i < r.memory_samples.size(); ++i)

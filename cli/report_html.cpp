@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "cli/html_escape.hpp"
 #include "cli/memory_json.hpp"
@@ -50,7 +51,7 @@ svg{display:block;margin:.4em 0;font-size:11px}svg text{fill:#222}
 .c-ep{fill:#b07aa1;background:#b07aa1}.c-pp{fill:#59a14f;background:#59a14f}
 .c-dp{fill:#e15759;background:#e15759}.c-forward{fill:#4e79a7;background:#4e79a7}
 .c-backward{fill:#1f4e79;background:#1f4e79}.c-recompute{fill:#9ecae9;background:#9ecae9}
-.c-weight-gradients{fill:#2c7fb8;background:#2c7fb8}.c-neutral{fill:#777;background:#777}.c-offload{fill:#ff9da7;background:#ff9da7}.overlapped{opacity:.35}
+.c-weight-gradients{fill:#2c7fb8;background:#2c7fb8}.c-bubble{fill:#d0d0d0;background:#d0d0d0}.c-neutral{fill:#777;background:#777}.c-offload{fill:#ff9da7;background:#ff9da7}.overlapped{opacity:.35}
 .m-weights{fill:#4e79a7;background:#4e79a7}.m-gradients{fill:#f28e2b;background:#f28e2b}
 .m-optimizer{fill:#59a14f;background:#59a14f}.m-activations{fill:#b07aa1;background:#b07aa1}
 .m-other{fill:#9c9c9c;background:#9c9c9c}
@@ -95,6 +96,56 @@ std::string row(std::string_view key, std::string_view value_html) {
   return fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", key, value_html);
 }
 
+// The step time as one bar that adds up to it: the forward and backward passes of the least
+// idle stage (with the collectives that block its compute stream), its pipeline bubble, then
+// what follows the last pass (the optimizer step, the rest: data-parallel work the passes did
+// not hide), each in the timeline's colour for it, with a legend.
+std::string step_bar_html(const strategies::StepReport& r) {
+  const double step = r.step_time_s;
+  if (!(step > 0) || !std::isfinite(step)) return "";
+  const double pipeline = std::clamp(r.pipeline_time_s, 0.0, step);
+  const double bubble = std::clamp(r.bubble_time_s, 0.0, pipeline);
+  const double after = step - pipeline;
+  const double optimizer = std::clamp(r.optimizer_time_s, 0.0, after);
+  struct Part {
+    const char* css;
+    const char* name;  // in the legend
+    const char* what;  // in the tooltip
+    double seconds;
+  };
+  const Part parts[] = {
+      {"c-compute", "passes",
+       "forward and backward passes with their blocking communication (the least idle stage)",
+       pipeline - bubble},
+      {"c-bubble", "pipeline bubble", "pipeline bubble (the least idle stage's idle time)", bubble},
+      {"c-optimizer", "optimizer", "optimizer step", optimizer},
+      {"c-dp", "other",
+       "after the last pass, besides the optimizer: data-parallel work and the rest",
+       after - optimizer}};
+  constexpr double WIDTH = 1000, HEIGHT = 22;
+  std::string bar, legend;
+  double x = 0;
+  for (const Part& p : parts) {
+    if (!(p.seconds > 0)) continue;
+    const double w = WIDTH * p.seconds / step;
+    const std::string share =
+        fmt::format("{} ({:.1f}%)", format_time(p.seconds), 100 * p.seconds / step);
+    bar += fmt::format(
+        "<rect class=\"{}\" x=\"{}\" y=\"0\" width=\"{}\" height=\"{}\"><title>{}: {}</title>"
+        "</rect>\n",
+        p.css, report::num(x), report::num(std::max(w, 0.8)), report::num(HEIGHT), p.what, share);
+    legend +=
+        fmt::format("<span><span class=\"swatch {}\"></span>{} {}</span>", p.css, p.name, share);
+    x += w;
+  }
+  return fmt::format(
+      "<div class=\"legend\" id=\"step-legend\">step time {}: {}</div>\n<svg id=\"step-svg\" "
+      "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
+      "role=\"img\" aria-label=\"where the step time went\">\n{}</svg>\n",
+      format_time(step), legend, report::num(WIDTH), report::num(HEIGHT), report::num(WIDTH),
+      report::num(HEIGHT), bar);
+}
+
 std::string summary_html(const ReportInputs& in) {
   const strategies::StepReport& r = in.report;
   const double cap = in.cluster.gpu.hbm_bytes;
@@ -113,6 +164,7 @@ std::string summary_html(const ReportInputs& in) {
              fmt::format("{} of {} ({})", format_bytes(r.memory.peak_bytes), format_bytes(cap),
                          misfit.empty() ? "fits" : "does NOT fit"));
   out += "</table>\n";
+  out += step_bar_html(r);
   // The error bands (docs/simulate.md "Error bands").
   out += "<table id=\"band-table\">\n";
   for (const auto& line : band_lines(simulate_bands(in.model, in.plan, in.cluster), r))

@@ -147,6 +147,24 @@ struct TimelineFlow {
   std::size_t to = 0;
 };
 
+/// A pass's collectives laid out among its kernels, for the Chrome trace. The step simulates
+/// a pass's model-parallel collectives as runs after its compute (or beside it, overlapped);
+/// the trace draws the pass as one slice from its compute's start to the end of its blocking
+/// collectives (and overlap residual), and each collective as a slice of its own on its
+/// rank's "tp", "cp" or "ep" track, where it runs among the pass's GEMMs: in op order, the
+/// compute seconds split over the ops as their kernels' times, each collective for its own
+/// seconds; an overlapped one beside the GEMM it overlaps.
+struct PassLayout {
+  std::size_t pass = 0;  ///< the pass's compute slice in StepReport::timeline
+  double end_s = 0;      ///< the pass's end: its last blocking collective's or its residual's
+  /// Extra "args" of the pass slice (its compute and communication seconds).
+  std::vector<std::pair<std::string, std::string>> args;
+  std::vector<TimelineSlice> collectives;  ///< one per collective, in time order per track
+  /// Slices of StepReport::timeline the layout replaces (the runs, the residual), each with
+  /// the collective (index into `collectives`) that ends its run; -1 for the residual.
+  std::vector<std::pair<std::size_t, std::ptrdiff_t>> folded;
+};
+
 /// A memory counter sample, for the Chrome trace.
 struct MemorySample {
   int rank = 0;
@@ -206,6 +224,8 @@ struct StepReport {
   /// Arrows between timeline slices (keep_timeline): each pipeline send to its receive, each
   /// collective to the tasks that waited for it.
   std::vector<TimelineFlow> timeline_flows;
+  /// The passes whose collectives the trace draws one by one (keep_timeline).
+  std::vector<PassLayout> pass_layouts;
   std::vector<MemorySample> memory_samples;
 };
 

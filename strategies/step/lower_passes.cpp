@@ -148,12 +148,14 @@ class StageLowering {
                                      [this](const CommItem& i) { return overlaps(i.dim); });
     if (!overlap) {
       compute(part, what, unit);
+      trace_part(part, items);
       comm(items, comm_what, unit);
       return;
     }
     compute(Part::NONE, "start", unit);
     std::vector<TaskId> marks = last_;
     compute(part, what, unit);
+    trace_part(part, items);
     overlapped_.assign(g_.replicas.size(), {});
     tp_exposed_s_ = cp_exposed_s_ = 0;
     const size_t lists = rep_pass_->comm_lists.size();
@@ -172,12 +174,38 @@ class StageLowering {
                                                 tp ? "tp" : "ep", pass_->micro_batch, pass_->chunk),
                                        tp ? TraceCategory::TP : TraceCategory::EP, overlapped_[ri]);
       track(ri, id);
+      if (traced_ >= 0) g_.traced_parts[static_cast<size_t>(traced_) + ri].residual = id;
       if (ri == 0) {
         g_.reps[static_cast<size_t>(s_)].compute.push_back(id);
         rep_pass_->tasks.push_back(id);
         const int list = rep_pass_->comm_lists.size() > lists ? static_cast<int>(lists) : -1;
         rep_pass_->overlaps.push_back({before[0], id, list, cp_share});
       }
+    }
+  }
+
+  // keep_timeline: a TracedPart per replica for the compute task just lowered (each replica's
+  // last task) and the collectives `items` after it; comm() adds their runs.
+  void trace_part(Part part, const std::vector<CommItem>& items) {
+    traced_ = -1;
+    if (!g_.options.keep_timeline || items.empty()) return;
+    traced_ = static_cast<std::ptrdiff_t>(g_.traced_parts.size());
+    for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
+      TracedPart t;
+      using W = TracedPart::Work;
+      t.work = part == Part::FWD         ? W::FORWARD
+               : part == Part::RECOMPUTE ? W::RECOMPUTE
+               : part == Part::BWD       ? W::BACKWARD
+                                         : W::BACKWARD_INPUT;
+      t.replica = ri;
+      t.stage = s_;
+      t.virtual_stage = vs_;
+      t.unit = unit_;
+      t.micro_batch = pass_->micro_batch;
+      t.chunk = pass_->chunk;
+      t.compute = last_[ri];
+      t.items = &items;
+      g_.traced_parts.push_back(std::move(t));
     }
   }
 
@@ -242,7 +270,7 @@ class StageLowering {
             g_.label("{}-comm {} {} mb{} c{}{}{}", what, models::to_string(dim),
                      sim::to_string(run.front().first), pass_->micro_batch, pass_->chunk,
                      unit ? " " : "", unit ? unit->c_str() : ""),
-            category_of(dim), ri == 0 || overlapped ? &frozen : nullptr, deps);
+            category_of(dim), ri == 0 || overlapped || traced_ >= 0 ? &frozen : nullptr, deps);
         if (ri == 0) rep_run.frozen_ps = frozen;
         if (overlapped && ri == 0 && dim != Dim::EP)
           (dim == Dim::TP ? tp_exposed_s_ : cp_exposed_s_) +=
@@ -250,6 +278,9 @@ class StageLowering {
         for (int r : group) {
           const int rj = g_.rank_to_replica[static_cast<size_t>(r)];
           if (rj < 0) continue;
+          if (traced_ >= 0)
+            g_.traced_parts[static_cast<size_t>(traced_ + rj)].runs.push_back(
+                {begin, end, first, last, overlapped, frozen});
           if (overlapped) {
             overlapped_[static_cast<size_t>(rj)].push_back(last);
             continue;
@@ -298,6 +329,9 @@ class StageLowering {
   // representative's overlapped TP collectives leave exposed (tp_overlap_exposed_s).
   std::vector<std::vector<TaskId>> overlapped_;
   double tp_exposed_s_ = 0, cp_exposed_s_ = 0;
+  // keep_timeline: replica 0's TracedPart of the work being lowered (replica ri's is
+  // traced_ + ri); -1 when none.
+  std::ptrdiff_t traced_ = -1;
   const Pass* pass_ = nullptr;
   int vs_ = 0, unit_ = -1;  // the virtual stage and unit (-1: whole chunk) being emitted
   RepPass* rep_pass_ = nullptr;

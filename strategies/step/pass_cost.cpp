@@ -185,7 +185,11 @@ OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
   topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
   k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
   k.swizzle_scales = plan.scale_swizzle;
-  if (plan.attention_kernel == models::AttentionKernel::FA2) k.kernel = topo::AttentionKernel::FA2;
+  // Soft-capped scores (Gemma 2) disqualify cuDNN's fused attention: Transformer Engine then
+  // selects FlashAttention-2 (TE PR #3391, get_attention_backend with softcap != 0), as do HF
+  // models through flash-attn >= 2.6 (modeling_gemma2.py `softcap`).
+  if (plan.attention_kernel == models::AttentionKernel::FA2 || op.softcap)
+    k.kernel = topo::AttentionKernel::FA2;
   OpPasses o;
   add_launches(o, k, dt);
   if (!models::low_precision_linears(plan.precision)) {
@@ -385,6 +389,7 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       timings->push_back({op.name, op.kind, t.forward, t.backward_input, bwd_weight_s,
                           graphed ? 0.0 : fwd_launches, graphed ? 0.0 : bwd_launches, graphed,
                           comm ? op.comm : CommKind::NONE, comm ? op.comm_bytes : 0.0});
+    if (timings) timings->back().recompute_share = share;
     if (expert_block) {
       // The grouped linear's host time is its half of the measured block's, which covers its
       // GEMMs' and casts' launches (issued inside Transformer Engine's C++ op, not as Python
@@ -428,6 +433,12 @@ PassCost cost_ops(const std::vector<models::OpCost>& ops, const models::Training
       // all-gathers before its column-parallel linears.
       const bool rerun_comm = rerun && (full || !op_policy || op.comm == CommKind::TP_ALL_GATHER);
       if (rerun_comm) c.recompute_comm.insert(c.recompute_comm.end(), fwd.begin(), fwd.end());
+      if (timings) {
+        OpTiming& t = timings->back();
+        t.fwd_comm_items = static_cast<int>(fwd.size());
+        t.bwd_comm_items = static_cast<int>(bwd.size());
+        t.recompute_comm_items = rerun_comm ? static_cast<int>(fwd.size()) : 0;
+      }
     }
   }
   // A whole-layer graph is one launch per pass: never host-bound.

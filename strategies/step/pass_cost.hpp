@@ -117,6 +117,13 @@ struct OpTiming {
   /// weights): the achieved rates' numerators. Filled by op_breakdown, not cost_ops.
   double fwd_flops = 0;
   double fwd_bytes = 0;
+  /// The collectives cost_ops appended for this op to PassCost::fwd_comm, bwd_comm and
+  /// recompute_comm (the trace lays each one out beside its op), and the share of the
+  /// forward's seconds the recompute re-runs.
+  int fwd_comm_items = 0;
+  int bwd_comm_items = 0;
+  int recompute_comm_items = 0;
+  double recompute_share = 0;
 };
 
 /// Which part of the model an op list is. Megatron's full recompute

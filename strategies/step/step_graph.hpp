@@ -120,6 +120,32 @@ struct RepStage {
   double offload_bytes = 0;
 };
 
+/// One forward, recompute or backward of a chunk or unit on one simulated GPU and the
+/// collectives after or beside it, for the trace (keep_timeline only): the trace draws each
+/// collective of the runs as a slice of its own among the pass's kernels (timeline_links.cpp).
+struct TracedPart {
+  enum class Work { FORWARD, RECOMPUTE, BACKWARD, BACKWARD_INPUT };
+  Work work = Work::FORWARD;
+  std::size_t replica = 0;
+  int stage = 0;
+  int virtual_stage = 0;
+  int unit = -1;  ///< the unit of the virtual stage; -1: the whole chunk
+  int micro_batch = 0;
+  int chunk = 0;
+  sim::TaskId compute = -1;   ///< its compute task
+  sim::TaskId residual = -1;  ///< overlapped collectives: the exposed residual after them
+  const std::vector<CommItem>* items = nullptr;  ///< its collectives (PassCost's list)
+  /// A run of items[begin, end) on one group: tasks first..last (one task when frozen, whose
+  /// collectives took item_ps each).
+  struct Run {
+    std::size_t begin = 0, end = 0;
+    sim::TaskId first = -1, last = -1;
+    bool overlapped = false;
+    std::vector<sim::SimTime> item_ps;
+  };
+  std::vector<Run> runs;  ///< in item order; runs on a group of one GPU are absent
+};
+
 /// Which passes of a stage play a role for data-parallel overlap.
 struct PassRoles {
   std::vector<std::vector<int>> final_pass;     ///< [stage][chunk]: ends its weight gradients
@@ -176,6 +202,8 @@ struct StepGraph {
   double optimizer_time_s = 0;  ///< mean over stages
   /// Trace category of every task (filled only when the timeline is kept).
   std::vector<TraceCategory> category;
+  /// Every pass's collectives on every simulated GPU (filled only when the timeline is kept).
+  std::vector<TracedPart> traced_parts;
   /// [replica][stage]: the global ranks a simulated GPU stands for (itself in full mode).
   std::vector<std::vector<std::vector<int>>> represents;
   /// Symmetric mode, [replica][stage x steps + step]: the GPU type and straggler factor of the

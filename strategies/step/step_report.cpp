@@ -292,6 +292,7 @@ void record_timeline(const StepGraph& g, StepReport& r) {
   }
   record_transfers(g, r, index);
   link_dependants(e, index, r);
+  lay_out_passes(g, index, r);
   // Memory counters on the representative: static bytes plus live micro-batch activations.
   const int v = g.chunks();
   for (int s = 0; s < g.stages(); ++s) {

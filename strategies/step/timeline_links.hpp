@@ -2,7 +2,8 @@
 // What the Chrome trace shows beyond the slices' times (issue 33): each slice's arguments (the
 // pass, micro-batch, chunk and layers of a compute slice; the op, bytes and group of a
 // collective or transfer) and the arrows between slices (a pipeline send to its receive, a
-// collective or transfer to the tasks that waited for it, on the same rank).
+// collective or transfer to the tasks that waited for it, on the same rank) and a pass's
+// collectives one by one among its kernels.
 #include <cstddef>
 #include <map>
 #include <string>
@@ -28,5 +29,20 @@ std::vector<std::pair<std::string, std::string>> slice_args(const sim::Engine& e
 /// Adds to `r.timeline_flows` an arrow from each collective's or transfer's slice on a rank to
 /// the first slice, on that rank, of every task that waited for it.
 void link_dependants(const sim::Engine& engine, const SliceIndex& slices, StepReport& r);
+
+struct StepGraph;
+
+/// Lays out the collectives of every traced pass (StepGraph::traced_parts) one slice each
+/// among the pass's kernels, into `r.pass_layouts` (PassLayout). The pass keeps its interval
+/// (its compute's start to its last blocking collective's or its overlap residual's end);
+/// inside it the compute seconds are split over the pass's ops in proportion to their
+/// kernels' seconds (cost_ops), each blocking collective follows its op in the forward and
+/// precedes it in the backward for the seconds it ran (a wait for its group before the first
+/// of a run), and a TP or CP collective overlapped with a GEMM (tp_comm_overlap, a CP ring)
+/// starts with that GEMM, whose seconds are followed by what the overlap leaves exposed
+/// (tp_overlap_exposed_s, scaled to the residual the step ran). Overlapped EP all-to-alls,
+/// hidden behind another micro-batch, keep their slices. A pass whose ops do not account for
+/// its collectives is left as simulated.
+void lay_out_passes(const StepGraph& g, const SliceIndex& slices, StepReport& r);
 
 }  // namespace loom::strategies

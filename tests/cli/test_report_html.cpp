@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include "cli/html_escape.hpp"
 #include "cli/report_html.hpp"
+#include "common/units.hpp"
 #include "models/model_loader.hpp"
 #include "tests/temp_dir.hpp"
 #include "topologies/cluster_presets.hpp"
@@ -349,4 +351,82 @@ TEST_CASE("cli::Simulate: a bad --report path is exit 2, one line, before the si
   CHECK(full.exit_code == 2);
   CHECK(full.err.rfind("loom: error: --report: invalid value '/dev/full'", 0) == 0);
   CHECK(count(full.err, "\n") == 1);
+}
+
+// Issue 33: with many micro-batches and virtual stages (256 x 4 here) the timeline cannot draw
+// every pass as a box; it draws each stage by phase, a bounded number of elements, and says
+// how idle each stage is and what the pipeline bubble is. A small run keeps its boxes.
+TEST_CASE("cli::HtmlReport: many micro-batches draw the timeline by phase, with the bubble") {
+  const Simulated s = simulate("many", 8, 1024, [](Simulated& x) {
+    x.plan.vpp = 4;
+    x.plan.schedule = models::Schedule::INTERLEAVED;
+    x.plan.gbs = 512;  // 256 micro-batches of 1 on dp 2
+  });
+  REQUIRE(s.report.stage_ranks.size() == 2);
+  const std::string html = render(s);
+  const size_t svg = html.find("<svg id=\"timeline-svg\"");
+  REQUIRE(svg != std::string::npos);
+  const std::string timeline = html.substr(svg, html.find("</svg>", svg) - svg);
+  // Per stage, a box per phase and lane and a bar per kind of work in it: a few hundred
+  // elements at most, where the passes alone are 2 x 256 x 4 per stage.
+  CHECK(count(timeline, "<rect") < 300);
+  CHECK(count(timeline, "<rect class=\"phase\"") >= 2 * 3);
+  CHECK(count(timeline, "<rect class=\"slice c-compute c-forward\"") >= 2);
+  CHECK(count(timeline, "<rect class=\"slice c-compute c-backward\"") >= 2);
+  CHECK(html.find("id=\"phase-note\"") != std::string::npos);
+  CHECK(html.find("id=\"phase-table\"") != std::string::npos);
+  // The bubble, as the summary states it, and each stage's idle share in its heading.
+  CHECK(html.find(fmt::format("Pipeline bubble: {} ({:.1f}% of the ",
+                              format_time(s.report.bubble_time_s),
+                              100 * s.report.bubble_fraction)) != std::string::npos);
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::string heading = fmt::format("stage {} (rank {}): compute stream idle ", stage,
+                                            s.report.stage_ranks[static_cast<size_t>(stage)]);
+    CHECK(count(html, heading) == 1);
+  }
+  // Each stage's compute lane has its three pipeline phases, each box saying how busy it was.
+  std::map<std::string, int> boxes;
+  const std::string box = "<rect class=\"phase\"";
+  for (size_t at = timeline.find(box); at != std::string::npos; at = timeline.find(box, at + 1)) {
+    const size_t title = timeline.find("<title>", at) + 7;
+    const std::string text = timeline.substr(title, timeline.find("</title>", title) - title);
+    CHECK(text.find("; busy ") != std::string::npos);
+    ++boxes[text.substr(0, text.find(':'))];
+  }
+  for (const char* phase : {"compute warm-up", "compute steady", "compute cool-down"})
+    CHECK_MESSAGE(boxes[phase] == 2, phase);
+
+  // A small run: every pass a box of its own, no phase view.
+  const std::string small = render(simulate("tiny"));
+  CHECK(small.find("id=\"phase-note\"") == std::string::npos);
+  CHECK(small.find("<rect class=\"phase\"") == std::string::npos);
+  CHECK(count(small, "<rect class=\"slice c-compute c-forward\"") >= 2);
+}
+
+// The summary's step bar adds up to the step time: the passes, the bubble, the optimizer and the
+// rest, each part a rect whose width is its share of 1,000 units, in its legend's colour.
+TEST_CASE("cli::HtmlReport: the step bar adds up to the step time, in its legend's colours") {
+  const std::string html = render(simulate("tiny"));
+  const size_t svg = html.find("<svg id=\"step-svg\"");
+  REQUIRE(svg != std::string::npos);
+  const std::string bar = html.substr(svg, html.find("</svg>", svg) - svg);
+  const size_t legend_at = html.find("id=\"step-legend\"");
+  REQUIRE(legend_at != std::string::npos);
+  REQUIRE(legend_at < svg);
+  const std::string legend = html.substr(legend_at, svg - legend_at);
+  double width = 0;
+  int parts = 0;
+  const std::string rect = "<rect class=\"";
+  for (size_t at = bar.find(rect); at != std::string::npos; at = bar.find(rect, at + 1)) {
+    const size_t begin = at + rect.size();
+    const std::string css = bar.substr(begin, bar.find('"', begin) - begin);
+    CHECK_MESSAGE(legend.find("swatch " + css + "\"") != std::string::npos, css);
+    CHECK(html.find("." + css + "{fill:") != std::string::npos);
+    const size_t w = bar.find("width=\"", at) + 7;
+    width += std::stod(bar.substr(w, bar.find('"', w) - w));
+    ++parts;
+  }
+  CHECK(parts == 4);  // tp 2 pp 2 dp 2: passes, a bubble, the optimizer, the gradient all-reduce
+  CHECK(width == doctest::Approx(1000).epsilon(0.002));
+  CHECK(bar.find("<title>pipeline bubble") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -140,4 +141,129 @@ TEST_CASE("cli::Simulate: the trace links sends to receives and slices carry arg
   CHECK(collectives_with_args > 0);
   CHECK(computes_with_args > 0);
   for (const auto& [key, values] : counters) CHECK(values == 1);
+}
+
+namespace {
+
+struct Slice {
+  int pid = 0;
+  double ts = 0, dur = 0;
+  std::string name, thread;
+  nlohmann::json args;
+  double end() const { return ts + dur; }
+};
+
+// The "X" slices of `doc` with their thread names.
+std::vector<Slice> slices_of(const nlohmann::json& doc) {
+  std::map<std::pair<int, int>, std::string> threads;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+  std::vector<Slice> out;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    Slice s;
+    s.pid = e["pid"];
+    s.ts = e["ts"];
+    s.dur = e["dur"];
+    s.name = e["name"];
+    s.thread = threads[{s.pid, e["tid"].get<int>()}];
+    if (e.contains("args")) s.args = e["args"];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+nlohmann::json trace_of(const loom::testing::TempDir& dir, const std::string& flags) {
+  const std::string path = dir.file("trace.json");
+  const std::string cmd =
+      std::string(LOOM_BINARY) + " simulate " + flags + " --trace " + path + " > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// The pass slice (forward or backward on the compute thread) of rank `pid` enclosing `c`.
+const Slice* pass_of(const std::vector<Slice>& all, const Slice& c) {
+  for (const Slice& s : all)
+    if (s.pid == c.pid && s.thread == "compute" && s.args.contains("collectives") &&
+        s.ts <= c.ts + 1e-3 && c.end() <= s.end() + 1e-3)
+      return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+// Issue 33: a pass's TP collectives are slices of their own on a "tp" thread, among the pass's
+// GEMMs, rather than one lump after its compute.
+TEST_CASE("cli::Simulate: a pass's TP collectives are slices of their own inside the pass") {
+  const loom::testing::TempDir dir("trace_tp");
+  const auto all = slices_of(small_trace(dir));
+  std::map<const Slice*, std::vector<const Slice*>> by_pass;
+  for (const Slice& s : all) {
+    // No lump of collectives is left on the compute thread.
+    if (s.thread == "compute") CHECK(s.name.find("-comm") == std::string::npos);
+    if (s.thread != "tp") continue;
+    CHECK(s.args["op"] == "all_reduce");  // no sequence parallelism: all-reduces
+    CHECK(std::stoll(s.args["bytes"].get<std::string>()) > 0);
+    CHECK(s.args["group_size"] == "2");
+    CHECK(s.args["ranks"] == (s.pid == 0 ? "0,1" : "4,5"));
+    CHECK(s.args["overlap"] == "none");
+    CHECK(std::stod(s.args["exposed_us"].get<std::string>()) ==
+          doctest::Approx(s.dur).epsilon(1e-3));
+    CHECK(s.args["hidden_us"] == "0.000");
+    const Slice* pass = pass_of(all, s);
+    REQUIRE(pass != nullptr);  // inside its pass's interval
+    CHECK(pass->args["micro_batch"] == s.args["micro_batch"]);
+    by_pass[pass].push_back(&s);
+  }
+  // Every pass of both stages' representatives (4 micro-batches, a forward and a backward
+  // each) has its collectives: stage 0 runs the embedding (one all-reduce of the
+  // vocabulary-parallel lookup) and 12 layers (an all-reduce after attention and one after the
+  // MLP each); stage 1 the other 12 layers and the head (one of the vocabulary-parallel
+  // cross-entropy).
+  REQUIRE(by_pass.size() == 16);
+  for (const auto& [pass, tp] : by_pass) {
+    CHECK(tp.size() == 25u);
+    CHECK(pass->args["collectives"] == std::to_string(tp.size()));
+    // Spread over the pass among its GEMMs, not lumped at its end: the first starts in the
+    // pass's first quarter, the last ends in its last quarter, and none overlaps another.
+    std::vector<const Slice*> in_order = tp;
+    std::sort(in_order.begin(), in_order.end(),
+              [](const Slice* a, const Slice* b) { return a->ts < b->ts; });
+    CHECK(in_order.front()->ts < pass->ts + pass->dur / 4);
+    CHECK(in_order.back()->end() > pass->ts + pass->dur * 3 / 4);
+    for (size_t i = 1; i < in_order.size(); ++i)
+      CHECK(in_order[i]->ts >= in_order[i - 1]->end() - 1e-3);
+  }
+}
+
+// Under --tp-comm-overlap (with sequence parallelism) each all-gather and reduce-scatter runs
+// beside the GEMM it overlaps and says what of it stayed exposed.
+TEST_CASE("cli::Simulate: overlapped TP collectives say what they hide and what stays exposed") {
+  const loom::testing::TempDir dir("trace_tp_overlap");
+  const auto all = slices_of(trace_of(
+      dir,
+      "--model llama3-8b --cluster dgx-h100 --tp 4 --pp 2 --sp --tp-comm-overlap --gbs 4 --seq "
+      "2048"));
+  int overlapped = 0, slices = 0;
+  for (const Slice& s : all) {
+    if (s.thread != "tp") continue;
+    ++slices;
+    const Slice* pass = pass_of(all, s);
+    REQUIRE(pass != nullptr);
+    const std::string method = s.args["overlap"];
+    if (method == "none") continue;
+    ++overlapped;
+    CHECK((method == "ring" || method == "pipeline" || method == "bulk"));
+    CHECK(s.args.contains("overlaps_op"));
+    const double seconds = s.dur;
+    const double exposed = std::stod(s.args["exposed_us"].get<std::string>());
+    const double hidden = std::stod(s.args["hidden_us"].get<std::string>());
+    CHECK(exposed >= 0);
+    CHECK(hidden >= 0);
+    CHECK(exposed + hidden == doctest::Approx(seconds).epsilon(1e-3));
+  }
+  CHECK(slices > 0);
+  CHECK(overlapped > 0);
 }
