@@ -51,11 +51,11 @@ OrderedJson memory_report_json(const models::MemoryReport& r, std::optional<doub
 std::string host_memory_text(const models::MemoryReport& r, std::optional<int> gpus_per_node,
                              std::optional<double> host_bytes) {
   if (r.peak_host_bytes <= 0) return "";
-  const auto peak = std::max_element(
-      r.stages.begin(), r.stages.end(),
-      [](const models::StageMemory& a, const models::StageMemory& b) {
-        return a.host_bytes < b.host_bytes;
-      });
+  const auto peak =
+      std::max_element(r.stages.begin(), r.stages.end(),
+                       [](const models::StageMemory& a, const models::StageMemory& b) {
+                         return a.host_bytes < b.host_bytes;
+                       });
   std::string out = fmt::format(
       "host memory per GPU (DeepSpeed offload, not in the GPU totals{}): optimizer {} + "
       "gradients {} + parameters {} = {}\n",

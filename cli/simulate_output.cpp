@@ -155,10 +155,10 @@ std::vector<std::pair<std::string, std::string>> metric_rows(const models::Train
   if (plan.cpu_offloading_num_layers > 0)
     rows.emplace_back("CPU offload waits", format_time(r.offload_wait_s));
   if (r.zero_offload) {
-    rows.emplace_back("host copies (DeepSpeed offload)",
-                      fmt::format("{} ({} per GPU to and from its host)",
-                                  format_time(r.offload_copy_s),
-                                  format_bytes(r.offload_bytes_per_gpu)));
+    rows.emplace_back(
+        "host copies (DeepSpeed offload)",
+        fmt::format("{} ({} per GPU to and from its host)", format_time(r.offload_copy_s),
+                    format_bytes(r.offload_bytes_per_gpu)));
   }
   return rows;
 }

@@ -22,7 +22,7 @@ namespace {
 
 // Appends the group's patterns and phases for algorithm `a` (the group can run it).
 void lower_group(ScheduleBuilder& b, const CollectiveRequest& req, Op op, double S, Algorithm a,
-                 Protocol protocol) {
+                 Protocol protocol, bool classes) {
   switch (a) {
     case Algorithm::RING:
       lower_ring(b, op, S, req);
@@ -31,7 +31,7 @@ void lower_group(ScheduleBuilder& b, const CollectiveRequest& req, Op op, double
       lower_tree(b, S, req.pipeline_chunks ? req.pipeline_chunks : tree_chunks(b, S, protocol));
       break;
     case Algorithm::DIRECT:
-      lower_direct(b, op, S, req.root);
+      lower_direct(b, op, S, req.root, classes);
       break;
     case Algorithm::MASTER_WORKER:
       lower_master_worker(b, op, S, req.root);
@@ -54,8 +54,10 @@ void lower_group(ScheduleBuilder& b, const CollectiveRequest& req, Op op, double
 }
 
 // One group's schedule with its costs (the group can run `a`; see why_cannot_run).
+// `by_class`: a symmetric all-to-all may be lowered by flow class (not when concurrent groups'
+// flows are added to its patterns: their sum is not symmetric in general).
 CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algorithm a,
-                             Protocol protocol, const CostOptions& options) {
+                             Protocol protocol, const CostOptions& options, bool by_class) {
   ScheduleBuilder b(fabric, req.ranks);
   Op op = req.op;
   double S = req.bytes;
@@ -63,7 +65,7 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
     op = a == Algorithm::DIRECT ? Op::ALL_TO_ALL : Op::ALL_REDUCE;
     S = 0;
   }
-  if (b.n() > 1) lower_group(b, req, op, S, a, protocol);
+  if (b.n() > 1) lower_group(b, req, op, S, a, protocol, by_class);
   const std::vector<int> classes = b.phase_classes();
   CollectiveSchedule s = b.finish();
   s.algorithm = a;
@@ -82,15 +84,21 @@ CollectiveSchedule build_one(Fabric& fabric, const CollectiveRequest& req, Algor
 std::optional<CollectiveSchedule> lower_with_twins(Fabric& fabric, const CollectiveRequest& req,
                                                    Algorithm a, Protocol protocol,
                                                    const CostOptions& options) {
-  CollectiveSchedule s = build_one(fabric, req, a, protocol, options);
-  if (req.concurrent_groups.empty()) return s;
+  const bool alone = req.concurrent_groups.empty();
+  CollectiveSchedule s =
+      build_one(fabric, req, a, protocol, options, alone && options.flow_classes);
+  if (alone) return s;
+  if (options.twins_once && twins_fold_away(fabric, req, a, s)) {
+    s.twins_left_out = true;
+    return s;
+  }
   // Add the identical groups' flows to every pattern, pattern by pattern.
   std::vector<CollectiveSchedule> others;
   for (const auto& g : req.concurrent_groups) {
     CollectiveRequest other = req;
     other.ranks = g;
     other.concurrent_groups.clear();
-    others.push_back(build_one(fabric, other, a, protocol, options));
+    others.push_back(build_one(fabric, other, a, protocol, options, false));
     if (others.back().num_patterns() != s.num_patterns() ||
         others.back().phases.size() != s.phases.size()) {
       return std::nullopt;

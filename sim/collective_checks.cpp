@@ -60,13 +60,6 @@ std::optional<std::string> group_cannot_run(Fabric& fabric, const std::vector<in
 
 void validate_request(const topo::Cluster& cluster, const CollectiveRequest& req) {
   const int n = static_cast<int>(req.ranks.size());
-  if (req.op == Op::ALL_TO_ALL && n > MAX_ALL_TO_ALL_RANKS) {
-    throw ValidationError(
-        "group", fmt::format("an all-to-all over {} ranks is above MAX_ALL_TO_ALL_RANKS = {} "
-                             "(common/limits.hpp, docs/limits.md: its transfers are costed pair "
-                             "by pair, n^2); use a group (expert-parallel size) of at most {}",
-                             n, MAX_ALL_TO_ALL_RANKS, MAX_ALL_TO_ALL_RANKS));
-  }
   validate_group(cluster, req, req.ranks);
   if (req.root < 0 || req.root >= n) {
     throw ValidationError(

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "common/limits.hpp"
 #include "sim/collective_lowering.hpp"
 
 namespace loom::sim {
@@ -133,8 +134,30 @@ void to_root(ScheduleBuilder& b, int root, double bytes) {
 
 }  // namespace
 
-void lower_direct(ScheduleBuilder& b, Op op, double S, int root) {
+namespace {
+
+// The pair-by-pair lowering's bound: an all-to-all that is not lowered by flow class
+// enumerates its n(n - 1) transfers.
+void check_pairs(const ScheduleBuilder& b, Op op, const std::string& why) {
+  if (op != Op::ALL_TO_ALL || b.n() <= MAX_ALL_TO_ALL_RANKS) return;
+  throw ValidationError(
+      "group",
+      fmt::format("an all-to-all over {} ranks whose nodes are not alike ({}) is costed pair by "
+                  "pair, n^2, and is above MAX_ALL_TO_ALL_RANKS = {} (common/limits.hpp, "
+                  "docs/limits.md); use a group (expert-parallel size) of at most {}, or a "
+                  "group with the same GPUs on every node of a homogeneous cluster",
+                  b.n(), why, MAX_ALL_TO_ALL_RANKS, MAX_ALL_TO_ALL_RANKS));
+}
+
+}  // namespace
+
+void lower_direct(ScheduleBuilder& b, Op op, double S, int root, bool classes) {
   const int n = b.n();
+  if (op == Op::ALL_TO_ALL || op == Op::RAIL_ALL_TO_ALL) {
+    std::optional<std::string> why = std::string("flow classes are off");
+    if (classes && !(why = lower_by_classes(b, op, S))) return;
+    check_pairs(b, op, *why);
+  }
   switch (op) {
     case Op::SEND_RECV: {
       int p = b.begin_pattern();

@@ -43,7 +43,17 @@ class ScheduleBuilder {
   /// Adds a flow of `bytes` payload bytes to the open pattern (none from a vertex to itself).
   /// `count` > 1: that many identical flows, folded into one entry (FlowSpec::count).
   void flow(topo::VertexId a, topo::VertexId b, double bytes, std::int32_t count = 1) {
-    if (a != b) s_.flows.push_back({a, b, bytes, 0, count});
+    if (a == b) return;
+    s_.flows.push_back({a, b, bytes, 0, count});
+    if (!routes_.empty()) routes_.push_back(fabric_.route(a, b));
+  }
+  /// Adds a flow class (FlowSpec::copies) on its own `route` to the open pattern.
+  void class_flow(const FlowSpec& f, RouteRef route) {
+    if (routes_.empty()) {  // the flows so far take their cheapest routes
+      for (const FlowSpec& g : s_.flows) routes_.push_back(fabric_.route(g.src, g.dst));
+    }
+    s_.flows.push_back(f);
+    routes_.push_back(route);
   }
   /// Appends `times` phases of `pattern`, charged at the derived class or uncharged.
   void phase(int pattern, bool charged = true, int times = 1) {
@@ -61,6 +71,7 @@ class ScheduleBuilder {
   /// Closes the last pattern and hands the schedule over.
   CollectiveSchedule finish() {
     s_.pattern_begin.push_back(static_cast<std::uint32_t>(s_.flows.size()));
+    s_.routes = std::move(routes_);
     return std::move(s_);
   }
   /// NCCL's latency class of the route between two positions.
@@ -86,6 +97,7 @@ class ScheduleBuilder {
   int n_;
   std::vector<topo::VertexId> v_;
   CollectiveSchedule s_;
+  std::vector<RouteRef> routes_;  // per flow once a flow class was added (class_flow)
   std::vector<int> classes_;
 };
 
@@ -107,8 +119,15 @@ void lower_ring(ScheduleBuilder& b, CollectiveOp op, double bytes, const Collect
 void lower_tree(ScheduleBuilder& b, double bytes, int chunks);
 /// Tree pipeline depth for a protocol: chunks of about NCCL's per-step slice per channel.
 int tree_chunks(const ScheduleBuilder& b, double bytes, Protocol protocol);
-/// Every rank straight to every rank that needs its share.
-void lower_direct(ScheduleBuilder& b, CollectiveOp op, double bytes, int root);
+/// Every rank straight to every rank that needs its share. `classes`: an all-to-all or rail
+/// all-to-all over a symmetric group is lowered by flow class (lower_by_classes).
+void lower_direct(ScheduleBuilder& b, CollectiveOp op, double bytes, int root, bool classes);
+/// An all-to-all (each rank `bytes` / n to every other) or a rail all-to-all (`bytes` / nodes
+/// to its like on every other node) over a group whose nodes are alike, as one flow class
+/// per distinct transfer of one representative node (FlowSpec::copies; see
+/// collective_classes.cpp): appends one pattern and its phase, and returns nullopt; or
+/// appends nothing and says why the group is not symmetric.
+std::optional<std::string> lower_by_classes(ScheduleBuilder& b, CollectiveOp op, double bytes);
 /// Everything to the root and back.
 void lower_master_worker(ScheduleBuilder& b, CollectiveOp op, double bytes, int root);
 /// Recursive halving and doubling; binomial trees for broadcast and reduce.
@@ -136,6 +155,16 @@ std::optional<std::string> nvls_cannot_run(const ScheduleBuilder& b);
 /// NVLSTree needs two or more nodes, the same number (>= 2) of group ranks on each, and every
 /// node's ranks next to the same in-switch-reduction NVSwitches.
 std::optional<std::string> nvls_tree_cannot_run(const ScheduleBuilder& b);
+
+/// Whether the concurrent groups of `req` may be left out of `s`, its group's own schedule
+/// lowered with algorithm `a`: each is the image of the group (position by position) under an
+/// automorphism of the cluster that acts alike on every node (Fabric::node_automorphism), the
+/// routes the lowering and NCCL's costs rest on are forced by the link costs, and the images
+/// of the group's links are links of their own (no two groups share one). Each concurrent
+/// group then lowers to the image of `s`, its flows share no link with another group's, and
+/// the union takes the group's own time, in the analytical and the flow mode alike.
+bool twins_fold_away(Fabric& fabric, const CollectiveRequest& req, Algorithm a,
+                     const CollectiveSchedule& s);
 
 // ---- NCCL's costs
 

@@ -156,6 +156,7 @@ BatchSpec CollectiveSchedule::batch(int p) const {
   auto end = pattern_begin[static_cast<size_t>(p) + 1];
   b.flows = flows.data() + begin;
   b.count = end - begin;
+  if (!routes.empty()) b.routes = routes.data() + begin;
   b.wire_factor = wire_factor;
   b.path_latency = path_latency;
   return b;

@@ -88,6 +88,15 @@ struct CostOptions {
   /// NCCL base and per-step latencies and protocol payload efficiencies. Off: pure
   /// alpha-beta on the topology (latency = path latency, Simple protocol at full payload).
   bool nccl_overheads = true;
+  /// Cost an all-to-all (and a rail all-to-all) over a symmetric group by flow class, once
+  /// per class on one representative node (collective_classes.cpp; exact on a network the
+  /// collective has to itself). Off: pair by pair, every node's flows.
+  bool flow_classes = true;
+  /// Leave out a request's concurrent groups when they are images of its group under
+  /// automorphisms of the cluster on links of their own (collective_twins.cpp; exact on a
+  /// network the collective has to itself): the group's time is then theirs. Off: every
+  /// concurrent group's flows are added to every pattern.
+  bool twins_once = true;
 };
 
 /// A collective as lowered: one phase after another, each a batch of flows.
@@ -98,6 +107,9 @@ struct CollectiveSchedule {
   };
   std::vector<FlowSpec> flows;               ///< all patterns' flows
   std::vector<std::uint32_t> pattern_begin;  ///< pattern p: flows[begin[p], begin[p+1])
+  /// Per flow, its route, when some flow's route is not Fabric::route(src, dst) (a flow
+  /// class's, FlowSpec::copies); empty otherwise (each flow takes its cheapest route).
+  std::vector<RouteRef> routes;
   std::vector<Phase> phases;
   SimTime base_latency = 0;  ///< once per collective (NCCL baseLat), ps
   double wire_factor = 1.0;  ///< wire bytes per payload byte
@@ -108,8 +120,16 @@ struct CollectiveSchedule {
   Protocol protocol = Protocol::SIMPLE;
 
   int num_patterns() const { return static_cast<int>(pattern_begin.size()) - 1; }
-  /// The batch of pattern `p` (flows, wire factor, path latency; no overhead or memo key).
+  /// The batch of pattern `p` (flows, their routes when the schedule lists them, wire
+  /// factor, path latency; no overhead or memo key).
   BatchSpec batch(int p) const;
+  /// Whether some flow stands for copies elsewhere (FlowSpec::copies > 1): a flow class.
+  bool has_classes() const { return !routes.empty(); }
+  /// True when the request's concurrent groups were left out (CostOptions::twins_once).
+  bool twins_left_out = false;
+  /// Whether the schedule stands for more than its flows (classes, concurrent groups left
+  /// out): exact only on a network the collective has to itself.
+  bool reduced() const { return has_classes() || twins_left_out; }
 };
 
 /// What to run: op, group, size, algorithm.

@@ -222,14 +222,15 @@ SimTime Engine::frozen_time(const CollectiveRequest& req) {
 }
 
 TaskId Engine::add_flow_collective(const CollectiveSpec& spec, const std::vector<TaskId>& deps) {
-  return add_scheduled(plan_collective(*fabric_, spec.request, options_.cost, options_.field_names),
-                       spec.streams, spec.label, deps);
+  CollectiveSchedule s =
+      plan_collective(*fabric_, spec.request, options_.cost, options_.field_names);
+  const bool reduced = s.reduced();
+  const TaskId id = add_scheduled(std::move(s), spec.streams, spec.label, deps);
+  if (reduced) comms_.back().request = std::make_shared<const CollectiveRequest>(spec.request);
+  return id;
 }
 
-TaskId Engine::add_scheduled(CollectiveSchedule schedule, std::span<const StreamId> streams,
-                             std::string label, const std::vector<TaskId>& deps) {
-  Comm comm;
-  comm.schedule = std::move(schedule);
+void Engine::set_routes(Comm& comm) {
   // Phases with the same pattern and overhead are identical batches: they share a memo class
   // (the index of the first such phase). Schedules have few distinct pairs.
   const auto& phases = comm.schedule.phases;
@@ -240,8 +241,17 @@ TaskId Engine::add_scheduled(CollectiveSchedule schedule, std::span<const Stream
                                         static_cast<std::uint32_t>(i));
     comm.memo_class[i] = it->second;
   }
-  comm.routes.reserve(comm.schedule.flows.size());
-  for (const FlowSpec& f : comm.schedule.flows) comm.routes.push_back(fabric_->route(f.src, f.dst));
+  comm.routes = comm.schedule.routes;  // a flow class's own; else each flow's cheapest
+  if (!comm.schedule.has_classes())
+    for (const FlowSpec& f : comm.schedule.flows)
+      comm.routes.push_back(fabric_->route(f.src, f.dst));
+}
+
+TaskId Engine::add_scheduled(CollectiveSchedule schedule, std::span<const StreamId> streams,
+                             std::string label, const std::vector<TaskId>& deps) {
+  Comm comm;
+  comm.schedule = std::move(schedule);
+  set_routes(comm);
   TaskId id = add_task(streams, deps);
   comm.task = id;
   tasks_[id].comm = static_cast<std::int32_t>(comms_.size());
@@ -479,6 +489,18 @@ void Engine::run() {
   succ_.resize(edges_.size());
   std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
   for (const auto& [a, b] : edges_) succ_[fill[a]++] = b;
+  // A reduced collective (flow classes, concurrent groups left out) is exact on a network it
+  // has to itself; beside other traffic it runs whole, pair by pair, with the algorithm and
+  // protocol already chosen (the reduction's analytical time is the whole's).
+  CostOptions pairs = options_.cost;
+  pairs.flow_classes = pairs.twins_once = false;
+  for (Comm& c : comms_) {
+    if (!c.request || comms_.size() == 1) continue;
+    c.schedule = build_schedule(*fabric_, *c.request, c.schedule.algorithm, c.schedule.protocol,
+                                pairs, options_.field_names);
+    c.request.reset();
+    set_routes(c);
+  }
 
   for (TaskId id = 0; id < num_tasks(); ++id) try_start(id);
   while (!queue_.empty()) {

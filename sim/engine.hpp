@@ -260,6 +260,9 @@ class Engine {
     CollectiveSchedule schedule;
     std::vector<std::uint32_t> memo_class;  // per phase: first phase with its pattern+overhead
     std::vector<RouteRef> routes;           // per schedule flow: its route (looked up once)
+    /// A reduced schedule's (CollectiveSchedule::reduced) request, to lower it whole when it
+    /// may share the network (run()).
+    std::shared_ptr<const CollectiveRequest> request;
     TaskId task = 0;
     std::int32_t phase = 0;
   };
@@ -278,6 +281,7 @@ class Engine {
   void schedule_contended(StreamId victim);
   void set_contenders_busy(StreamId contender, bool busy);
   void start_phase(std::int32_t comm);
+  void set_routes(Comm& comm);
   void on_batch_done(std::int32_t comm);
 
   EngineOptions options_;

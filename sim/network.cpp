@@ -43,10 +43,11 @@ Network::Network(Fabric& fabric, NetworkHost& host) : fabric_(fabric), host_(hos
 }
 
 void Network::tally(const FlowSpec& flow) {
-  const double bytes = flow.bytes * flow.count;
+  const std::int64_t flows = std::int64_t{flow.count} * flow.copies;
+  const double bytes = flow.bytes * static_cast<double>(flows);
   stats_.received_bytes[static_cast<size_t>(flow.dst)] += bytes;
   stats_.delivered_bytes += bytes;
-  stats_.flows += flow.count;
+  stats_.flows += flows;
   ++stats_.tallied;
 }
 
@@ -70,10 +71,11 @@ void Network::flush_tallies() const {
     const auto times = static_cast<double>(p.times);
     for (std::size_t i = 0; i < p.count; ++i) {
       const FlowSpec& flow = p.flows[i];
-      const double bytes = flow.bytes * flow.count * times;
+      const std::int64_t flows = std::int64_t{flow.count} * flow.copies;
+      const double bytes = flow.bytes * static_cast<double>(flows) * times;
       stats_.received_bytes[static_cast<size_t>(flow.dst)] += bytes;
       stats_.delivered_bytes += bytes;
-      stats_.flows += flow.count * p.times;
+      stats_.flows += flows * p.times;
       ++stats_.tallied;
     }
   }

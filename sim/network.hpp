@@ -38,6 +38,11 @@ struct FlowSpec {
   /// with their count shares each link as they would (a symmetric all-to-all's many flows
   /// between one pair of vertices; see collective_direct.cpp).
   std::int32_t count = 1;
+  /// Like copies of this entry elsewhere in the cluster (>= 1), each on links like its own
+  /// and loaded like them: a flow class of a symmetric collective (collective_classes.cpp)
+  /// costed once on one representative node. Only the tallies see it (count x copies flows
+  /// delivered, all tallied to `dst`); rates and times are the entry's own.
+  std::int32_t copies = 1;
 };
 
 using BatchId = std::int32_t;
@@ -86,7 +91,9 @@ const std::vector<std::pair<std::string, std::string>>& network_modes();
 
 /// Counters every mode keeps (for conservation and capacity checks).
 struct NetworkStats {
-  std::vector<double> received_bytes;  ///< payload bytes delivered to each vertex
+  /// Payload bytes delivered to each vertex (a flow class's copies, FlowSpec::copies, all
+  /// to its representative's destination).
+  std::vector<double> received_bytes;
   double delivered_bytes = 0;          ///< total payload bytes delivered
   std::int64_t flows = 0;              ///< flows delivered
   std::int64_t rate_solves = 0;        ///< flow mode: instants at which rates were re-solved

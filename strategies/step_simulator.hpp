@@ -59,6 +59,10 @@ struct SimulateOptions {
   /// Run every collective as live flows on the network (sim::CollectiveTiming::FLOWS)
   /// instead of its frozen flow-level cost (FROZEN, the default: fast at 16k GPUs).
   bool live_collectives = false;
+  /// Cost a symmetric all-to-all by flow class and leave out concurrent groups that are images
+  /// of the simulated one (sim::CostOptions::flow_classes, twins_once): exact, much faster at
+  /// scale; false lowers every group pair by pair (for tests that compare the two).
+  bool symmetric_costing = true;
   /// Measured collective times (a calibration profile) the engine uses where they cover a
   /// collective (sim::EngineOptions::collective_override); null: the model alone.
   std::shared_ptr<const sim::CollectiveTimeOverride> collective_override;

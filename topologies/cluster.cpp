@@ -294,9 +294,13 @@ Path Cluster::route(VertexId src, VertexId dst) const {
   auto& ties = scratch.ties;
   auto& heap = scratch.heap;
   int step = 0;
+  // The first link position an equal-cost choice decided (every link before it is forced by
+  // the costs alone); SIZE_MAX while no choice was made.
+  size_t first_choice = SIZE_MAX;
   // Walks from `start` to `goal` along a distance field `dist` (cost to `goal` when
   // forward, cost from `goal` when `reverse`), choosing among equal-cost links by hash, and
-  // appends the links to the path in forward order.
+  // appends the links to the path in forward order. A choice in a reverse walk decides every
+  // link before it, back to the walk's first.
   auto walk = [&](VertexId start, VertexId goal, bool reverse, const std::vector<Cost>& dist,
                   auto member, auto slot) {
     const size_t begin = path.links.size();
@@ -308,6 +312,8 @@ Path Cluster::route(VertexId src, VertexId dst) const {
           candidates.push_back(l);
       }
       check_invariant(!candidates.empty(), "routing walk lost its way");
+      if (candidates.size() > 1)
+        first_choice = std::min(first_choice, reverse ? begin : path.links.size());
       const LinkId l = candidates[ecmp_hash(src, dst, step++) % candidates.size()];
       path.links.push_back(l);
       v = reverse ? links_[l].from : links_[l].to;
@@ -361,6 +367,7 @@ Path Cluster::route(VertexId src, VertexId dst) const {
       }
     }
     if (!ties.empty()) {
+      if (ties.size() > 1) first_choice = 0;  // the gateways decide the whole path
       auto [e, i] = ties[ecmp_hash(src, dst, step++) % ties.size()];
       walk(links_[e].from, src, true, ds, in_src, slot);
       path.links.push_back(e);
@@ -379,6 +386,7 @@ Path Cluster::route(VertexId src, VertexId dst) const {
     throw ValidationError("route", fmt::format("no path from {} to {}; the graph is disconnected",
                                                vertices_[src].name, vertices_[dst].name));
   }
+  path.fixed = std::min(first_choice, path.links.size());
   path.bandwidth_Bps = std::numeric_limits<double>::infinity();
   for (LinkId l : path.links) {
     path.bandwidth_Bps = std::min(path.bandwidth_Bps, links_[l].bandwidth_Bps);

@@ -60,6 +60,10 @@ struct Path {
   std::vector<LinkId> links;
   double bandwidth_Bps = 0;  ///< bottleneck (minimum) link bandwidth, bytes per second
   double latency_s = 0;      ///< sum of link latencies, seconds
+  /// How many leading links no equal-cost (ECMP) choice decided: links.size() when the path
+  /// is the only cheapest one. A graph automorphism that keeps link costs maps this prefix of
+  /// route(a, b) onto that of route(image of a, image of b) (sim's flow classes rely on it).
+  std::size_t fixed = 0;
 };
 
 struct RoutingIndex;

@@ -103,8 +103,7 @@ class EffectChecker {
   void check_zero() const {
     // ZeRO-Offload on one GPU (stages 1-2 with offload_optimizer) offloads all the same.
     const bool offloaded = p_.offload_optimizer != models::Offload::NONE && p_.zero < 3;
-    if (given("zero", p_.zero, profile_.zero) && p_.zero >= 1 && p_.dp * p_.cp == 1 &&
-        !offloaded) {
+    if (given("zero", p_.zero, profile_.zero) && p_.zero >= 1 && p_.dp * p_.cp == 1 && !offloaded) {
       fail("zero", "dp",
            fmt::format("with {} 1 and {} 1: ZeRO shards over the data-parallel group, here "
                        "one GPU",

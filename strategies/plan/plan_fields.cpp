@@ -321,8 +321,7 @@ void add_fsdp_rows(std::vector<PlanField>& t) {
                        INT_SIZE_MAX, "",
                        [](const TrainingPlan& p) -> PlanValue { return p.ds_reduce_bucket; }));
   t.back().min = MIN_DP_BUCKET_BYTES / 2;
-  t.push_back(size_row("stage3_param_persistence_threshold",
-                       "--stage3-param-persistence-threshold",
+  t.push_back(size_row("stage3_param_persistence_threshold", "--stage3-param-persistence-threshold",
                        "DeepSpeed ZeRO-3: parameter tensors below this many elements stay whole "
                        "on every rank, never gathered",
                        "100000", 64, INT_SIZE_MAX, "", [](const TrainingPlan& p) -> PlanValue {
@@ -359,12 +358,10 @@ void add_offload_rows(std::vector<PlanField>& t) {
   t.push_back(row("offload_pin_memory", FT::TOGGLE, "--offload-pin-memory",
                   "offloaded host buffers page-locked (DeepSpeed pin_memory); off: pageable, "
                   "each copy staged by a host memcpy: on|off",
-                  "off", 67, [](const TrainingPlan& p) -> PlanValue {
-                    return p.offload_pin_memory;
-                  }));
+                  "off", 67,
+                  [](const TrainingPlan& p) -> PlanValue { return p.offload_pin_memory; }));
   t.back().applies = [](const TrainingPlan& p) {
-    return p.offload_optimizer != models::Offload::NONE ||
-           p.offload_param != models::Offload::NONE;
+    return p.offload_optimizer != models::Offload::NONE || p.offload_param != models::Offload::NONE;
   };
 }
 

@@ -74,8 +74,8 @@ TorchtitanConfig parse_torchtitan_toml(const std::string& text, const std::strin
 
 /// A DeepSpeed JSON config as loom reads it.
 struct DeepSpeedConfig {
-  PlanInput plan;     ///< what its values set (an "auto" value sets nothing)
-  std::string file;   ///< its path (or origin), as sources name it
+  PlanInput plan;    ///< what its values set (an "auto" value sets nothing)
+  std::string file;  ///< its path (or origin), as sources name it
   /// The JSON pointers of its "auto" values ("/train_micro_batch_size_per_gpu"), in the order
   /// its note names them: Hugging Face placeholders that deepspeed_auto.hpp resolves and explains.
   std::vector<std::string> autos;

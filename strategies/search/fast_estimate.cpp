@@ -462,8 +462,8 @@ double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {
 
 double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) {
   if (p.offload_optimizer == models::Offload::CPU) {
-    const double bytes = params * (offload_grad_bytes_per_elem(p) +
-                                   offload_param_update_bytes_per_elem(p));
+    const double bytes =
+        params * (offload_grad_bytes_per_elem(p) + offload_param_update_bytes_per_elem(p));
     double copy = bytes / host_link_Bps();
     // Pageable buffers: the staging memcpy (read + write) at the node's memory bandwidth
     // shared by its GPUs, beside the DMA.

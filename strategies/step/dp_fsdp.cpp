@@ -139,12 +139,11 @@ class ShardedLowering : public DataParallelLowering {
         ready[k] = {offload_copy(g, static_cast<size_t>(group.members()[k]), s_,
                                  shard * gathered_param_bytes(g.plan), false,
                                  deps.empty() ? std::vector<TaskId>{} : deps[k],
-                                 g.label("{}-params mb{} {} ->gpu", group.name(),
-                                         pass.micro_batch, unit(pass, u).name))};
+                                 g.label("{}-params mb{} {} ->gpu", group.name(), pass.micro_batch,
+                                         unit(pass, u).name))};
       }
     }
-    const std::vector<TaskId> in =
-        copies(group, true, shard * copy_in_bytes_per_elem, ready, "ag");
+    const std::vector<TaskId> in = copies(group, true, shard * copy_in_bytes_per_elem, ready, "ag");
     const TaskId id =
         group.collective(CollectiveOp::ALL_GATHER, params * gathered_param_bytes(g.plan),
                          g.label("{}-ag {} mb{} c{} {}", group.name(), to_string(pass.kind),
@@ -183,12 +182,12 @@ class ShardedLowering : public DataParallelLowering {
       const auto ri = static_cast<size_t>(group.members()[k]);
       TaskId t = id;
       if (pass.micro_batch > 0)
-        t = offload_copy(g, ri, s_, shard * rbytes, false, {t},
-                         g.label("{}-grads mb{} {} ->gpu", group.name(), pass.micro_batch,
-                                 unit(pass, u).name));
-      t = offload_copy(g, ri, s_, shard * rbytes, true, {t},
-                       g.label("{}-grads mb{} {} ->host", group.name(), pass.micro_batch,
-                               unit(pass, u).name));
+        t = offload_copy(
+            g, ri, s_, shard * rbytes, false, {t},
+            g.label("{}-grads mb{} {} ->gpu", group.name(), pass.micro_batch, unit(pass, u).name));
+      t = offload_copy(
+          g, ri, s_, shard * rbytes, true, {t},
+          g.label("{}-grads mb{} {} ->host", group.name(), pass.micro_batch, unit(pass, u).name));
       if (last)
         t = offload_copy(g, ri, s_, shard * offload_grad_bytes_per_elem(g.plan), true, {t},
                          g.label("{}-fp32 grads {} ->host", group.name(), unit(pass, u).name));

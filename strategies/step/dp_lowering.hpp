@@ -139,9 +139,10 @@ inline constexpr double DEEPSPEED_PERSISTENCE_THRESHOLD = 1e5;
 /// DeepSpeed stage3_max_reuse_distance, elements (config.py max_reuse_distance = 1e9).
 inline constexpr double DEEPSPEED_MAX_REUSE_DISTANCE = 1e9;
 /// DeepSpeed ZeRO-3's all-gathers of one unit use, in elements each: its parameter tensors
-/// (`tensors`, in use order) less the persisted ones (below `persistence_threshold`), coalesced as the coordinator's prefetch
-/// takes them (partitioned_param_coordinator.py fetch_sub_module: whole parameters off the
-/// trace queue until the batch holds `bucket_elems` or more, one all_gather_coalesced each).
+/// (`tensors`, in use order) less the persisted ones (below `persistence_threshold`), coalesced as
+/// the coordinator's prefetch takes them (partitioned_param_coordinator.py fetch_sub_module: whole
+/// parameters off the trace queue until the batch holds `bucket_elems` or more, one
+/// all_gather_coalesced each).
 std::vector<double> deepspeed_gather_groups(
     const std::vector<double>& tensors, std::int64_t bucket_elems,
     double persistence_threshold = DEEPSPEED_PERSISTENCE_THRESHOLD);

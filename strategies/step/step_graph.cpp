@@ -9,6 +9,7 @@
 #include "models/memory.hpp"
 #include "sim/nccl_model.hpp"
 #include "strategies/step/dp_lowering.hpp"
+#include "strategies/step/task_budget.hpp"
 
 namespace loom::strategies {
 
@@ -19,6 +20,7 @@ sim::EngineOptions engine_options(const SimulateOptions& o) {
       o.live_collectives ? sim::CollectiveTiming::FLOWS : sim::CollectiveTiming::FROZEN;
   // The ideal network is for analysis: no protocol latencies either.
   if (o.network == sim::NetworkMode::IDEAL) e.cost.nccl_overheads = false;
+  e.cost.flow_classes = e.cost.twins_once = o.symmetric_costing;
   e.collective_override = o.collective_override.get();
   e.collective_time_scale = o.collective_time_scale;
   e.link_efficiency = o.link_efficiency;
@@ -170,6 +172,7 @@ StepGraph::StepGraph(const models::ModelSpec& m, const models::TrainingPlan& p,
       roles(find_roles(schedule, p.vpp)),
       reps(static_cast<size_t>(p.pp)) {
   choose_replicas();
+  check_task_budget(*this);  // a step above MAX_ENGINE_TASKS is refused before it is built
   const bool fsdp = p.dp > 1 && p.zero >= 3;
   gpus.resize(replicas.size());
   rank_to_replica.assign(static_cast<size_t>(p.gpus()), -1);

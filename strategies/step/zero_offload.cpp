@@ -15,8 +15,7 @@ namespace loom::strategies {
 using sim::TaskId;
 
 topo::HostSpec node_host(const topo::Cluster& c) {
-  return c.host.memory_bandwidth_Bps > 0 && c.host.memory_bytes > 0 ? c.host
-                                                                     : topo::default_host();
+  return c.host.memory_bandwidth_Bps > 0 && c.host.memory_bytes > 0 ? c.host : topo::default_host();
 }
 
 double cpu_adam_seconds(double params, int gpus_per_node) {
@@ -40,8 +39,8 @@ namespace {
 sim::StreamId host_stream(StepGraph& g, size_t replica, int stage) {
   SimGpu& h = g.gpus[replica][static_cast<size_t>(stage)];
   if (h.host == sim::NO_STREAM) {
-    h.host = g.engine.add_stream(fmt::format("rank{}/host", h.rank), h.rank,
-                                 sim::StreamOrder::ARRIVAL);
+    h.host =
+        g.engine.add_stream(fmt::format("rank{}/host", h.rank), h.rank, sim::StreamOrder::ARRIVAL);
   }
   return h.host;
 }
@@ -82,9 +81,8 @@ TaskId offload_copy(StepGraph& g, size_t replica, int stage, double bytes, bool 
   }
   if (g.plan.offload_pin_memory) return id;
   // Pageable: the driver's staging memcpy beside the DMA; the copy is done when both are.
-  const TaskId staging =
-      g.add_compute(host_stream(g, replica, stage), staging_seconds(g, bytes),
-                    g.label("{} staging", label), TraceCategory::OFFLOAD, deps);
+  const TaskId staging = g.add_compute(host_stream(g, replica, stage), staging_seconds(g, bytes),
+                                       g.label("{} staging", label), TraceCategory::OFFLOAD, deps);
   const TaskId done = g.add_compute(host_stream(g, replica, stage), 0.0, g.label("{} done", label),
                                     TraceCategory::OFFLOAD, {id, staging});
   if (replica == 0) rep.offload_copies.push_back(staging);
