@@ -2,7 +2,8 @@
 // every rank simulated, in flow mode (target < 0.1 s wall). Also without the repeated-step
 // memo (every step's flows solved by progressive filling) and in analytical mode; and a
 // contended mixed workload (64 concurrent all-reduces) with incremental vs full re-solves;
-// issue 34's scaling cases (all-to-all and a flat ring over every GPU, at two sizes).
+// issue 34's scaling cases (all-to-all pair by pair and by flow class, and a flat ring over
+// every GPU, at several sizes).
 #include <fmt/format.h>
 
 #include <sys/resource.h>
@@ -87,11 +88,13 @@ void run_contended(const loom::topo::Cluster& cluster, bool incremental, const c
 // all-reduce of 1 GiB over every GPU, both in flow mode; wall time, flows lowered (distinct
 // entries, and the transfers they stand for) and peak memory of the process so far.
 void run_scaling(loom::sim::CollectiveOp op, loom::sim::Algorithm algo, int nodes,
-                 const char* name) {
+                 const char* name, bool classes = true) {
   using namespace loom;
   const auto cluster = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
   auto t0 = std::chrono::steady_clock::now();
-  sim::Engine engine(cluster, sim::EngineOptions{});
+  sim::EngineOptions options;
+  options.cost.flow_classes = classes;  // off: pair by pair (the all-to-all's flows folded)
+  sim::Engine engine(cluster, options);
   sim::CollectiveSpec spec;
   for (int r = 0; r < cluster.num_gpus(); ++r) spec.request.ranks.push_back(r);
   spec.request.op = op;
@@ -102,7 +105,7 @@ void run_scaling(loom::sim::CollectiveOp op, loom::sim::Algorithm algo, int node
   auto t1 = std::chrono::steady_clock::now();
   const auto& sched = engine.schedule(task);
   std::int64_t transfers = 0;
-  for (const auto& f : sched.flows) transfers += f.count;
+  for (const auto& f : sched.flows) transfers += std::int64_t{f.count} * f.copies;
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   fmt::print(
@@ -128,9 +131,15 @@ int main() {
   run(cluster, sim::NetworkMode::FLOW, false, "ring_allreduce_1GiB_1024gpu_flow_no_memo");
   run_contended(cluster, true, "contended_64_allreduces_flow_incremental");
   run_contended(cluster, false, "contended_64_allreduces_flow_full_resolve");
+  // The all-to-all pair by pair (its distinct flows ~n^2/8) and by flow class (a fixed
+  // number of classes on DGX nodes, issue 34 item 5).
   for (int nodes : {32, 64})
-    run_scaling(sim::CollectiveOp::ALL_TO_ALL, sim::Algorithm::DIRECT, nodes, "all_to_all_1GiB");
-  for (int nodes : {512, 1024})
+    run_scaling(sim::CollectiveOp::ALL_TO_ALL, sim::Algorithm::DIRECT, nodes,
+                "all_to_all_1GiB_pairs", false);
+  for (int nodes : {32, 64, 256, 512, 1024, 2048})
+    run_scaling(sim::CollectiveOp::ALL_TO_ALL, sim::Algorithm::DIRECT, nodes,
+                "all_to_all_1GiB_classes");
+  for (int nodes : {512, 1024, 2048})
     run_scaling(sim::CollectiveOp::ALL_REDUCE, sim::Algorithm::RING, nodes,
                 "flat_ring_allreduce_1GiB");
   return 0;

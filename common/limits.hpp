@@ -46,13 +46,16 @@ inline constexpr std::int64_t MAX_MICRO_BATCHES = std::int64_t{1} << 16;
 inline constexpr std::int64_t MAX_MICRO_BATCH_TOKENS = std::int64_t{1} << 30;
 
 /// Most tasks in one simulated task graph (compute kernels, collectives, transfers): about
-/// 330 bytes each, so up to ~11 GB (gpt-1t on 16,384 GPUs with --full needs 8.8M).
+/// 330 bytes each, so up to ~11 GB (gpt-1t on 16,384 GPUs with --full needs 8.8M). A step is
+/// checked against it before it is built, by a lower bound on its tasks
+/// (strategies/step/task_budget.hpp), and again task by task.
 inline constexpr std::int64_t MAX_ENGINE_TASKS = std::int64_t{1} << 25;
 
-/// Most ranks in one all-to-all (a collective group, or an expert-parallel group): its
-/// n(n-1) transfers are enumerated pair by pair and folded into about n^2/8 distinct flows
-/// on a rail-optimised fabric (sim/collective_direct.cpp), so time and memory grow as n^2:
-/// `simulate --ep 4096` takes about 52 s and 0.65 GB; 65,536 would take ~256x that.
+/// Most ranks whose pairs an all-to-all enumerates: a group costed pair by pair (its nodes
+/// not alike: sim/collective_direct.cpp folds its n(n-1) transfers into about n^2/8 distinct
+/// flows, so time and memory grow as n^2: `simulate --ep 4096` so takes about 52 s and
+/// 0.65 GB), or one node's share of a group costed by flow class (its classes are the pairs
+/// of a node's ranks, sim/collective_classes.cpp; the group itself is then unbounded).
 inline constexpr int MAX_ALL_TO_ALL_RANKS = 4096;
 
 /// Smallest data-parallel gradient bucket, in bytes: below it a bucket is smaller than
