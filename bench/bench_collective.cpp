@@ -87,8 +87,8 @@ void run_contended(const loom::topo::Cluster& cluster, bool incremental, const c
 // every GPU (direct, PXN relays; transfers folded into distinct flows), and a flat ring
 // all-reduce of 1 GiB over every GPU, both in flow mode; wall time, flows lowered (distinct
 // entries, and the transfers they stand for) and peak memory of the process so far.
-void run_scaling(loom::sim::CollectiveOp op, loom::sim::Algorithm algo, int nodes,
-                 const char* name, bool classes = true) {
+void run_scaling(loom::sim::CollectiveOp op, loom::sim::Algorithm algo, int nodes, const char* name,
+                 bool classes = true) {
   using namespace loom;
   const auto cluster = topo::load_cluster({"dgx-h100", nodes, std::nullopt});
   auto t0 = std::chrono::steady_clock::now();

@@ -79,9 +79,10 @@ void run_full_refusal() {
   const double t2 = now_s();
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  fmt::print("full_524288gpu_refusal: cluster build {:.2f} s, refused in {:.2f} s; peak RSS so "
-             "far {:.0f} MB: {}\n",
-             t1 - t0, t2 - t1, u.ru_maxrss / 1024.0, what.substr(0, 90));
+  fmt::print(
+      "full_524288gpu_refusal: cluster build {:.2f} s, refused in {:.2f} s; peak RSS so "
+      "far {:.0f} MB: {}\n",
+      t1 - t0, t2 - t1, u.ru_maxrss / 1024.0, what.substr(0, 90));
 }
 
 }  // namespace
