@@ -181,7 +181,8 @@ std::optional<std::string> lower_by_classes(ScheduleBuilder& b, CollectiveOp op,
   const auto& g0 = layout.gpus[0];
   const auto& g1 = layout.gpus[1];
   if (g0.size() > static_cast<size_t>(MAX_ALL_TO_ALL_RANKS))  // its classes: the pairs of a node
-    return fmt::format("more than MAX_ALL_TO_ALL_RANKS = {} ranks on one node", MAX_ALL_TO_ALL_RANKS);
+    return fmt::format("more than MAX_ALL_TO_ALL_RANKS = {} ranks on one node",
+                       MAX_ALL_TO_ALL_RANKS);
   Classes classes(fabric, N);
   double share;
   if (op == CollectiveOp::ALL_TO_ALL) {
