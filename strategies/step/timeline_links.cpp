@@ -26,12 +26,31 @@ std::optional<std::string> numbered(const std::string& token, const std::string&
   return rest;
 }
 
+// The pass a compute label's first token names ("F mb3 c0": forward; "Bi", a zero-bubble
+// schedule's backward without its weight gradients); "" for any other token. The one name of
+// each pass: a compute slice's "pass" argument and its collectives' (PartLayout::slice).
 std::string pass_name(const std::string& token) {
   if (token == "F") return "forward";
   if (token == "B") return "backward";
+  if (token == "Bi") return "backward (input gradients)";
   if (token == "W") return "backward (weight gradients)";
   if (token == "R") return "recompute";
   return "";
+}
+
+using Args = std::vector<std::pair<std::string, std::string>>;
+
+// A collective's or transfer's "bytes" argument: whole bytes.
+std::string bytes_arg(double bytes) {
+  return fmt::format("{}", static_cast<long long>(std::llround(bytes)));
+}
+
+// The "group_size" and "ranks" arguments of a collective or transfer from its engine note:
+// the ranks the note keeps, "..." after them when the group has more.
+Args note_args(const sim::TaskNote& n) {
+  std::string ranks = fmt::format("{}", fmt::join(n.ranks, ","));
+  if (n.group_size > static_cast<int>(n.ranks.size())) ranks += ",...";
+  return {{"group_size", fmt::format("{}", n.group_size)}, {"ranks", std::move(ranks)}};
 }
 
 }  // namespace
@@ -39,7 +58,7 @@ std::string pass_name(const std::string& token) {
 std::vector<std::pair<std::string, std::string>> slice_args(const sim::Engine& engine,
                                                             sim::TaskId task,
                                                             const std::string& label) {
-  std::vector<std::pair<std::string, std::string>> args;
+  Args args;
   std::istringstream words(label);
   std::string token, previous;
   bool first = true;
@@ -53,11 +72,8 @@ std::vector<std::pair<std::string, std::string>> slice_args(const sim::Engine& e
   }
   if (const sim::TaskNote* n = engine.note(task)) {
     args.emplace_back("op", sim::to_string(n->op));
-    args.emplace_back("bytes", fmt::format("{}", static_cast<long long>(std::llround(n->bytes))));
-    args.emplace_back("group_size", fmt::format("{}", n->group_size));
-    std::string ranks = fmt::format("{}", fmt::join(n->ranks, ","));
-    if (n->group_size > static_cast<int>(n->ranks.size())) ranks += ",...";
-    args.emplace_back("ranks", ranks);
+    args.emplace_back("bytes", bytes_arg(n->bytes));
+    for (auto& arg : note_args(*n)) args.push_back(std::move(arg));
     if (n->count > 1) args.emplace_back("collectives", fmt::format("{}", n->count));
   }
   return args;
@@ -175,20 +191,22 @@ class Scripts {
   std::map<std::tuple<int, int, LayerCostKey>, std::vector<OpTiming>> timings_;
 };
 
+// The letter of the work's collectives' labels ("B-comm tp ..." after a B or a Bi pass).
 const char* work_letter(Work w) {
   return w == Work::FORWARD ? "F" : w == Work::RECOMPUTE ? "R" : "B";
 }
 
-const char* work_name(Work w) {
+// The first token of the work's compute label (lower_passes.cpp: "F", "R", "B", "Bi").
+const char* work_token(Work w) {
   switch (w) {
     case Work::FORWARD:
-      return "forward";
+      return "F";
     case Work::RECOMPUTE:
-      return "recompute";
+      return "R";
     case Work::BACKWARD:
-      return "backward";
+      return "B";
     case Work::BACKWARD_INPUT:
-      return "backward (input gradients)";
+      return "Bi";
   }
   return "";
 }
@@ -454,18 +472,14 @@ class PartLayout {
                          sim::to_string(item.op), tp_.micro_batch, tp_.chunk, unit);
     s.start_s = p.start;
     s.end_s = p.end;
-    s.args = {{"pass", work_name(tp_.work)},
+    s.args = {{"pass", pass_name(work_token(tp_.work))},
               {"micro_batch", fmt::format("{}", tp_.micro_batch)},
               {"chunk", fmt::format("{}", tp_.chunk)},
               {"unit", unit},
               {"op", sim::to_string(item.op)},
-              {"bytes", fmt::format("{}", static_cast<long long>(std::llround(item.bytes)))}};
-    if (const sim::TaskNote* note = g_.engine.note(tp_.runs[static_cast<size_t>(p.run)].first)) {
-      s.args.emplace_back("group_size", fmt::format("{}", note->group_size));
-      std::string ranks = fmt::format("{}", fmt::join(note->ranks, ","));
-      if (note->group_size > static_cast<int>(note->ranks.size())) ranks += ",...";
-      s.args.emplace_back("ranks", ranks);
-    }
+              {"bytes", bytes_arg(item.bytes)}};
+    if (const sim::TaskNote* note = g_.engine.note(tp_.runs[static_cast<size_t>(p.run)].first))
+      for (auto& arg : note_args(*note)) s.args.push_back(std::move(arg));
     s.args.emplace_back("after_op", ops_[p.op]->name);
     s.args.emplace_back("overlap", p.overlapped ? method_name(item.tp_overlap.method) : "none");
     if (beside(p)) s.args.emplace_back("overlaps_op", ops_[p.anchor]->name);

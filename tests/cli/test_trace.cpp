@@ -267,3 +267,26 @@ TEST_CASE("cli::Simulate: overlapped TP collectives say what they hide and what 
   CHECK(slices > 0);
   CHECK(overlapped > 0);
 }
+
+// A zero-bubble schedule's backward without its weight gradients ("Bi"): its compute slice
+// and its collectives name the same pass.
+TEST_CASE("cli::Simulate: a Bi pass and its collectives name the same pass") {
+  const loom::testing::TempDir dir("trace_bi");
+  const auto all = slices_of(trace_of(
+      dir, "--model gpt-1.7b --cluster dgx-a100 --tp 2 --pp 2 --gbs 8 --seq 512 --schedule zb"));
+  int passes = 0, collectives = 0;
+  for (const Slice& s : all) {
+    if (s.thread == "compute" && s.name.rfind("Bi ", 0) == 0) {
+      ++passes;
+      CHECK(s.args["pass"] == "backward (input gradients)");
+    }
+    if (s.thread != "tp") continue;
+    const Slice* pass = pass_of(all, s);
+    REQUIRE(pass != nullptr);
+    if (pass->name.rfind("Bi ", 0) != 0) continue;
+    ++collectives;
+    CHECK(s.args["pass"] == pass->args["pass"]);
+  }
+  CHECK(passes > 0);
+  CHECK(collectives > 0);
+}
