@@ -203,10 +203,7 @@ std::vector<std::string> megatron_model_mismatches(const MegatronLine& line,
   check("--num-query-groups", "kv_heads", want.kv_heads, model.kv_heads);
   check("--kv-channels", "head_dim", want.head_dim, model.head_dim);
   if (model.has_dense_layers()) check("--ffn-hidden-size", "ffn", want.ffn, model.ffn);
-  auto mlp = [](models::MlpKind k) {
-    return k == models::MlpKind::SWIGLU ? "swiglu" : k == models::MlpKind::RELU2 ? "relu2" : "gelu";
-  };
-  check("--swiglu", "mlp", mlp(want.mlp), mlp(model.mlp));
+  check("--swiglu", "mlp", models::to_string(want.mlp), models::to_string(model.mlp));
   auto norm = [](models::NormKind k) {
     return k == models::NormKind::RMSNORM ? "RMSNorm" : "LayerNorm";
   };
