@@ -111,9 +111,10 @@ std::pair<CommItem, CommItem> op_collectives(const models::OpCost& op) {
 
 namespace {
 
-// One op of the model's op list as the kernel model sees it; `graphed` when its kernels
-// replay from a CUDA graph.
-topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool graphed) {
+// One op of the model's op list as the kernel model sees it under `plan` (fused attention, its
+// kernel, the FP8 recipe); `graphed` when its kernels replay from a CUDA graph.
+topo::KernelOp kernel_op(const models::OpCost& op, const models::TrainingPlan& plan,
+                         const topo::KernelTimeModel& kernels, bool graphed) {
   topo::KernelOp k;
   k.kind = op.kind == OpKind::MATMUL      ? topo::KernelKind::GEMM
            : op.kind == OpKind::ATTENTION ? topo::KernelKind::ATTENTION
@@ -133,7 +134,13 @@ topo::KernelOp kernel_op(const models::OpCost& op, bool flash_attention, bool gr
   k.head_dim = op.attention.head_dim;
   k.cp_ring = op.attention.cp;
   k.window = op.attention.window;
-  k.fused = flash_attention;
+  k.fused = plan.flash_attention;
+  // Soft-capped scores (Gemma 2) disqualify cuDNN's fused attention: Transformer Engine then
+  // selects FlashAttention-2 (TE PR #3391, get_attention_backend with softcap != 0), as do HF
+  // models through flash-attn >= 2.6 (modeling_gemma2.py `softcap`).
+  if (plan.attention_kernel == models::AttentionKernel::FA2 || op.softcap)
+    k.kernel = topo::AttentionKernel::FA2;
+  k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
   k.kernels = op.kernels;
   k.backward_bytes = op.backward_bytes;
   k.graphed = graphed;
@@ -182,14 +189,8 @@ void add_launches(OpPasses& o, const topo::KernelOp& k, topo::DType math) {
 OpPasses op_seconds(const models::OpCost& op, const models::TrainingPlan& plan,
                     const topo::KernelTimeModel& kernels, bool graphed, bool expert_block) {
   const topo::DType dt = compute_dtype(plan.precision);
-  topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
-  k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
+  topo::KernelOp k = kernel_op(op, plan, kernels, graphed);
   k.swizzle_scales = plan.scale_swizzle;
-  // Soft-capped scores (Gemma 2) disqualify cuDNN's fused attention: Transformer Engine then
-  // selects FlashAttention-2 (TE PR #3391, get_attention_backend with softcap != 0), as do HF
-  // models through flash-attn >= 2.6 (modeling_gemma2.py `softcap`).
-  if (plan.attention_kernel == models::AttentionKernel::FA2 || op.softcap)
-    k.kernel = topo::AttentionKernel::FA2;
   OpPasses o;
   add_launches(o, k, dt);
   if (!models::low_precision_linears(plan.precision)) {
@@ -238,8 +239,7 @@ OpPassSeconds chunk_seconds(const models::OpCost& op, const models::TrainingPlan
   if (chunks <= 1) return out;
   const bool low = models::low_precision_linears(plan.precision);
   const topo::DType dt = !low || op.fp8_linear ? compute_dtype(plan.precision) : topo::DType::BF16;
-  topo::KernelOp k = kernel_op(op, plan.flash_attention, graphed);
-  k.fp8_recipe = plan.fp8_recipe.value_or(kernels.default_fp8_recipe());
+  topo::KernelOp k = kernel_op(op, plan, kernels, graphed);
   topo::KernelOp part = k;
   part.m = std::max<std::int64_t>(1, k.m / chunks);
   part.forward_flops /= n;
