@@ -37,13 +37,6 @@ nlohmann::json class_defaults(const std::string& type) {
   return d;
 }
 
-// A non-negative integer `key` of `object`, else `fallback`.
-std::int64_t size_or(const nlohmann::json& object, const char* key, std::int64_t fallback) {
-  if (!object.contains(key)) return fallback;
-  const nlohmann::json& v = object.at(key);
-  return v.is_number_integer() && v.get<std::int64_t>() >= 0 ? v.get<std::int64_t>() : fallback;
-}
-
 // The sentence that says what a gemma3 config's vision tower is and that loom leaves it out:
 // a SigLIP vision transformer (transformers modeling_siglip.py SiglipVisionTransformer: the
 // patch-embedding conv with its bias, learned positions, per layer two LayerNorms, q/k/v/out
@@ -53,13 +46,13 @@ std::int64_t size_or(const nlohmann::json& object, const char* key, std::int64_t
 // counts 417M for the encoder, "kept frozen" in training (Sec. 2.1).
 std::string vision_note(const nlohmann::json& vision, std::int64_t text_hidden,
                         const std::string& origin) {
-  const double h = static_cast<double>(size_or(vision, "hidden_size", 768));
-  const double inner = static_cast<double>(size_or(vision, "intermediate_size", 3072));
-  const std::int64_t layers = size_or(vision, "num_hidden_layers", 12);
-  const double patch =
-      static_cast<double>(std::max<std::int64_t>(size_or(vision, "patch_size", 16), 1));
-  const double image = static_cast<double>(size_or(vision, "image_size", 224));
-  const double channels = static_cast<double>(size_or(vision, "num_channels", 3));
+  HfReader v(vision, origin, "/vision_config");  // SiglipVisionConfig's defaults
+  const double h = v.small_or("hidden_size", 768, 1);
+  const double inner = v.small_or("intermediate_size", 3072, 1);
+  const std::int64_t layers = v.small_or("num_hidden_layers", 12, 0);
+  const double patch = v.small_or("patch_size", 16, 1);
+  const double image = v.small_or("image_size", 224, 1);
+  const double channels = v.small_or("num_channels", 3, 1);
   const double per_layer = 4 * (h * h + h) + 4 * h + 2 * h * inner + inner + h;
   const double side = std::floor(image / patch);  // SiglipVisionEmbeddings num_patches
   const double positions = side * side;
@@ -104,8 +97,9 @@ nlohmann::json gemma_decoder_config(const nlohmann::json& config, const std::str
   for (const auto& [key, value] : given.items()) out[key] = value;  // null stays: None
   if (type == "gemma3" && config.contains("vision_config") &&
       config.at("vision_config").is_object()) {
-    notes.push_back(
-        vision_note(config.at("vision_config"), size_or(out, "hidden_size", 0), origin));
+    notes.push_back(vision_note(config.at("vision_config"),
+                                HfReader(out, origin, "/text_config").small_or("hidden_size", 0, 0),
+                                origin));
   }
   return out;
 }
@@ -128,13 +122,11 @@ void read_hf_gemma(HfReader& r, const std::string& type, const std::string& orig
   // Gemma 2 and 3 normalise each block's input and output (Gemma2DecoderLayer /
   // Gemma3DecoderLayer: input_layernorm, post_attention_layernorm, pre_feedforward_layernorm,
   // post_feedforward_layernorm) and may cap the attention scores and the final logits
-  // (Gemma 2: attn_logit_softcapping 50, final_logit_softcapping 30; Gemma 3 replaces the
-  // caps with query/key norms, Gemma3Attention q_norm / k_norm over head_dim: Gemma 3 report,
-  // arXiv:2503.19786, Sec. 2).
+  // (Gemma 2: attn_logit_softcapping 50, final_logit_softcapping 30; Gemma 3 has query/key
+  // norms instead, model_loader.cpp).
   m.sandwich_norms = true;
   m.attn_logit_softcap = r.number_or("attn_logit_softcapping", 0);
   m.final_logit_softcap = r.number_or("final_logit_softcapping", 0);
-  if (type != "gemma2") m.qk_norm = true;
 }
 
 }  // namespace loom::models::detail

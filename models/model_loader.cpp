@@ -308,7 +308,7 @@ void read_hf_nemotron_h(HfReader& r, const std::string& origin, ModelSpec& m) {
 
 // Translates a parsed HuggingFace config (see import_hf_config).
 ModelSpec import_hf_json(const nlohmann::json& config, const std::string& origin) {
-  HfReader top(config, origin);  // throws unless the config is an object
+  HfReader(config, origin);  // throws unless the config is an object
   if (!config.contains("model_type") || !config.at("model_type").is_string())
     throw ConfigError::missing_key(origin, "/", "model_type");
   const std::string type = config.at("model_type").get<std::string>();
@@ -325,10 +325,7 @@ ModelSpec import_hf_json(const nlohmann::json& config, const std::string& origin
   std::vector<std::string> notes;
   const nlohmann::json decoder =
       gemma ? detail::gemma_decoder_config(config, type, origin, notes) : nlohmann::json();
-  const nlohmann::json& j = gemma ? decoder : config;
-  std::optional<HfReader> inner;
-  if (gemma) inner.emplace(j, origin, type == "gemma3" ? "/text_config" : "");
-  HfReader& r = gemma ? *inner : top;
+  HfReader r(gemma ? decoder : config, origin, type == "gemma3" ? "/text_config" : "");
   ModelSpec m;
   m.notes = std::move(notes);
   m.name = stem_of(origin);
@@ -346,7 +343,11 @@ ModelSpec import_hf_json(const nlohmann::json& config, const std::string& origin
   if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;
   // OLMo 2 normalises the whole query and key projections (transformers modeling_olmo2.py
   // Olmo2Attention q_norm / k_norm over heads x head_dim): the same bytes as per-head norms.
-  if (type == "qwen3" || type == "qwen3_moe" || type == "olmo2") m.qk_norm = true;
+  // Gemma 3 replaces Gemma 2's score cap with query/key norms over head_dim (Gemma3Attention
+  // q_norm / k_norm; Gemma 3 report, arXiv:2503.19786, Sec. 2).
+  if (type == "qwen3" || type == "qwen3_moe" || type == "olmo2" || type == "gemma3" ||
+      type == "gemma3_text")
+    m.qk_norm = true;
   // Phi-3 fuses qkv_proj and gate_up_proj (transformers modeling_phi3.py): the same matmul
   // FLOPs and parameters as separate projections; its sliding_window applies to every layer.
   if (r.boolean_or("attention_bias", false)) m.qkv_bias = true;
@@ -374,7 +375,7 @@ ModelSpec import_hf_json(const nlohmann::json& config, const std::string& origin
     m.moe.top_k = r.small("num_experts_per_tok", 1);
     m.moe.expert_ffn = r.integer("moe_intermediate_size");
     if (r.integer_or("decoder_sparse_step", 1) != 1 ||
-        (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())) {
+        (r.has("mlp_only_layers") && !r.raw("mlp_only_layers").empty())) {
       throw ValidationError(
           "decoder_sparse_step",
           fmt::format("{}: /decoder_sparse_step: only configs where every layer is MoE "
