@@ -37,9 +37,9 @@ models::OpCost loss_op(const StepGraph& g) {
   return {};
 }
 
-// The loss of one replica's micro-batch on GPU type `type`.
-PassCost loss_cost(const StepGraph& g, int type) {
-  return cost_ops({loss_op(g)}, g.plan, g.kernels_of(type), OpList::HEAD);
+// The loss `loss` (loss_op) of one replica's micro-batch on GPU type `type`.
+PassCost loss_cost(const StepGraph& g, const models::OpCost& loss, int type) {
+  return cost_ops({loss}, g.plan, g.kernels_of(type), OpList::HEAD);
 }
 
 class SingleProcessLowering final : public DataParallelLowering {
@@ -62,7 +62,7 @@ class SingleProcessLowering final : public DataParallelLowering {
                        : models::tokens_per_gpu(g.model, g.plan) * 8.0;
     params_ = stage_params(g, 0, ParamSet::DENSE) + stage_params(g, 0, ParamSet::EXPERT);
     // GPU 0 runs every replica's loss, forward and backward, each micro-batch.
-    const PassCost lc = loss_cost(g, g.gpus[0][0].gpu_type);
+    const PassCost lc = loss_cost(g, loss, g.gpus[0][0].gpu_type);
     loss_s_ = static_cast<double>(g.replicas.size()) * (lc.fwd_s + lc.bwd_input_s);
   }
 
@@ -223,9 +223,10 @@ class SingleProcessLowering final : public DataParallelLowering {
 
 void remove_replica_loss(StepGraph& g) {
   if (g.plan.dp_mode != models::DpMode::DATAPARALLEL) return;
+  const models::OpCost loss_op_of_head = loss_op(g);
   for (int type = 0; type <= static_cast<int>(g.extra_work.size()); ++type) {
     StageWork& work = type == 0 ? g.work : g.extra_work[static_cast<size_t>(type - 1)];
-    const PassCost loss = loss_cost(g, type);
+    const PassCost loss = loss_cost(g, loss_op_of_head, type);
     for (PassCost* c : {&work.units.back().back().cost, &work.chunk_cost.back()}) {
       c->fwd_s -= loss.fwd_s;
       c->bwd_input_s -= loss.bwd_input_s;
