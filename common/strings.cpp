@@ -7,26 +7,12 @@
 
 namespace loom {
 
-int edit_distance(std::string_view a, std::string_view b) {
-  std::vector<int> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    int diagonal = row[0];
-    row[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      int above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 namespace {
 
-// The edit distance of a and b when it is at most `bound`, else any value above `bound`: the
-// band |i - j| <= bound of the table is all that can stay within it, and once a whole row is
-// above the bound every later one is too.
+// The edit distance of a and b when it is at most `bound`, else any value above `bound`: strings
+// whose lengths differ by more than the bound are that far apart at least, and once a whole row
+// of the table is above the bound every later one is too (rows never decrease below their
+// minimum), so the table stops there.
 int edit_distance_within(std::string_view a, std::string_view b, int bound) {
   const auto diff = static_cast<std::ptrdiff_t>(a.size()) - static_cast<std::ptrdiff_t>(b.size());
   if (std::abs(diff) > bound) return bound + 1;
@@ -48,6 +34,11 @@ int edit_distance_within(std::string_view a, std::string_view b, int bound) {
 }
 
 }  // namespace
+
+int edit_distance(std::string_view a, std::string_view b) {
+  // No distance exceeds the longer string's length, so that bound never cuts the table short.
+  return edit_distance_within(a, b, static_cast<int>(std::max(a.size(), b.size())));
+}
 
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   if (word.size() > 64) return {};  // not a typo of a name, and edit distance is quadratic

@@ -94,6 +94,22 @@ TEST_CASE("common::strings: characters that reorder or hide text are escaped (is
   CHECK(is_printable("tp \xC3\x97 dp \xE2\x80\x94 \xE6\xA8\xA1\xE5\x9E\x8B"));
 }
 
+namespace {
+
+// Levenshtein distance over the whole table, written here apart from the code under test.
+int full_table_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = static_cast<int>(i);
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j)
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
 // did_you_mean bounds each distance by the best so far; it must answer as the plain rule does:
 // the first candidate at the least distance, when that distance is within a third of the word.
 TEST_CASE("common::strings: did_you_mean with bounded distances equals the plain rule") {
@@ -114,11 +130,20 @@ TEST_CASE("common::strings: did_you_mean with bounded distances equals the plain
     std::string plain;
     int plain_d = 0;
     for (const auto& n : names) {
-      const int d = edit_distance(typed, n);
+      const int d = full_table_distance(typed, n);
+      CHECK(edit_distance(typed, n) == d);
       if (plain.empty() || d < plain_d) plain = n, plain_d = d;
     }
     if (plain_d > std::max<int>(2, static_cast<int>(typed.size()) / 3)) plain.clear();
     INFO(typed);
     CHECK(did_you_mean(typed, names) == plain);
   }
+}
+
+TEST_CASE("common::strings: edit_distance by hand") {
+  CHECK(edit_distance("kitten", "sitting") == 3);  // two substitutions, one insertion
+  CHECK(edit_distance("flaw", "lawn") == 2);       // a deletion and an insertion
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("abc", "") == 3);
+  CHECK(edit_distance("same", "same") == 0);
 }
