@@ -87,6 +87,7 @@ int compare(const models::ModelSpec& model, const topo::Cluster& cluster, const 
   strategies::validate_plan_on_cluster(model, other.plan, cluster, other.sources);
   strategies::SimulateOptions o = options;
   o.keep_timeline = false;
+  o.trace_collectives = false;
   o.progress = nullptr;
   const strategies::StepReport b = strategies::simulate_step(model, other.plan, cluster, o);
   if (parse_format(f.format) == Format::JSON) {
@@ -165,6 +166,7 @@ int run_simulate(const SimulateFlags& f) {
   options.network = sim::parse_network_mode(f.network, "--network");
   options.full = f.full;
   options.keep_timeline = !f.trace.empty() || f.report.has_value();
+  options.trace_collectives = !f.trace.empty();  // the report does not draw them
   options.order = setup.order;
   apply_scenario_flags(f.scenario, cluster, options);
   KernelCalibration kernel_calibration;

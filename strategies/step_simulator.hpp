@@ -47,7 +47,11 @@ struct RandomStragglers {
 struct SimulateOptions {
   sim::NetworkMode network = sim::NetworkMode::FLOW;
   bool full = false;           ///< simulate every GPU instead of one per pipeline stage
-  bool keep_timeline = false;  ///< fill StepReport::timeline (for --trace)
+  bool keep_timeline = false;  ///< fill StepReport::timeline (for --trace and --report)
+  /// With keep_timeline, lay out each pass's collectives among its kernels
+  /// (StepReport::pass_layouts), which only the Chrome trace draws (--trace): lowering then
+  /// records every pass's collectives on every simulated GPU (StepGraph::traced_parts).
+  bool trace_collectives = false;
   /// Coefficients of the datasheet kernel model (used when `kernels` is null).
   topo::GpuEfficiency efficiency = {};
   /// The kernel-time model to time every op with; null: DatasheetKernelModel of the cluster's

@@ -184,11 +184,12 @@ class StageLowering {
     }
   }
 
-  // keep_timeline: a TracedPart per replica for the compute task just lowered (each replica's
-  // last task) and the collectives `items` after it; comm() adds their runs.
+  // keep_timeline and trace_collectives (--trace): a TracedPart per replica for the compute
+  // task just lowered (each replica's last task) and the collectives `items` after it; comm()
+  // adds their runs.
   void trace_part(Part part, const std::vector<CommItem>& items) {
     traced_ = -1;
-    if (!g_.options.keep_timeline || items.empty()) return;
+    if (!g_.options.keep_timeline || !g_.options.trace_collectives || items.empty()) return;
     traced_ = static_cast<std::ptrdiff_t>(g_.traced_parts.size());
     for (size_t ri = 0; ri < g_.replicas.size(); ++ri) {
       TracedPart t;
@@ -329,7 +330,7 @@ class StageLowering {
   // representative's overlapped TP collectives leave exposed (tp_overlap_exposed_s).
   std::vector<std::vector<TaskId>> overlapped_;
   double tp_exposed_s_ = 0, cp_exposed_s_ = 0;
-  // keep_timeline: replica 0's TracedPart of the work being lowered (replica ri's is
+  // trace_collectives: replica 0's TracedPart of the work being lowered (replica ri's is
   // traced_ + ri); -1 when none.
   std::ptrdiff_t traced_ = -1;
   const Pass* pass_ = nullptr;

@@ -121,8 +121,9 @@ struct RepStage {
 };
 
 /// One forward, recompute or backward of a chunk or unit on one simulated GPU and the
-/// collectives after or beside it, for the trace (keep_timeline only): the trace draws each
-/// collective of the runs as a slice of its own among the pass's kernels (timeline_links.cpp).
+/// collectives after or beside it, for the trace (keep_timeline with trace_collectives only,
+/// SimulateOptions): the trace draws each collective of the runs as a slice of its own among
+/// the pass's kernels (timeline_links.cpp).
 struct TracedPart {
   enum class Work { FORWARD, RECOMPUTE, BACKWARD, BACKWARD_INPUT };
   Work work = Work::FORWARD;

@@ -529,6 +529,7 @@ class PartLayout {
 }  // namespace
 
 void lay_out_passes(const StepGraph& g, const SliceIndex& slices, StepReport& r) {
+  if (!g.options.trace_collectives) return;  // no traced parts: only the trace reads layouts
   Scripts scripts(g);
   for (const TracedPart& tp : g.traced_parts)
     if (auto layout = PartLayout(g, tp, slices, r).run(scripts))

@@ -42,7 +42,7 @@ struct StepGraph;
 /// starts with that GEMM, whose seconds are followed by what the overlap leaves exposed
 /// (tp_overlap_exposed_s, scaled to the residual the step ran). Overlapped EP all-to-alls,
 /// hidden behind another micro-batch, keep their slices. A pass whose ops do not account for
-/// its collectives is left as simulated.
+/// its collectives is left as simulated. Nothing without SimulateOptions::trace_collectives.
 void lay_out_passes(const StepGraph& g, const SliceIndex& slices, StepReport& r);
 
 }  // namespace loom::strategies
