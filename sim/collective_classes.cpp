@@ -39,11 +39,6 @@ namespace loom::sim {
 
 namespace {
 
-std::uint64_t class_key(topo::VertexId a, topo::VertexId b) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
-         static_cast<std::uint32_t>(b);
-}
-
 // The group's nodes in order of first appearance and each one's GPUs in group order, when
 // every node holds the group at the same places (in the same group order for the rail
 // exchange, which pairs the k-th rank of each node), orders its ranks alike (PXN scans a
@@ -86,6 +81,8 @@ std::optional<std::string> group_layout(const ScheduleBuilder& b, bool ordered, 
                          out.nodes[0]);
     if (places(fabric.node_gpus(out.nodes[k]), false) != rank_order)
       return fmt::format("node {} orders its ranks unlike node {}", out.nodes[k], out.nodes[0]);
+    // The first pair maps links onto node 0's (`like`); the others only need to be alike.
+    if (k > 1 && fabric.nodes_alike(out.nodes[0], out.nodes[k])) continue;
     if (auto why = fabric.compare_nodes(out.nodes[0], out.nodes[k], k == 1 ? &out.like : nullptr))
       return why;
   }
@@ -126,12 +123,11 @@ class Classes {
  private:
   void add(std::vector<Class>& list, std::unordered_map<std::uint64_t, size_t>& at,
            topo::VertexId u, topo::VertexId w, std::int64_t per) {
-    auto [it, inserted] = at.emplace(class_key(u, w), list.size());
+    auto [it, inserted] = at.emplace(pair_key(u, w), list.size());
     if (inserted) {
       list.push_back({u, w, 0});
       const RouteRef r = fabric_.route(u, w);
-      if (r.fixed < r.length && !why_)
-        why_ = "a route of the group rests on an equal-cost (ECMP) choice";
+      if (!r.forced() && !why_) why_ = "a route of the group rests on an equal-cost (ECMP) choice";
     }
     list[it->second].per += per;
   }

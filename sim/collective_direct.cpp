@@ -84,7 +84,7 @@ void all_to_all_flows(ScheduleBuilder& b, double share) {
   std::unordered_map<std::uint64_t, std::size_t> index;        // (src, dst): lookup only
   std::vector<FlowSpec> flows;
   auto add = [&](topo::VertexId a, topo::VertexId c) {
-    const std::uint64_t key = (std::uint64_t(std::uint32_t(a)) << 32) | std::uint32_t(c);
+    const std::uint64_t key = pair_key(a, c);
     auto [it, inserted] = index.emplace(key, flows.size());
     if (inserted) {
       flows.push_back({a, c, share, 0, 1});
@@ -101,8 +101,7 @@ void all_to_all_flows(ScheduleBuilder& b, double share) {
       if (node[static_cast<size_t>(i)] == node[static_cast<size_t>(j)]) {
         proxy = -1;
       } else if (railed) {
-        const std::uint64_t key =
-            (std::uint64_t(std::uint32_t(src)) << 32) | std::uint32_t(rail[static_cast<size_t>(j)]);
+        const std::uint64_t key = pair_key(src, rail[static_cast<size_t>(j)]);
         auto it = proxy_of.find(key);
         if (it == proxy_of.end()) it = proxy_of.emplace(key, fabric.pxn_proxy(src, dst)).first;
         proxy = it->second;

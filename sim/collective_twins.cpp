@@ -27,8 +27,7 @@ namespace {
 
 // Whether the route from `a` to `b` is forced by the link costs.
 bool forced(Fabric& fabric, topo::VertexId a, topo::VertexId b) {
-  const RouteRef r = fabric.route(a, b);
-  return r.fixed == r.length;
+  return fabric.route(a, b).forced();
 }
 
 }  // namespace

@@ -12,6 +12,14 @@
 
 namespace loom::sim {
 
+std::string too_many_tasks(std::string_view counted) {
+  return fmt::format(
+      "the step needs more than {} simulated tasks{}, loom's limit "
+      "(MAX_ENGINE_TASKS in common/limits.hpp, docs/limits.md); simulate a "
+      "smaller step: fewer micro-batches, layers or simulated GPUs",
+      MAX_ENGINE_TASKS, counted.empty() ? "" : fmt::format(" ({})", counted));
+}
+
 // The engine's side of the network interface: schedules wakeups and batch completions as
 // events; never calls back into the network synchronously.
 class Engine::Host final : public NetworkHost {
@@ -90,12 +98,7 @@ TaskId Engine::add_task(std::span<const StreamId> streams, const std::vector<Tas
     }
   }
   if (static_cast<std::int64_t>(tasks_.size()) >= MAX_ENGINE_TASKS) {
-    throw ValidationError("tasks",
-                          fmt::format("the step needs more than {} simulated tasks, loom's limit "
-                                      "(MAX_ENGINE_TASKS in common/limits.hpp, docs/limits.md); "
-                                      "simulate a smaller step: fewer micro-batches, layers "
-                                      "or simulated GPUs",
-                                      MAX_ENGINE_TASKS));
+    throw ValidationError("tasks", too_many_tasks());
   }
   Task t;
   t.streams_begin = static_cast<std::uint32_t>(task_streams_.size());

@@ -30,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,10 @@ struct Slice {
   SimTime start = 0;  ///< picoseconds
   SimTime end = 0;    ///< picoseconds
 };
+
+/// The error message of a step over MAX_ENGINE_TASKS (common/limits.hpp), with `counted`
+/// after the count when not empty (how the count was found), for ValidationError on "tasks".
+std::string too_many_tasks(std::string_view counted = {});
 
 /// The engine (see file comment).
 class Engine {

@@ -9,16 +9,6 @@
 
 namespace loom::sim {
 
-namespace {
-
-// The cache key of an ordered vertex pair.
-std::uint64_t pair_key(topo::VertexId src, topo::VertexId dst) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-         static_cast<std::uint32_t>(dst);
-}
-
-}  // namespace
-
 double LinkEfficiency::of(topo::LinkKind kind) const {
   switch (kind) {
     case topo::LinkKind::NVLINK:
@@ -140,6 +130,15 @@ std::optional<std::string> Fabric::compare_nodes(
   return std::nullopt;
 }
 
+bool Fabric::nodes_alike(int x0, int x) {
+  // Being alike is an equivalence (the same devices, links and switches), so a node in x0's
+  // class is alike x0, and one matching none of the first classes is alike none of them.
+  node_vertices(x0);  // built first: node_class sizes its table by them
+  const int rep = node_class(x0);
+  if (rep >= 0) return node_class(x) == rep;
+  return !compare_nodes(x0, x);
+}
+
 int Fabric::node_class(int node) {
   if (node_class_.empty()) {
     const size_t nodes = node_vertices_.size();  // node_vertices() has run (node_position)
@@ -233,7 +232,7 @@ topo::VertexId Fabric::entry_leaf(topo::VertexId src, topo::VertexId dst, bool* 
       return to;
     }
   }
-  if (fixed && r.fixed < r.length) *fixed = false;  // another choice might cross a leaf
+  if (fixed && !r.forced()) *fixed = false;  // another choice might cross a leaf
   return -1;
 }
 
@@ -304,7 +303,7 @@ topo::VertexId Fabric::find_proxy(topo::VertexId src, topo::VertexId dst, bool* 
     for (topo::VertexId p : node_gpus(node_of(src))) {
       if (p == src) continue;
       const RouteRef to_p = route(src, p);
-      if (invariant && to_p.fixed < to_p.length) *invariant = false;  // its class may differ
+      if (invariant && !to_p.forced()) *invariant = false;  // its class may differ
       if (to_p.latency_class != LatencyClass::NVLINK) continue;
       if (entry_leaf(p, dst, invariant) == rail) {
         proxy = p;

@@ -60,6 +60,13 @@ struct NcclTuning {
 };
 
 /// A cached route: a slice of Fabric's link storage plus its latency and class.
+/// One 64-bit key of an ordered pair of 32-bit ids (vertices, a vertex and a rail): the
+/// first in the high half. The key of the fabric's caches and of the collectives' maps.
+inline std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
+         static_cast<std::uint32_t>(b);
+}
+
 struct RouteRef {
   std::uint32_t begin = 0;   ///< first index into Fabric::route_links()
   std::uint32_t length = 0;  ///< number of links
@@ -68,6 +75,8 @@ struct RouteRef {
   /// Leading links no equal-cost (ECMP) choice decided (topo::Path::fixed): `length` when
   /// the route is the only cheapest one.
   std::uint32_t fixed = 0;
+  /// Whether the cheapest route is the only one (no ECMP choice on it).
+  bool forced() const { return fixed == length; }
 };
 
 /// Link capacities and cached routes of a cluster (see file comment).
@@ -119,6 +128,9 @@ class Fabric {
   /// link into x, its like on x0.
   std::optional<std::string> compare_nodes(
       int x0, int x, std::unordered_map<topo::LinkId, topo::LinkId>* like = nullptr);
+  /// Whether nodes `x0` and `x` are built and wired alike (compare_nodes), answered from the
+  /// remembered classes of nodes where both have one: one comparison per node, not per call.
+  bool nodes_alike(int x0, int x);
   /// Routes looked up by translating another node pair's route (see route()).
   std::size_t routes_translated() const { return translated_; }
 
@@ -147,8 +159,9 @@ class Fabric {
   /// the links (a std::vector<topo::LinkId>) when the pair is new.
   template <typename Make>
   RouteRef class_route(topo::VertexId src, topo::VertexId dst, Make&& make);
-  /// Routes computed so far (cheapest and class routes): each is one topology search, the
-  /// unit of work the collective lowerings' tests count.
+  /// Routes made so far (cheapest and class routes), each by a topology search or, for
+  /// routes_translated() of them, by translating another pair's: the unit of work the
+  /// collective lowerings' tests count.
   std::size_t routes_computed() const { return routes_.size(); }
 
  private:

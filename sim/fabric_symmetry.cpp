@@ -16,11 +16,6 @@ namespace loom::sim {
 
 namespace {
 
-std::uint64_t switch_pair_key(topo::VertexId a, topo::VertexId b) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
-         static_cast<std::uint32_t>(b);
-}
-
 // The quotient graph: node 0's places (0..P-1) and the fabric vertices (P..), with labelled
 // directed edges.
 struct Quotient {
@@ -255,12 +250,12 @@ topo::LinkId Fabric::image_link(const NodeMap& m, topo::LinkId l) {
         if (node_of(static_cast<topo::VertexId>(v)) >= 0) continue;
         for (topo::LinkId k : cluster_->out_links(static_cast<topo::VertexId>(v)))
           if (node_of(cluster_->link(k).to) < 0)
-            fabric_links_[switch_pair_key(static_cast<topo::VertexId>(v), cluster_->link(k).to)]
-                .push_back(k);
+            fabric_links_[pair_key(static_cast<topo::VertexId>(v), cluster_->link(k).to)].push_back(
+                k);
       }
-      fabric_links_[switch_pair_key(-1, -1)];  // built (even without such links)
+      fabric_links_[pair_key(-1, -1)];  // built (even without such links)
     }
-    const auto it = fabric_links_.find(switch_pair_key(from, to));
+    const auto it = fabric_links_.find(pair_key(from, to));
     if (it == fabric_links_.end()) return -1;
     for (topo::LinkId k : it->second)
       if (!consider(k)) return -1;

@@ -70,12 +70,8 @@ double min_step_tasks(const StepGraph& g) {
 void check_task_budget(const StepGraph& g) {
   const double tasks = min_step_tasks(g);
   if (tasks <= static_cast<double>(MAX_ENGINE_TASKS)) return;
-  throw ValidationError(
-      "tasks", fmt::format("the step needs more than {} simulated tasks (at least {:.0f}, counted "
-                           "before it is built), loom's limit (MAX_ENGINE_TASKS in "
-                           "common/limits.hpp, docs/limits.md); simulate a smaller step: fewer "
-                           "micro-batches, layers or simulated GPUs",
-                           MAX_ENGINE_TASKS, tasks));
+  throw ValidationError("tasks", sim::too_many_tasks(fmt::format(
+                                     "at least {:.0f}, counted before it is built", tasks)));
 }
 
 }  // namespace loom::strategies

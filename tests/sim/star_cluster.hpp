@@ -17,6 +17,18 @@ inline EngineOptions raw(NetworkMode mode = NetworkMode::FLOW) {
   return o;
 }
 
+/// Slows node `node`'s first InfiniBand cable `factor` times (--slow-link): the node is then
+/// no longer built like the others.
+inline void slow_first_nic_cable(topo::Cluster& c, int node, double factor = 4.0) {
+  for (topo::LinkId l = 0; l < static_cast<topo::LinkId>(c.links().size()); l += 2) {
+    const auto& link = c.link(l);
+    if (link.kind == topo::LinkKind::INFINIBAND && c.vertex(link.from).node == node) {
+      c.slow_link(l, factor);
+      return;
+    }
+  }
+}
+
 /// `n` GPUs on one switch, every GPU-switch link `bandwidth_Bps` per direction and
 /// `hop_latency_s`; a GPU-to-GPU path is 2 hops (alpha = 2 * hop latency).
 inline topo::Cluster star(int n, double bandwidth_Bps, double hop_latency_s,

@@ -15,6 +15,7 @@
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "sim/network.hpp"
+#include "star_cluster.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using namespace loom;
@@ -149,10 +150,10 @@ TEST_CASE("sim::all_to_all classes: other presets (A100, B200, B300)") {
 }
 
 TEST_CASE("sim::all_to_all classes: the work grows linearly in the group (counted)") {
-  // Routes computed (each one topology search) and flow entries built by one lowering of an
-  // all-to-all over every GPU of N and 2N DGX H100 nodes: the classes take one route per
-  // class plus NCCL's ring over the group, so 2x the ranks cost at most 2.5x; the pairs'
-  // routes grow as n^2 (4x).
+  // Routes made (a topology search or a translation each) and flow entries built by one lowering of
+  // an all-to-all over every GPU of N and 2N DGX H100 nodes: the classes take one route per class
+  // plus NCCL's ring over the group, so 2x the ranks cost at most 2.5x; the pairs' routes grow as
+  // n^2 (4x).
   struct Work {
     double routes;
     double entries;
@@ -180,13 +181,7 @@ TEST_CASE("sim::all_to_all classes: groups that are not symmetric fall back to t
   // A slowed NIC cable (--slow-link): its node is no longer like the others.
   {
     auto c = base;
-    for (topo::LinkId l = 0; l < static_cast<topo::LinkId>(c.links().size()); l += 2) {
-      const auto& link = c.link(l);
-      if (link.kind == topo::LinkKind::INFINIBAND && c.vertex(link.from).node == 1) {
-        c.slow_link(l, 4.0);
-        break;
-      }
-    }
+    sim::testing::slow_first_nic_cable(c, 1);
     const auto req = request(CollectiveOp::ALL_TO_ALL, all_ranks(c), 64e6);
     const Run a = run(c, req, NetworkMode::FLOW, true, true);
     const Run b = run(c, req, NetworkMode::FLOW, true, false);

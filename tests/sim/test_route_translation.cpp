@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/fabric.hpp"
+#include "star_cluster.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using namespace loom;
@@ -66,15 +67,17 @@ TEST_CASE("sim::Fabric: translated routes are the cluster's own routes") {
 TEST_CASE("sim::Fabric: a node unlike the others is routed by the cluster") {
   auto c = topo::load_cluster({"dgx-h100", 3, std::nullopt});
   // Slow node 1's first NIC cable: node 1 is no longer like node 0.
-  for (topo::LinkId l = 0; l < static_cast<topo::LinkId>(c.links().size()); l += 2) {
-    const auto& link = c.link(l);
-    if (link.kind == topo::LinkKind::INFINIBAND && c.vertex(link.from).node == 1) {
-      c.slow_link(l, 4.0);
-      break;
-    }
-  }
-  check_routes(c, endpoints(c));
+  sim::testing::slow_first_nic_cable(c, 1);
+  CHECK(check_routes(c, endpoints(c)) > 0);  // nodes 0 and 2 are still alike
   Fabric fabric(c);
   CHECK(fabric.compare_nodes(0, 2) == std::nullopt);
   CHECK(fabric.compare_nodes(0, 1).has_value());
+  // The same answers from the remembered classes of nodes (asked twice: cached).
+  for (int twice = 0; twice < 2; ++twice) {
+    CHECK(fabric.nodes_alike(0, 2));
+    CHECK(fabric.nodes_alike(2, 0));
+    CHECK_FALSE(fabric.nodes_alike(0, 1));
+    CHECK_FALSE(fabric.nodes_alike(1, 2));
+    CHECK(fabric.nodes_alike(1, 1));
+  }
 }

@@ -13,6 +13,7 @@
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "sim/fabric.hpp"
+#include "star_cluster.hpp"
 #include "topologies/cluster_presets.hpp"
 
 using namespace loom;
@@ -129,13 +130,7 @@ TEST_CASE("sim::twins: groups that share links, or unlike nodes, keep every grou
   // A slowed NIC cable on node 1: the nodes are no longer alike.
   {
     auto c = topo::load_cluster({"dgx-h100", 3, std::nullopt});
-    for (topo::LinkId l = 0; l < static_cast<topo::LinkId>(c.links().size()); l += 2) {
-      const auto& link = c.link(l);
-      if (link.kind == topo::LinkKind::INFINIBAND && c.vertex(link.from).node == 1) {
-        c.slow_link(l, 4.0);
-        break;
-      }
-    }
+    sim::testing::slow_first_nic_cable(c, 1);
     Fabric fabric(c);
     const auto req = dp_request(c, CollectiveOp::ALL_REDUCE, Algorithm::RING, 8, 64e6);
     CHECK_FALSE(
