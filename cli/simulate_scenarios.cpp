@@ -233,7 +233,7 @@ PlanFlags compare_flags(const PlanFlags& flags, const std::string& compare) {
   if (k == "cuda_graphs" && value == "off") out.texts.erase("cuda_graph_scope");
   if (k == "dp_mode" && value != "ps") {
     for (const strategies::PlanField& f : strategies::plan_fields()) {
-      if (f.key.substr(0, 3) != "ps_") continue;  // the parameter-server settings
+      if (!strategies::is_ps_field(f.key)) continue;
       out.texts.erase(std::string(f.key));
       out.integers.erase(std::string(f.key));
     }

@@ -52,13 +52,6 @@ const HfAuto* hf_auto(std::string_view pointer) {
   return nullptr;
 }
 
-// "zero_optimization.stage3_prefetch_bucket_size" for its pointer: how prose names a key.
-std::string dotted(std::string_view pointer) {
-  std::string s(pointer.substr(1));
-  std::replace(s.begin(), s.end(), '/', '.');
-  return s;
-}
-
 // Every "auto" string under `v`, by JSON pointer, in document order.
 void collect(const nlohmann::json& v, const std::string& pointer, std::vector<std::string>& out) {
   if (v.is_string() && v.get_ref<const std::string&>() == "auto") out.push_back(pointer);
@@ -84,6 +77,15 @@ constexpr std::int64_t MIN_BUCKET_ELEMS = MIN_DP_BUCKET_BYTES / 2;
 // loom's default.
 std::string origin(const PlanInput& merged, std::string_view key) {
   return merged.has(key) ? merged.sources().where(key) : "loom's default";
+}
+
+// Without a plan (a search): the precision `merged` names, else loom's default.
+models::Precision given_precision(const PlanInput& merged) {
+  const auto& names = models::precision_names();
+  const auto name = merged.text("precision");
+  const auto it = name ? std::find(names.begin(), names.end(), *name) : names.end();
+  return it != names.end() ? static_cast<models::Precision>(it - names.begin())
+                           : models::TrainingPlan{}.precision;
 }
 
 // The HF value of a hidden-size auto at `pointer` for hidden size `h`.
@@ -112,7 +114,7 @@ bool hidden_auto(std::string_view pointer) {
 std::string modelled_text(const DeepSpeedConfig& c, std::string_view pointer,
                           const PlanInput& merged, const models::TrainingPlan* p,
                           const models::ModelSpec* model) {
-  const std::string key = dotted(pointer);
+  const std::string key = deepspeed_key(pointer);
   const HfAuto& hf = *hf_auto(pointer);
   if (hidden_auto(pointer)) {
     if (!model) return fmt::format("{} left at loom's default (no model to size it)", key);
@@ -128,7 +130,7 @@ std::string modelled_text(const DeepSpeedConfig& c, std::string_view pointer,
   const std::string hf_arg = fmt::format("HF {}", hf.from);
   if (pointer == "/fp16/enabled" || pointer == "/bf16/enabled") {
     const bool fp16 = pointer == "/fp16/enabled";
-    const models::Precision precision = p ? p->precision : models::Precision::BF16;
+    const models::Precision precision = p ? p->precision : given_precision(merged);
     const bool on =
         fp16 ? precision == models::Precision::FP16
              : precision == models::Precision::BF16 || precision == models::Precision::FP8;
@@ -154,6 +156,12 @@ std::string modelled_text(const DeepSpeedConfig& c, std::string_view pointer,
 
 }  // namespace
 
+std::string deepspeed_key(std::string_view pointer) {
+  std::string s(pointer.substr(1));
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
+
 std::vector<std::string> deepspeed_autos(const nlohmann::json& doc, const std::string& file) {
   std::vector<std::string> autos;
   collect(doc, "", autos);
@@ -176,14 +184,14 @@ std::vector<std::string> deepspeed_autos(const nlohmann::json& doc, const std::s
                       "the ZeRO reduce_bucket_size, stage3_prefetch_bucket_size and "
                       "stage3_param_persistence_threshold) and DeepSpeed reads no \"auto\"; "
                       "give {} a value",
-                      file, pointer, dotted(pointer)));
+                      file, pointer, deepspeed_key(pointer)));
     }
     if (hf->zero3_only && stage != 3) {
       throw ConfigError(file, pointer,
                         fmt::format("{}: {}: \"auto\" at ZeRO stage {}: Hugging Face's Trainer "
                                     "fills {} under ZeRO-3 only (trainer_config_finalize) and "
                                     "DeepSpeed reads no \"auto\"; give it a value or drop it",
-                                    file, pointer, stage, dotted(pointer)));
+                                    file, pointer, stage, deepspeed_key(pointer)));
     }
   }
   return autos;
@@ -202,11 +210,11 @@ PlanInput deepspeed_model_autos(const DeepSpeedConfig& c, const models::ModelSpe
           fmt::format("{}: {}: \"auto\" resolves to {} elements from the model's "
                       "hidden size {}, below loom's smallest bucket of {} "
                       "(docs/limits.md); give {} a value",
-                      c.file, pointer, v, model.hidden, MIN_BUCKET_ELEMS, dotted(pointer)));
+                      c.file, pointer, v, model.hidden, MIN_BUCKET_ELEMS, deepspeed_key(pointer)));
     }
     PlanValue value = v;
     if (std::string_view(field) == "dp_bucket_size") value = std::to_string(v * 2) + "B";
-    out.set(field, value, file_source(c.file, pointer, dotted(pointer)));
+    out.set(field, value, file_source(c.file, pointer, deepspeed_key(pointer)));
   }
   return out;
 }
@@ -220,7 +228,7 @@ std::vector<std::string> deepspeed_auto_notes(const DeepSpeedConfig& c, const Pl
     if (hf.modelled)
       modelled.push_back(modelled_text(c, pointer, merged, plan, model));
     else
-      other.push_back(fmt::format("{} (HF {})", dotted(pointer), hf.from));
+      other.push_back(fmt::format("{} (HF {})", deepspeed_key(pointer), hf.from));
   }
   std::vector<std::string> lines;
   if (!modelled.empty()) {

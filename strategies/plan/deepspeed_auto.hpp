@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strategies/plan/plan_import.hpp"
@@ -20,6 +21,9 @@ struct ModelSpec;
 }
 
 namespace loom::strategies {
+
+/// "zero_optimization.stage" for "/zero_optimization/stage": how prose names a DeepSpeed key.
+std::string deepspeed_key(std::string_view pointer);
 
 /// The JSON pointers of the "auto" values of DeepSpeed config `doc` read from `file`, in
 /// the order the note names them (batch, precision, ZeRO sizes, then clipping, optimizer and

@@ -32,14 +32,6 @@ std::int64_t bucket_elements(ObjectReader& z, std::string_view key) {
   return static_cast<std::int64_t>(elems);
 }
 
-// "zero_optimization.stage" for "/zero_optimization/stage": how prose names a DeepSpeed key.
-std::string dotted(std::string_view pointer) {
-  std::string s(pointer.substr(1));
-  for (char& c : s)
-    if (c == '/') c = '.';
-  return s;
-}
-
 // Whether `key` of `r` holds "auto" (a Hugging Face Trainer placeholder, deepspeed_auto.cpp):
 // such a key sets nothing here; loom's own value stands in for it.
 bool is_auto(ObjectReader& r, std::string_view key) {
@@ -86,7 +78,7 @@ void read_offload(ObjectReader& z, int stage, PlanInput& f) {
     const bool pin = o.get_bool_or("pin_memory", false);
     o.finish();
     if (device != "cpu" || stage < (param ? 3 : 1)) continue;
-    f.set(key, device, file_source(z.file(), pointer, dotted(pointer)));
+    f.set(key, device, file_source(z.file(), pointer, deepspeed_key(pointer)));
     if (pinned && *pinned != pin) {
       o.fail("pin_memory", pin ? "true" : "false",
              fmt::format("{} (offload_optimizer's; loom models one pin_memory for both "
@@ -95,7 +87,8 @@ void read_offload(ObjectReader& z, int stage, PlanInput& f) {
     }
     pinned = pin;
     const std::string pin_pointer = o.pointer_of("pin_memory");
-    f.set("offload_pin_memory", pin, file_source(z.file(), pin_pointer, dotted(pin_pointer)));
+    f.set("offload_pin_memory", pin,
+          file_source(z.file(), pin_pointer, deepspeed_key(pin_pointer)));
   }
 }
 
@@ -107,7 +100,7 @@ void read_zero(ObjectReader& r, PlanInput& f) {
            "sub_group_size", "allgather_bucket_size"});
   auto source = [&](std::string_view key) {
     const std::string pointer = z.pointer_of(key);
-    return file_source(z.file(), pointer, dotted(pointer));
+    return file_source(z.file(), pointer, deepspeed_key(pointer));
   };
   const std::int64_t stage = z.get_count_or("stage", 0);
   if (stage > 3) z.fail("stage", std::to_string(stage), "0, 1, 2 or 3");
@@ -164,7 +157,7 @@ void read_precision_and_optimizer(ObjectReader& r, PlanInput& f) {
              "min_loss_scale", "auto_cast", "consecutive_hysteresis", "immediate_grad_update"});
     if (!is_auto(o, "enabled") && o.get_bool_or("enabled", false)) {
       const std::string pointer = o.pointer_of("enabled");
-      f.set("precision", std::string(key), file_source(o.file(), pointer, dotted(pointer)));
+      f.set("precision", std::string(key), file_source(o.file(), pointer, deepspeed_key(pointer)));
     }
     o.finish();
   }
@@ -173,7 +166,7 @@ void read_precision_and_optimizer(ObjectReader& r, PlanInput& f) {
     o.allow({"params"});
     const std::string type = to_lower(o.get_string("type"));
     const std::string pointer = o.pointer_of("type");
-    const FieldSource source = file_source(o.file(), pointer, dotted(pointer));
+    const FieldSource source = file_source(o.file(), pointer, deepspeed_key(pointer));
     if (type == "adam" || type == "adamw" || type == "fusedadam" || type == "onebitadam" ||
         type == "lamb")
       f.set("optimizer", std::string("adam"), source);

@@ -90,16 +90,19 @@ void check_offload(const TrainingPlan& p, const PlanSources& s) {
 
 void check_offload_cluster(const TrainingPlan& p, const topo::Cluster& cluster,
                            const PlanSources& s) {
-  if (!offloads(p)) return;
+  if (offloads(p)) require_cpu_vertex(cluster, s, offload_key(p), "cpu");
+}
+
+void require_cpu_vertex(const topo::Cluster& cluster, const PlanSources& s, const char* key,
+                        std::string_view value) {
   const auto& v = cluster.vertices();
   if (std::any_of(v.begin(), v.end(),
                   [](const topo::Vertex& x) { return x.kind == topo::VertexKind::CPU; }))
     return;
-  const char* key = offload_key(p);
   fail_field(s, key,
-             fmt::format("{} cpu: cluster '{}' has no CPU vertex to offload to; add a \"cpu\" "
+             fmt::format("{} {}: cluster '{}' has no CPU vertex to offload to; add a \"cpu\" "
                          "vertex linked to the GPUs (docs/clusters.md) or drop it",
-                         s.where(key), cluster.name));
+                         s.where(key), value, cluster.name));
 }
 
 }  // namespace loom::strategies

@@ -441,7 +441,7 @@ void add_dp_mode_rows(std::vector<PlanField>& t) {
       "host", 84, models::ps_placement_names(),
       [](const TrainingPlan& p) -> PlanValue { return models::to_string(p.ps_placement); }));
   for (PlanField& f : t)
-    if (f.key.substr(0, 3) == "ps_")
+    if (is_ps_field(f.key))
       f.applies = [](const TrainingPlan& p) { return p.dp_mode == models::DpMode::PS; };
 }
 
@@ -460,6 +460,10 @@ std::vector<PlanField> build_table() {
 }
 
 }  // namespace
+
+bool is_ps_field(std::string_view key) {
+  return key.substr(0, 3) == "ps_";
+}
 
 const std::vector<PlanField>& plan_fields() {
   static const std::vector<PlanField> table = build_table();

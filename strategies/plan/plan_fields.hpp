@@ -61,6 +61,9 @@ struct PlanField {
 
 /// Every plan field, in the order the plan JSON writer prints them (input-only fields last).
 const std::vector<PlanField>& plan_fields();
+/// Whether plan field `key` is a parameter-server setting (ps_servers, ps_placement, ...),
+/// which means something under --dp-mode ps alone.
+bool is_ps_field(std::string_view key);
 
 /// The row for JSON key `key`; throws InternalError for an unknown key (a bug).
 const PlanField& plan_field(std::string_view key);

@@ -283,7 +283,7 @@ void resolve_dp_mode(const PlanInput& in, TrainingPlan& p) {
   p.dp_mode = choice(in, "dp_mode", p.dp_mode);
   // The parameter-server settings apply to --dp-mode ps alone (their `applies` reads dp_mode).
   for (const PlanField& f : plan_fields()) {
-    if (f.key.substr(0, 3) == "ps_" && in.has(f.key) && !f.applies(p)) {
+    if (is_ps_field(f.key) && in.has(f.key) && !f.applies(p)) {
       fail_field(s, f.key,
                  fmt::format("{} sets up parameter servers; it needs {} ps", s.where(f.key),
                              s.name("dp_mode")));

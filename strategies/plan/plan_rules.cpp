@@ -571,16 +571,8 @@ void validate_plan_on_cluster(const ModelSpec& model, const TrainingPlan& plan,
   check_offload_cluster(plan, cluster, sources);
   // CPU offloading copies to a host CPU: the cluster must have one.
   if (plan.cpu_offloading_num_layers > 0) {
-    const auto& v = cluster.vertices();
-    const bool cpu = std::any_of(
-        v.begin(), v.end(), [](const topo::Vertex& x) { return x.kind == topo::VertexKind::CPU; });
-    if (!cpu) {
-      fail_field(sources, "cpu_offloading_num_layers",
-                 fmt::format("{} {}: cluster '{}' has no CPU vertex to offload to; add a \"cpu\" "
-                             "vertex linked to the GPUs (docs/clusters.md) or drop it",
-                             sources.where("cpu_offloading_num_layers"),
-                             plan.cpu_offloading_num_layers, cluster.name));
-    }
+    require_cpu_vertex(cluster, sources, "cpu_offloading_num_layers",
+                       std::to_string(plan.cpu_offloading_num_layers));
   }
 }
 

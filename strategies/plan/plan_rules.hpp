@@ -119,6 +119,9 @@ void check_offload(const models::TrainingPlan& plan, const PlanSources& sources 
 /// The offload's host: a CPU vertex in `cluster`. Throws PlanError.
 void check_offload_cluster(const models::TrainingPlan& plan, const topo::Cluster& cluster,
                            const PlanSources& sources = {});
+/// Fails field `key` (set to `value`) unless `cluster` has a CPU vertex to offload to.
+void require_cpu_vertex(const topo::Cluster& cluster, const PlanSources& sources, const char* key,
+                        std::string_view value);
 
 /// A SIZE rule: `value` of field `key` is at least 1 (and at most the table's bound).
 /// Throws PlanError.

@@ -463,13 +463,10 @@ double FastCaches::copy_s(const models::TrainingPlan& p, double bytes) const {
 double FastCaches::optimizer_s(const models::TrainingPlan& p, double params) {
   if (p.offload_optimizer == models::Offload::CPU) {
     const double bytes =
-        params * (offload_grad_bytes_per_elem(p) + offload_param_update_bytes_per_elem(p));
+        params * (offload_grad_bytes_per_elem() + offload_param_update_bytes_per_elem(p));
     double copy = bytes / host_link_Bps();
-    // Pageable buffers: the staging memcpy (read + write) at the node's memory bandwidth
-    // shared by its GPUs, beside the DMA.
-    const double host_Bps = node_host(cluster).memory_bandwidth_Bps *
-                            options.efficiency.memory_bandwidth_fraction /
-                            std::max(1, cluster.gpus_per_node());
+    // Pageable buffers: the staging memcpy (read + write) beside the DMA.
+    const double host_Bps = host_staging_Bps(cluster, options.efficiency);
     if (!p.offload_pin_memory && host_Bps > 0) copy = std::max(copy, 2.0 * bytes / host_Bps);
     return copy + cpu_adam_seconds(params, cluster.gpus_per_node());
   }

@@ -168,10 +168,9 @@ class BucketedLowering final : public DataParallelLowering {
         // ZeRO-Offload: each member's partition of the bucket, cast to fp32, to the host.
         const double shard = b.params / (group.set() == ParamSet::EXPERT ? g.edp : plan_.dp);
         for (size_t k = 0; k < group.members().size(); ++k) {
-          reduced[k].push_back(
-              offload_copy(g, static_cast<size_t>(group.members()[k]), s_,
-                           shard * offload_grad_bytes_per_elem(plan_), true, {id},
-                           g.label("{}-grads c{} L{}-{} ->host", group.name(), c, b.lo, b.hi)));
+          reduced[k].push_back(offload_copy(
+              g, static_cast<size_t>(group.members()[k]), s_, shard * offload_grad_bytes_per_elem(),
+              true, {id}, g.label("{}-grads c{} L{}-{} ->host", group.name(), c, b.lo, b.hi)));
         }
       }
     }

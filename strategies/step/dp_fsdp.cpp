@@ -189,7 +189,7 @@ class ShardedLowering : public DataParallelLowering {
           g, ri, s_, shard * rbytes, true, {t},
           g.label("{}-grads mb{} {} ->host", group.name(), pass.micro_batch, unit(pass, u).name));
       if (last)
-        t = offload_copy(g, ri, s_, shard * offload_grad_bytes_per_elem(g.plan), true, {t},
+        t = offload_copy(g, ri, s_, shard * offload_grad_bytes_per_elem(), true, {t},
                          g.label("{}-fp32 grads {} ->host", group.name(), unit(pass, u).name));
       waits[ri].push_back(t);
     }

@@ -143,16 +143,12 @@ std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
   // ZeRO-Offload without a bucketed design (one GPU): the whole partition goes to the host.
   if (g.plan.offload_optimizer == models::Offload::CPU)
     return lower_offloaded_optimizer(g, s, waits, sharded, false, only);
-  const double dense = stage_params(g, s, ParamSet::DENSE);
-  const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
-  const double local = sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;
   topo::KernelOp step;
   step.kind = topo::KernelKind::OPTIMIZER;
-  step.bytes = local * models::optimizer_step_bytes_per_param(g.plan);
+  step.bytes = local_params(g, s, sharded) * models::optimizer_step_bytes_per_param(g.plan);
   std::vector<TaskId> opts(g.replicas.size(), -1);
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
-    if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ri)) == only.end())
-      continue;
+    if (!among(only, ri)) continue;
     const SimGpu& h = g.gpus[ri][static_cast<size_t>(s)];
     const double opt_s =
         g.kernels_of(h.gpu_type)
@@ -168,6 +164,17 @@ std::vector<TaskId> lower_optimizer(StepGraph& g, int s,
     }
   }
   return opts;
+}
+
+double local_params(const StepGraph& g, int s, bool sharded) {
+  const double dense = stage_params(g, s, ParamSet::DENSE);
+  const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
+  return sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;
+}
+
+bool among(const std::vector<int>& replicas, size_t ri) {
+  return replicas.empty() ||
+         std::find(replicas.begin(), replicas.end(), static_cast<int>(ri)) != replicas.end();
 }
 
 double union_seconds(const sim::Engine& e, const std::vector<TaskId>& tasks) {

@@ -107,6 +107,11 @@ std::vector<sim::TaskId> lower_optimizer(StepGraph& graph, int stage,
 double union_seconds(const sim::Engine& engine, const std::vector<sim::TaskId>& tasks);
 /// Parameters of `stage` in `set` on one GPU.
 double stage_params(const StepGraph& graph, int stage, ParamSet set);
+/// Parameters of `stage` one replica's optimizer steps: dense over DP and experts over EDP
+/// when `sharded`, all of them otherwise.
+double local_params(const StepGraph& graph, int stage, bool sharded);
+/// Whether replica `ri` is among `replicas` (every replica when it is empty).
+bool among(const std::vector<int>& replicas, size_t ri);
 
 /// The design the plan selects for `stage` (no DP communication when plan.dp == 1).
 std::unique_ptr<DataParallelLowering> make_dp_lowering(StepGraph& graph, int stage);

@@ -14,15 +14,21 @@ namespace loom::strategies {
 
 using sim::TaskId;
 
-topo::HostSpec node_host(const topo::Cluster& c) {
-  return c.host.memory_bandwidth_Bps > 0 && c.host.memory_bytes > 0 ? c.host : topo::default_host();
+const topo::HostSpec& node_host(const topo::Cluster& c) {
+  static const topo::HostSpec fallback = topo::default_host();
+  return c.host.memory_bandwidth_Bps > 0 && c.host.memory_bytes > 0 ? c.host : fallback;
+}
+
+double host_staging_Bps(const topo::Cluster& c, const topo::GpuEfficiency& efficiency) {
+  return node_host(c).memory_bandwidth_Bps * efficiency.memory_bandwidth_fraction /
+         std::max(1, c.gpus_per_node());
 }
 
 double cpu_adam_seconds(double params, int gpus_per_node) {
   return params * std::max(1, gpus_per_node) / CPU_ADAM_PARAMS_PER_S;
 }
 
-double offload_grad_bytes_per_elem(const models::TrainingPlan&) {
+double offload_grad_bytes_per_elem() {
   return bytes_per_element(models::OPTIMIZER_DTYPE);
 }
 
@@ -45,20 +51,10 @@ sim::StreamId host_stream(StepGraph& g, size_t replica, int stage) {
   return h.host;
 }
 
-// Seconds of the staging memcpy of a pageable copy of `bytes`: read and write on the host at
-// its memory bandwidth (the streaming fraction a kernel reaches), shared by the node's GPUs.
+// Seconds of the staging memcpy of a pageable copy of `bytes` (host_staging_Bps).
 double staging_seconds(const StepGraph& g, double bytes) {
-  const double bw = node_host(g.cluster).memory_bandwidth_Bps *
-                    g.options.efficiency.memory_bandwidth_fraction /
-                    std::max(1, g.cluster.gpus_per_node());
+  const double bw = host_staging_Bps(g.cluster, g.options.efficiency);
   return bw > 0 ? 2.0 * bytes / bw : 0.0;
-}
-
-// Parameters of `stage` one replica steps: its partition when sharded.
-double local_params(const StepGraph& g, int s, bool sharded) {
-  const double dense = stage_params(g, s, ParamSet::DENSE);
-  const double expert = g.unit_expert_params.empty() ? 0.0 : stage_params(g, s, ParamSet::EXPERT);
-  return sharded ? dense / g.plan.dp + expert / g.edp : dense + expert;
 }
 
 }  // namespace
@@ -97,13 +93,12 @@ std::vector<TaskId> lower_offloaded_optimizer(StepGraph& g, int s,
   const double adam_s = cpu_adam_seconds(local, g.cluster.gpus_per_node());
   std::vector<TaskId> out(g.replicas.size(), -1);
   for (size_t ri = 0; ri < g.replicas.size(); ++ri) {
-    if (!only.empty() && std::find(only.begin(), only.end(), static_cast<int>(ri)) == only.end())
-      continue;
+    if (!among(only, ri)) continue;
     const SimGpu& h = g.gpus[ri][static_cast<size_t>(s)];
     std::vector<TaskId> deps = waits[ri];
     deps.push_back(h.last_backward);
     if (!grads_copied) {
-      deps = {offload_copy(g, ri, s, local * offload_grad_bytes_per_elem(g.plan), true, deps,
+      deps = {offload_copy(g, ri, s, local * offload_grad_bytes_per_elem(), true, deps,
                            g.label("offload grads s{} ->host", s))};
     }
     // The host is not slowed by a straggling GPU: no straggler factor on the CPU step.

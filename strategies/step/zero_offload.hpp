@@ -39,16 +39,22 @@ inline constexpr double CPU_ADAM_PARAMS_PER_S = 11.6e9 / 8.2;
 /// The host of a GPU node, whose memory and bandwidth the offload uses: the cluster's host
 /// spec when it has one (`--hosts`, a cluster JSON's "host"), else topo::default_host() (a DGX
 /// H100's two Xeon Platinum 8480 sockets and 2 TB).
-topo::HostSpec node_host(const topo::Cluster& cluster);
+const topo::HostSpec& node_host(const topo::Cluster& cluster);
+
+/// Bytes per second of one GPU's share of its host for the staging memcpy of a pageable copy:
+/// the node's memory bandwidth at the streaming fraction a kernel reaches (`efficiency`),
+/// shared by the node's GPUs. A copy of B bytes reads and writes them: 2 B at this rate.
+double host_staging_Bps(const topo::Cluster& cluster, const topo::GpuEfficiency& efficiency);
 
 /// Seconds of one GPU's CPU Adam step over `params` parameters, its node's `gpus_per_node`
 /// processes stepping at once (each gets that share of CPU_ADAM_PARAMS_PER_S).
 double cpu_adam_seconds(double params, int gpus_per_node);
 
-/// Bytes per partition element the ZeRO-Offload gradient copies move to the host at the end
-/// of a step's accumulation (4: fp32) and, under ZeRO-3, per micro-batch before it (the
-/// training dtype; from the second micro-batch on the same again back to the GPU).
-double offload_grad_bytes_per_elem(const models::TrainingPlan& plan);
+/// Bytes per partition element of the gradients ZeRO-Offload copies to the host once a step's
+/// accumulation ends: 4, the optimizer's fp32, whatever the plan. (ZeRO-3's copies per
+/// micro-batch before it move the training dtype, and from the second micro-batch on the same
+/// again back to the GPU: dp_fsdp.cpp.)
+double offload_grad_bytes_per_elem();
 /// Bytes per partition element of the updated parameters copied back to the GPU after the
 /// CPU step: 4 (the fp32 partition, cast on the GPU) under ZeRO-1/2, 2 under ZeRO-3 (its
 /// 16-bit partition), 0 when the parameters themselves are offloaded (they stay on the host).

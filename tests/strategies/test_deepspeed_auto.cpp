@@ -123,6 +123,10 @@ TEST_CASE("strategies::DeepSpeedAuto: the HF ZeRO-3 config's ZeRO sizes come fro
   // Without a plan (a search), the batch is each candidate's.
   const auto search = deepspeed_auto_notes(c, in, nullptr, &model);
   CHECK(search[0].find("train_micro_batch_size_per_gpu = each candidate's") != std::string::npos);
+  // ... and the precision is the one given (it was loom's default bf16 whatever was given).
+  INFO(search[0]);
+  CHECK(search[0].find("fp16.enabled = true (--precision fp16; HF --fp16)") != std::string::npos);
+  CHECK(deepspeed_key("/zero_optimization/stage") == "zero_optimization.stage");
 }
 
 TEST_CASE("strategies::DeepSpeedAuto: an auto the Trainer does not fill is an error naming it") {

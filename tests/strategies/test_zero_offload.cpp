@@ -119,12 +119,16 @@ TEST_CASE("strategies::ZeroOffload: the step pays CPU Adam and the PCIe copies")
   CHECK(b.offload_copy_s >= 8 * partition / link * 0.999);
   // The CPU step and the copy back follow the last reduction: the step grows by at least them.
   CHECK(b.step_time_s - a.step_time_s >= adam + 4 * partition / link - a.optimizer_time_s);
-  // Pageable buffers stage each copy through a host memcpy: never faster.
+  // Pageable buffers stage each copy through a host memcpy (2 B per byte at a GPU's share of
+  // the host's memory bandwidth, slower here than its PCIe link): the copies and the step take
+  // longer.
   models::TrainingPlan pageable = off;
   pageable.offload_pin_memory = false;
   const StepReport c = simulate_step(model, pageable, cluster);
-  CHECK(c.step_time_s >= b.step_time_s);
-  CHECK(c.offload_copy_s >= b.offload_copy_s);
+  CHECK(host_staging_Bps(cluster, {}) > 0);
+  CHECK(2 / host_staging_Bps(cluster, {}) > 1 / link);
+  CHECK(c.step_time_s > b.step_time_s);
+  CHECK(c.offload_copy_s > b.offload_copy_s);
   // The fast tier charges the same CPU step and copies.
   FastEstimator fast(model, cluster);
   CHECK(fast.step_time_s(off) - fast.step_time_s(base) >= adam);
