@@ -152,6 +152,10 @@ std::string axis(double total, double scale, double height) {
   return out;
 }
 
+// The passes a compute slice is drawn as, in the legend's order.
+constexpr std::array<const char*, 4> PASS_CLASSES = {"forward", "backward", "weight-gradients",
+                                                     "recompute"};
+
 // One button per category present (it shows or hides that category); the compute button shows
 // a swatch per pass present, in the colours the bars have.
 std::string legend(const std::set<TraceCategory>& present, const std::set<std::string>& passes) {
@@ -161,7 +165,7 @@ std::string legend(const std::set<TraceCategory>& present, const std::set<std::s
     const std::string name = to_string(c);
     std::string swatches;
     if (c == TraceCategory::COMPUTE && !passes.empty()) {
-      for (const char* pass : {"forward", "backward", "weight-gradients", "recompute"}) {
+      for (const char* pass : PASS_CLASSES) {
         if (passes.count(pass))
           swatches += fmt::format("<span class=\"swatch c-{0}\"></span>{0} ", pass);
       }
@@ -250,15 +254,17 @@ std::map<std::string, double> busy_by_class(const std::vector<const TimelineSlic
 
 // The order a phase bar stacks its classes in: the legend's (passes, then categories).
 int class_order(const std::string& c) {
-  static const std::array<const char*, 12> order = {
-      "c-forward",   "c-backward",  "c-weight-gradients",
-      "c-recompute", "c-compute",   "c-tp",
-      "c-cp",        "c-ep",        "c-pp",
-      "c-dp",        "c-optimizer", "c-offload"};
   const std::string last = c.substr(c.rfind(' ') + 1);
-  for (size_t i = 0; i < order.size(); ++i)
-    if (last == order[i]) return static_cast<int>(i);
-  return static_cast<int>(order.size());
+  int i = 0;
+  for (const char* pass : PASS_CLASSES) {
+    if (last == fmt::format("c-{}", pass)) return i;
+    ++i;
+  }
+  for (TraceCategory category : TIMELINE_CATEGORIES) {
+    if (last == "c-" + to_string(category)) return i;
+    ++i;
+  }
+  return i;
 }
 
 std::string percent(double fraction) {
