@@ -44,10 +44,19 @@ std::string fitted(const loom::testing::TempDir& dir, const std::string& name,
 
 }  // namespace
 
-TEST_CASE("cli::CalibrateNetwork: collective --calibration runs the model with fitted parameters") {
+// One fit of two logs (the fit is the slow part, most of all under the sanitizers) serves
+// `collective --calibration` and `calibrate show`.
+TEST_CASE(
+    "cli::CalibrateNetwork: collective --calibration runs the model with fitted parameters, and "
+    "show prints parameters, residuals and leave-one-log-out") {
   const loom::testing::TempDir dir("fit_network");
   const std::string profile =
       fitted(dir, "q.json", real_log("16gpu_2node") + " " + real_log("32gpu_4node_vm"));
+  const std::string shown = run("calibrate show " + profile);
+  CHECK(shown.find("nic_efficiency") != std::string::npos);
+  CHECK(shown.find("+-1 sigma") != std::string::npos);
+  CHECK(shown.find("leave-one-log-out") != std::string::npos);
+  CHECK(shown.find("held out nccl-tests_all_reduce_h100_32gpu_4node_vm.log") != std::string::npos);
   const auto doc = nlohmann::json::parse(
       run("collective --cluster dgx-h100 --nodes 8 --op all_reduce -b 1G -e 1G --format json "
           "--calibration " +
@@ -89,17 +98,6 @@ TEST_CASE("cli::CalibrateNetwork: simulate says which groups no log covers") {
       "simulate --model llama3-8b --cluster dgx-h100 --nodes 2 --tp 8 --calibration " + profile);
   CHECK(table.find("calibration: dp (2 ranks over 2 nodes): loom's defaults (nic_efficiency at "
                    "its default: no row of the profile is NIC-bound)") != std::string::npos);
-}
-
-TEST_CASE("cli::CalibrateNetwork: show prints parameters, residuals and leave-one-log-out") {
-  const loom::testing::TempDir dir("fit_network_show");
-  const std::string profile =
-      fitted(dir, "q.json", real_log("16gpu_2node") + " " + real_log("32gpu_4node_vm"));
-  const std::string out = run("calibrate show " + profile);
-  CHECK(out.find("nic_efficiency") != std::string::npos);
-  CHECK(out.find("+-1 sigma") != std::string::npos);
-  CHECK(out.find("leave-one-log-out") != std::string::npos);
-  CHECK(out.find("held out nccl-tests_all_reduce_h100_32gpu_4node_vm.log") != std::string::npos);
 }
 
 TEST_CASE("cli::CalibrateNetwork: bad input exits 2 with one line naming the fix") {

@@ -220,8 +220,14 @@ TEST_CASE("cli::SearchShards: mpirun -np 3 prints the single-process answer") {
   for (const std::string format : {"table", "json", "csv"}) {
     CAPTURE(format);
     const std::string out = dir.file("mpi." + format);
-    REQUIRE(run("mpirun --oversubscribe --allow-run-as-root -np 3 " + std::string(LOOM_BINARY) +
-                SEARCH + " --format " + format + " > " + out + " 2> " + dir.file("mpi.err")) == 0);
+    // Sanitized, the ranks run without LeakSanitizer: OpenMPI keeps its MPI_Init state until
+    // exit by design, in components it has unloaded by then (no suppression can name them).
+    // AddressSanitizer and UBSan stay on; loom's own search and merge run under LeakSanitizer
+    // in the --shard/--merge tests. A release build ignores the variable.
+    REQUIRE(run("ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" mpirun --oversubscribe "
+                "--allow-run-as-root -np 3 " +
+                std::string(LOOM_BINARY) + SEARCH + " --format " + format + " > " + out + " 2> " +
+                dir.file("mpi.err")) == 0);
     CHECK(read(out) == single(dir, format));
   }
 }
