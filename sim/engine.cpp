@@ -14,14 +14,13 @@ namespace loom::sim {
 
 std::string too_many_tasks(std::string_view counted) {
   return fmt::format(
-      "the step needs more than {} simulated tasks{}, loom's limit "
-      "(MAX_ENGINE_TASKS in common/limits.hpp, docs/limits.md); simulate a "
-      "smaller step: fewer micro-batches, layers or simulated GPUs",
+      "the step needs more than {} simulated tasks{}, loom's limit (MAX_ENGINE_TASKS in "
+      "common/limits.hpp, docs/limits.md); simulate a smaller step: fewer micro-batches, "
+      "layers or simulated GPUs",
       MAX_ENGINE_TASKS, counted.empty() ? "" : fmt::format(" ({})", counted));
 }
 
-// The engine's side of the network interface: schedules wakeups and batch completions as
-// events; never calls back into the network synchronously.
+// The engine's side of the network interface: wakeups and batch completions become events.
 class Engine::Host final : public NetworkHost {
  public:
   explicit Host(Engine& engine) : engine_(engine) {}
