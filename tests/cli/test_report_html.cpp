@@ -20,6 +20,7 @@
 #include "cli/report_html.hpp"
 #include "common/units.hpp"
 #include "models/model_loader.hpp"
+#include "tests/cli/cli_run.hpp"
 #include "tests/temp_dir.hpp"
 #include "topologies/cluster_presets.hpp"
 
@@ -81,10 +82,7 @@ Run run_loom(const std::string& args, const loom::testing::TempDir& dir) {
   const std::string err_file = dir.file("stderr.txt");
   const std::string cmd = std::string(LOOM_BINARY) + " " + args + " > /dev/null 2> " + err_file;
   const int status = std::system(cmd.c_str());
-  std::ifstream in(err_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, loom::testing::read_all(err_file)};
 }
 
 const std::string SMALL_RUN =
@@ -294,10 +292,7 @@ TEST_CASE("cli::HtmlReport: the kernel model row names what the calibration prof
     const std::string file = dir.file("r.html");
     REQUIRE(run_loom(SMALL_RUN + "--calibration " + profile + " --report " + file, dir).exit_code ==
             0);
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return loom::testing::read_all(file);
   };
   // Fitted factors only (compute_efficiency bf16 0.85, memory_bound_time 1.14, link
   // efficiencies): the datasheet model, scaled; no measured kernel times.
@@ -326,12 +321,9 @@ TEST_CASE("cli::HtmlReport: the same run writes the same bytes, with or without 
   // which only the trace draws: the report is the same bytes.
   REQUIRE(run_loom(SMALL_RUN + "--report " + second + " --trace " + dir.file("t.json"), dir)
               .exit_code == 0);
-  std::ifstream fa(first, std::ios::binary), fb(second, std::ios::binary);
-  std::stringstream ta, tb;
-  ta << fa.rdbuf();
-  tb << fb.rdbuf();
-  CHECK(ta.str().size() > 1000);
-  CHECK(ta.str() == tb.str());
+  const std::string html = loom::testing::read_all(first);
+  CHECK(html.size() > 1000);
+  CHECK(html == loom::testing::read_all(second));
 }
 
 TEST_CASE("cli::Simulate: a bad --report path is exit 2, one line, before the simulation") {
